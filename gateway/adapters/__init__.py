@@ -1,0 +1,1 @@
+"""Adapters: the gateway's seams to outside systems (Slurm, database, NVML)."""

@@ -1,0 +1,216 @@
+"""The Slurm backend over Slurm's command-line tools.
+
+Specs become argv lists, output becomes values (``gateway.core.slurm_parse``);
+the injected ``CommandRunner`` does the process call, locally or over SSH.
+
+Slurm quirks handled here:
+- commands can print ``error:`` on stderr and still exit 0; that is an error;
+- a time-out or an unreachable controller is ``SlurmUnavailable`` (unknown),
+  never a failed job;
+- ``squeue --jobs`` with ids that have all left the queue exits 1 with
+  "Invalid job id specified": that means "none of them is live".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from gateway.adapters.runner import CommandResult, CommandRunner
+from gateway.core import names
+from gateway.core.slurm_parse import (
+    SACCT_FORMAT,
+    SQUEUE_FORMAT,
+    US,
+    parse_nodes,
+    parse_partitions,
+    parse_sacct,
+    parse_sbatch_parsable,
+    parse_squeue,
+)
+from gateway.core.slurm_records import AccountingRecord, JobStatus, NodeInfo, PartitionInfo
+from gateway.errors import (
+    CommandError,
+    CommandTimeout,
+    SlurmError,
+    SlurmOutputError,
+    SlurmUnavailable,
+    SpecError,
+    SpecIssue,
+    SubmitRejected,
+)
+
+# Every Slurm command runs with these, so times come back in UTC, ISO-like.
+SLURM_ENV = {"TZ": "UTC", "SLURM_TIME_FORMAT": "standard"}
+
+_UNAVAILABLE = re.compile(
+    r"Socket timed out|Unable to contact slurm controller|Connection refused"
+    r"|Zero Bytes were transmitted|Communication connection failure"
+    r"|Problem talking to the database|slurmdbd.{0,40}(down|not responding)"
+    r"|Transport endpoint is not connected",
+    re.IGNORECASE,
+)
+_ERROR_LINE = re.compile(r"(^|:\s)error:", re.IGNORECASE | re.MULTILINE)
+_INVALID_JOB = "Invalid job id specified"
+_ALREADY_DONE = "already completing or completed"
+_JOB_ID = re.compile(r"\d+(_\d+)?")
+TAG_LOOKBACK = timedelta(days=14)
+
+
+class SlurmCLI:
+    """``SlurmBackend`` over sbatch, scancel, squeue, sacct and scontrol."""
+
+    def __init__(
+        self,
+        runner: CommandRunner,
+        *,
+        query_timeout_s: float = 30.0,
+        submit_timeout_s: float = 60.0,
+    ) -> None:
+        self.runner = runner
+        self.query_timeout_s = query_timeout_s
+        self.submit_timeout_s = submit_timeout_s
+
+    # -- the one call path -------------------------------------------------
+
+    def _run(
+        self,
+        argv: list[str],
+        *,
+        stdin: str | None = None,
+        timeout_s: float | None = None,
+        ok_errors: tuple[str, ...] = (),
+    ) -> CommandResult:
+        command = " ".join(argv[:2])
+        timeout = timeout_s or self.query_timeout_s
+        try:
+            result = self.runner.run(argv, stdin=stdin, timeout_s=timeout, env=SLURM_ENV)
+        except CommandTimeout as exc:
+            raise SlurmUnavailable(
+                f"{argv[0]} did not answer within {timeout:g} s; job states are unknown until it does",
+                command=command,
+            ) from exc
+        except CommandError as exc:
+            raise SlurmUnavailable(f"cannot run {argv[0]}: {exc}", command=command) from exc
+        stderr = result.stderr.strip()
+        if any(text in stderr for text in ok_errors):
+            return result
+        if _UNAVAILABLE.search(stderr):
+            raise SlurmUnavailable(
+                f"{argv[0]}: Slurm did not answer: {stderr}", command=command, stderr=stderr
+            )
+        if result.returncode != 0:
+            detail = stderr or result.stdout.strip() or "no message"
+            raise SlurmError(
+                f"{argv[0]} failed with exit status {result.returncode}: {detail}",
+                command=command,
+                stderr=stderr,
+            )
+        if _ERROR_LINE.search(stderr):
+            # Slurm exits 0 on some failures; an error line on stderr wins.
+            raise SlurmError(
+                f"{argv[0]} reported an error (exit status 0): {stderr}", command=command, stderr=stderr
+            )
+        return result
+
+    # -- operations --------------------------------------------------------
+
+    def submit(self, script: str, *, tag: str) -> str:
+        if not names.TAG.fullmatch(tag):
+            raise SpecError([SpecIssue("tag", f"not a valid submission tag; use {names.TAG_HELP}", tag)])
+        argv = ["sbatch", "--parsable", f"--comment={tag}"]
+        try:
+            result = self._run(argv, stdin=script, timeout_s=self.submit_timeout_s)
+        except SlurmUnavailable:
+            raise
+        except SlurmError as exc:
+            message = exc.stderr or str(exc)
+            message = message.replace("sbatch: error: ", "").strip()
+            raise SubmitRejected(
+                f"Slurm refused the job: {message}", command="sbatch", stderr=exc.stderr
+            ) from exc
+        job_id = parse_sbatch_parsable(result.stdout)
+        if job_id is None:
+            raise SlurmOutputError(
+                f"sbatch printed no job id: stdout {result.stdout.strip()!r}, stderr {result.stderr.strip()!r}",
+                command="sbatch",
+                stderr=result.stderr,
+            )
+        return job_id
+
+    def cancel(self, job_id: str) -> None:
+        _check_job_ids([job_id])
+        self._run(["scancel", job_id], ok_errors=(_ALREADY_DONE,))
+
+    def status(self, job_ids: Sequence[str]) -> list[JobStatus]:
+        if not job_ids:
+            return []
+        _check_job_ids(job_ids)
+        argv = [
+            "squeue",
+            "--noheader",
+            "--array",
+            f"--format={SQUEUE_FORMAT}",
+            f"--jobs={','.join(job_ids)}",
+        ]
+        result = self._run(argv, ok_errors=(_INVALID_JOB,))
+        if _INVALID_JOB in result.stderr:
+            return []
+        return parse_squeue(result.stdout)
+
+    def accounting(self, job_ids: Sequence[str]) -> list[AccountingRecord]:
+        if not job_ids:
+            return []
+        _check_job_ids(job_ids)
+        argv = [
+            "sacct",
+            "--noheader",
+            "--parsable2",
+            f"--delimiter={US}",
+            "--duplicates",
+            "--allusers",
+            "--units=K",
+            f"--format={SACCT_FORMAT}",
+            f"--jobs={','.join(job_ids)}",
+        ]
+        return parse_sacct(self._run(argv).stdout)
+
+    def find_by_tag(self, tag: str, *, since: datetime | None = None) -> list[str]:
+        found: set[str] = set()
+        live = self._run(["squeue", "--noheader", "--all", "--states=all", f"--format=%F{US}%k"]).stdout
+        for line in live.splitlines():
+            base, _, comment = line.partition(US)
+            if comment.strip() == tag:
+                found.add(base.strip())
+        start = (since or datetime.now(UTC) - TAG_LOOKBACK).astimezone(UTC)
+        done = self._run(
+            [
+                "sacct",
+                "--noheader",
+                "--parsable2",
+                f"--delimiter={US}",
+                "--allusers",
+                "--allocations",
+                "--duplicates",
+                f"--starttime={start:%Y-%m-%dT%H:%M:%S}",
+                "--format=JobID,Comment",
+            ]
+        ).stdout
+        for line in done.splitlines():
+            job, _, comment = line.partition(US)
+            if comment.strip() == tag:
+                found.add(job.strip().split("_")[0])
+        return sorted(found, key=int)
+
+    def partitions(self) -> list[PartitionInfo]:
+        return parse_partitions(self._run(["scontrol", "show", "partition", "--oneliner"]).stdout)
+
+    def nodes(self) -> list[NodeInfo]:
+        return parse_nodes(self._run(["scontrol", "show", "node", "--oneliner"]).stdout)
+
+
+def _check_job_ids(job_ids: Sequence[str]) -> None:
+    bad = [j for j in job_ids if not _JOB_ID.fullmatch(j)]
+    if bad:
+        raise SpecError([SpecIssue("job_id", "not a Slurm job id (digits, or digits_digits)", bad[0])])

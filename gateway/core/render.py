@@ -1,0 +1,219 @@
+"""Render run specs into sbatch scripts.
+
+``render_sbatch(spec, env, target=...)`` is a pure function of its
+arguments: the Jinja2 environment is built once (``build_template_env``) and
+passed in. The rendered text and its sha256 are what gets submitted and
+recorded.
+
+Every user value reaches the script through one of two filters:
+
+- ``shq``: checked (no NUL byte, bounded length) and shell-quoted; used for
+  everything in the script body;
+- ``slurm_field``: checked against a strict pattern; used in ``#SBATCH``
+  lines, which sbatch reads itself and which no quoting can protect.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import jinja2.meta
+
+from gateway import __version__
+from gateway.core import names
+from gateway.core.spec import MAX_TEXT, RunSpec
+from gateway.errors import SpecError, SpecIssue, TemplateError
+
+TEMPLATE_SUFFIX = ".sbatch.j2"
+BUILTIN_TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "sbatch_templates"
+
+
+@dataclass(frozen=True)
+class SubmitTarget:
+    """Where a run goes in Slurm: filled from the queue, never from the user."""
+
+    partition: str
+    account: str | None = None
+    qos: str | None = None
+
+
+@dataclass(frozen=True)
+class RenderedScript:
+    text: str
+    sha256: str
+    template_name: str
+    template_version: str
+
+
+def shq(value: object) -> str:
+    """Validate a value and quote it for a POSIX shell; the one way user text enters a script."""
+    text = value if isinstance(value, str) else json.dumps(value)
+    if "\x00" in text:
+        raise SpecError([SpecIssue("", "a value holds a NUL byte, which a script cannot carry")])
+    if len(text) > MAX_TEXT:
+        raise SpecError([SpecIssue("", f"a value is {len(text)} characters; at most {MAX_TEXT}")])
+    return shlex.quote(text)
+
+
+def slurm_field(value: object) -> str:
+    """Check a value bound for an ``#SBATCH`` line against the strict name pattern."""
+    text = str(value)
+    if not (names.NAME.fullmatch(text) or names.SAFE_PATH.fullmatch(text)):
+        raise SpecError(
+            [SpecIssue("", f"value for an #SBATCH line is not allowed; use {names.NAME_HELP}", text)]
+        )
+    return text
+
+
+def build_template_env(site_dir: str | Path | None = None) -> jinja2.Environment:
+    """The Jinja2 environment for sbatch templates.
+
+    A site's directory (``site_dir``) comes first, so a site can override one
+    template and keep the rest; the built-in templates come after.
+    """
+    search = [str(Path(site_dir))] if site_dir else []
+    search.append(str(BUILTIN_TEMPLATE_DIR))
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(search),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["shq"] = shq
+    env.filters["slurm_field"] = slurm_field
+    return env
+
+
+def template_for(spec: RunSpec) -> str:
+    """The template a spec renders with."""
+    if spec.sweep is not None:
+        return "array" + TEMPLATE_SUFFIX
+    if spec.launcher == "torchrun":
+        return "torchrun" + TEMPLATE_SUFFIX
+    return "single" + TEMPLATE_SUFFIX
+
+
+def template_version(env: jinja2.Environment, name: str) -> str:
+    """Version of a template: sha256 (12 hex) over its source and every template it pulls in."""
+    sources: dict[str, str] = {}
+    pending = [name]
+    while pending:
+        current = pending.pop()
+        if current in sources:
+            continue
+        try:
+            source, _, _ = env.loader.get_source(env, current)  # type: ignore[union-attr]
+        except jinja2.TemplateNotFound as exc:
+            raise TemplateError(f"sbatch template {current!r} not found in {_search(env)}") from exc
+        sources[current] = source
+        pending.extend(_referenced(source))
+    digest = hashlib.sha256()
+    for key in sorted(sources):
+        digest.update(key.encode() + b"\0" + sources[key].encode() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+_PARSE_ENV = jinja2.Environment()
+
+
+@functools.lru_cache(maxsize=64)
+def _referenced(source: str) -> tuple[str, ...]:
+    """Names of the templates a template source imports, includes or extends."""
+    return tuple(t for t in jinja2.meta.find_referenced_templates(_PARSE_ENV.parse(source)) if t)
+
+
+def _search(env: jinja2.Environment) -> str:
+    return ", ".join(getattr(env.loader, "searchpath", []))
+
+
+def render_sbatch(
+    spec: RunSpec,
+    env: jinja2.Environment,
+    *,
+    run_id: str,
+    run_dir: str,
+    target: SubmitTarget,
+    template: str | None = None,
+) -> RenderedScript:
+    """Render ``spec`` into an sbatch script for ``run_id``.
+
+    ``run_dir`` (chosen by the gateway) receives the job's output and params
+    files; ``target`` names the partition, account and QoS of the queue.
+    Raises SpecError for a value that cannot go into a script, TemplateError
+    for a missing or broken template.
+    """
+    if not names.NAME.fullmatch(run_id):
+        raise SpecError([SpecIssue("run_id", f"not a valid run id; use {names.NAME_HELP}", run_id)])
+    if not names.SAFE_PATH.fullmatch(run_dir):
+        raise SpecError([SpecIssue("run_dir", names.SAFE_PATH_HELP, run_dir)])
+    name = template or template_for(spec)
+    version = template_version(env, name)
+    context = _context(spec, run_id=run_id, run_dir=run_dir, target=target)
+    context.update(template_name=name, template_version=version, gateway_version=__version__)
+    try:
+        text = env.get_template(name).render(run=context)
+    except jinja2.TemplateError as exc:
+        raise TemplateError(f"sbatch template {name!r} failed to render: {exc}") from exc
+    return RenderedScript(
+        text=text,
+        sha256=hashlib.sha256(text.encode()).hexdigest(),
+        template_name=name,
+        template_version=version,
+    )
+
+
+def _context(spec: RunSpec, *, run_id: str, run_dir: str, target: SubmitTarget) -> dict[str, Any]:
+    res = spec.resources
+    gres = None
+    if res.gpus_per_node:
+        gres = f"gpu:{res.gpu_type}:{res.gpus_per_node}" if res.gpu_type else f"gpu:{res.gpus_per_node}"
+    tasks = None
+    if spec.sweep is not None:
+        tasks = [_param_set({**spec.params, **override}) for override in spec.sweep.expand()]
+    return {
+        "run_id": run_id,
+        "run_dir": run_dir,
+        "spec_sha256": spec.spec_hash(),
+        "job_name": spec.name,
+        "project": spec.project,
+        "partition": target.partition,
+        "account": target.account,
+        "qos": target.qos,
+        "nodes": res.nodes,
+        "tasks_per_node": res.tasks_per_node,
+        "cpus_per_task": res.cpus_per_task,
+        "mem_mb": res.mem_mb,
+        "walltime_min": res.walltime_min,
+        "gres": gres,
+        "gpus_per_node": res.gpus_per_node,
+        "env": dict(spec.env),
+        "params": _param_set(spec.params),
+        "datasets_json": json.dumps(spec.datasets),
+        "workdir": spec.workdir,
+        "container_image": spec.container_image,
+        "launcher": spec.launcher,
+        "command": spec.command,
+        "command_is_shell": isinstance(spec.command, str),
+        "script": spec.script,
+        "array_tasks": tasks,
+        "array_max_parallel": spec.sweep.max_parallel if spec.sweep else None,
+    }
+
+
+def _param_set(params: dict[str, Any]) -> dict[str, Any]:
+    """A param set as the script needs it: its JSON, and scalars as GW_PARAM_<KEY> variables."""
+    scalars = {}
+    for key, value in params.items():
+        var = "GW_PARAM_" + key.upper()
+        if names.ENV_NAME.fullmatch(var) and isinstance(value, str | int | float | bool):
+            scalars[var] = value if isinstance(value, str) else json.dumps(value)
+    return {"json": json.dumps(params, sort_keys=True), "vars": scalars}

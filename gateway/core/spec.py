@@ -1,0 +1,346 @@
+"""Typed run specs: what a user asks the gateway to run.
+
+A ``RunSpec`` is read from YAML or JSON (``parse_spec``, ``load_spec_file``).
+Unknown fields are refused, and every error names the field path, the bad
+value and what is valid, gathered in one ``SpecError``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from gateway.core import names
+from gateway.errors import SpecError, SpecIssue
+
+MAX_ARRAY_TASKS = 1000
+MAX_TEXT = 64 * 1024  # longest command, script body or environment value accepted
+
+JsonScalar = str | int | float | bool | None
+
+
+def _check_name(value: str, what: str = "name") -> str:
+    if not names.NAME.fullmatch(value):
+        raise ValueError(f"not a valid {what}; use {names.NAME_HELP}")
+    return value
+
+
+def _check_text(value: str, *, allow_newlines: bool) -> str:
+    if "\x00" in value:
+        raise ValueError("contains a NUL byte, which no shell script can carry")
+    if not allow_newlines and names.CONTROL_CHARS.search(value):
+        raise ValueError("contains a control character (newline, tab, escape ...)")
+    if len(value) > MAX_TEXT:
+        raise ValueError(f"is {len(value)} characters long; at most {MAX_TEXT} are accepted")
+    return value
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
+
+
+class Resources(_Strict):
+    """What one run asks of Slurm. Units are in the names."""
+
+    nodes: Annotated[int, Field(ge=1, le=64)] = 1
+    tasks_per_node: Annotated[int, Field(ge=1, le=256)] = 1
+    gpus_per_node: Annotated[int, Field(ge=0, le=16)] = 0
+    gpu_type: str | None = None
+    cpus_per_task: Annotated[int, Field(ge=1, le=512)] = 1
+    mem_gb: Annotated[float, Field(gt=0, le=4096)] = 1.0
+    walltime_min: Annotated[int, Field(ge=1, le=60 * 24 * 30)] = 60
+
+    @field_validator("gpu_type")
+    @classmethod
+    def _gpu_type(cls, value: str | None) -> str | None:
+        if value is not None and not names.GPU_TYPE.fullmatch(value):
+            raise ValueError(f"not a valid GPU type; use {names.GPU_TYPE_HELP}")
+        return value
+
+    @model_validator(mode="after")
+    def _gpu_type_needs_gpus(self) -> Resources:
+        if self.gpu_type is not None and self.gpus_per_node == 0:
+            raise ValueError("gpu_type is set but gpus_per_node is 0; ask for at least 1 GPU")
+        return self
+
+    @property
+    def mem_mb(self) -> int:
+        """Memory per node in MiB, as Slurm's ``--mem`` takes it (rounded up)."""
+        return math.ceil(self.mem_gb * 1024)
+
+
+class Sweep(_Strict):
+    """An array sweep: a list of param sets, or a grid (every combination).
+
+    Each set is laid over the run's ``params``; task *i* of the Slurm job
+    array runs with set *i*.
+    """
+
+    params: list[dict[str, Any]] | None = None
+    grid: dict[str, list[Any]] | None = None
+    max_parallel: Annotated[int, Field(ge=1, le=MAX_ARRAY_TASKS)] | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> Sweep:
+        if (self.params is None) == (self.grid is None):
+            raise ValueError("give exactly one of 'params' (a list of param sets) or 'grid'")
+        for key, values in (self.grid or {}).items():
+            if not values:
+                raise ValueError(f"grid key {key!r} has no values")
+        # Count before expanding: a grid of a few long lists is a huge product.
+        count = len(self.params) if self.params is not None else math.prod(map(len, self.grid.values()))
+        if count == 0:
+            raise ValueError("the sweep has no param sets; give at least one")
+        if count > MAX_ARRAY_TASKS:
+            raise ValueError(f"the sweep has {count} param sets; at most {MAX_ARRAY_TASKS}")
+        return self
+
+    def expand(self) -> list[dict[str, Any]]:
+        """The param sets in task order (grid: last key varies fastest)."""
+        if self.params is not None:
+            return [dict(p) for p in self.params]
+        assert self.grid is not None
+        keys = list(self.grid)
+        return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*self.grid.values())]
+
+
+class RunSpec(_Strict):
+    """One training or evaluation run, as submitted.
+
+    Exactly one of ``command`` (a shell command line, or an argv list run
+    without a shell) and ``script`` (the text of a script, run with its own
+    shebang) says what runs.
+    """
+
+    name: str
+    project: str
+    queue: str
+    command: str | list[str] | None = None
+    script: str | None = None
+    launcher: Literal["single", "torchrun", "srun"] = "single"
+    workdir: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    container_image: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    datasets: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    resources: Resources = Field(default_factory=Resources)
+    sweep: Sweep | None = None
+
+    @field_validator("name", "project", "queue")
+    @classmethod
+    def _names(cls, value: str) -> str:
+        return _check_name(value)
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _argv_words(cls, value: Any) -> Any:
+        # YAML reads `[train.py, --epochs, 3]` with an int; argv words are text.
+        if isinstance(value, list):
+            return [str(w) if isinstance(w, int | float) and not isinstance(w, bool) else w for w in value]
+        return value
+
+    @field_validator("command")
+    @classmethod
+    def _command(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            if not value.strip():
+                raise ValueError("is empty; give the command to run")
+            return _check_text(value, allow_newlines=True)
+        if not value:
+            raise ValueError("is an empty list; give the program and its arguments")
+        for arg in value:
+            _check_text(arg, allow_newlines=True)
+        return value
+
+    @field_validator("script")
+    @classmethod
+    def _script(cls, value: str | None) -> str | None:
+        if value is not None:
+            if not value.strip():
+                raise ValueError("is empty; give the script's text")
+            _check_text(value, allow_newlines=True)
+        return value
+
+    @field_validator("workdir")
+    @classmethod
+    def _workdir(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        _check_text(value, allow_newlines=False)
+        if not value.startswith("/"):
+            raise ValueError("must be an absolute path (starting with '/')")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, item in value.items():
+            if not names.ENV_NAME.fullmatch(key):
+                raise ValueError(f"variable {key!r} is not valid; use {names.ENV_NAME_HELP}")
+            if key.startswith(names.RESERVED_ENV_PREFIXES):
+                raise ValueError(
+                    f"variable {key!r} is reserved; names starting with "
+                    f"{' or '.join(names.RESERVED_ENV_PREFIXES)} are set by Slurm and the gateway"
+                )
+            _check_text(item, allow_newlines=True)
+        return value
+
+    @field_validator("container_image")
+    @classmethod
+    def _image(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        _check_text(value, allow_newlines=False)
+        if not value.strip() or " " in value:
+            raise ValueError("must be an image reference or path without spaces")
+        return value
+
+    @field_validator("params")
+    @classmethod
+    def _params(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            size = len(json.dumps(value, allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"must be plain JSON values (no NaN/inf, no objects): {exc}") from exc
+        if size > MAX_TEXT:
+            raise ValueError(f"are {size} characters as JSON; at most {MAX_TEXT}")
+        return value
+
+    @field_validator("datasets")
+    @classmethod
+    def _datasets(cls, value: list[str]) -> list[str]:
+        for ref in value:
+            _check_text(ref, allow_newlines=False)
+            if not ref.strip():
+                raise ValueError("a dataset reference is empty")
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: list[str]) -> list[str]:
+        for tag in value:
+            if not names.TAG.fullmatch(tag):
+                raise ValueError(f"tag {tag!r} is not valid; use {names.TAG_HELP}")
+        return value
+
+    @model_validator(mode="after")
+    def _shape(self) -> RunSpec:
+        if (self.command is None) == (self.script is None):
+            raise ValueError("give exactly one of 'command' or 'script'")
+        if self.launcher == "torchrun" and self.script is not None:
+            raise ValueError("launcher 'torchrun' needs 'command' (the program torchrun starts)")
+        if self.sweep is not None and self.resources.nodes > 1:
+            raise ValueError("sweeps run one node per task; set resources.nodes to 1")
+        if self.launcher == "single" and self.resources.nodes > 1:
+            raise ValueError(
+                "resources.nodes > 1 needs launcher 'torchrun' or 'srun'; "
+                "'single' runs the command once, on the first node"
+            )
+        if self.sweep is not None:
+            try:
+                json.dumps(self.sweep.expand(), allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"sweep values must be plain JSON values: {exc}") from exc
+        return self
+
+    def spec_hash(self) -> str:
+        """sha256 of the spec's canonical JSON (sorted keys, defaults included)."""
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+_UNION_TAG = re.compile(r"(str|int|float|bool|none|list\[.*\]|dict\[.*\])")
+
+
+def spec_issues(exc: ValidationError) -> list[SpecIssue]:
+    """Turn pydantic's errors into issues with dotted field paths."""
+    issues = []
+    for err in exc.errors(include_url=False):
+        # pydantic names the union member it tried ("command.list[str].3"): drop it.
+        loc = [p for p in err["loc"] if not (isinstance(p, str) and _UNION_TAG.fullmatch(p))]
+        path = ".".join(str(part) for part in loc)
+        message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            parent = _model_at(err["loc"][:-1])
+            valid = ", ".join(parent.model_fields) if parent else ""
+            message = "unknown field" + (f"; valid fields here: {valid}" if valid else "")
+        issues.append(SpecIssue(path=path, message=message, value=err.get("input")))
+    return issues
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    model: type[BaseModel] = RunSpec
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return None
+        target = field.annotation
+        candidates = getattr(target, "__args__", (target,))
+        nxt = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        if nxt is None:
+            return None
+        model = nxt
+    return model
+
+
+def build_spec(data: Any, *, source: str | None = None) -> RunSpec:
+    """Validate already-parsed data into a RunSpec; raises SpecError."""
+    if not isinstance(data, dict):
+        kind = type(data).__name__
+        raise SpecError([SpecIssue("", f"a run spec must be a mapping of fields, not a {kind}")], source)
+    try:
+        return RunSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(spec_issues(exc), source) from exc
+
+
+def parse_spec(text: str, *, source: str | None = None) -> RunSpec:
+    """Read a RunSpec from YAML or JSON text (JSON is YAML); raises SpecError."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SpecError([SpecIssue("", f"not valid YAML or JSON: {exc}")], source) from exc
+    return build_spec(data, source=source)
+
+
+def load_spec_file(path: str | Path) -> RunSpec:
+    """Read a spec file. A ``script_file`` key (relative to the spec) is read into ``script``."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError([SpecIssue("", f"cannot read spec file: {exc}")], str(path)) from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SpecError([SpecIssue("", f"not valid YAML or JSON: {exc}")], str(path)) from exc
+    if isinstance(data, dict) and "script_file" in data:
+        script_path = path.parent / str(data.pop("script_file"))
+        try:
+            data["script"] = script_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SpecError(
+                [SpecIssue("script_file", f"cannot read the script: {exc}", str(script_path))],
+                str(path),
+            ) from exc
+    return build_spec(data, source=str(path))

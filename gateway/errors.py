@@ -1,0 +1,94 @@
+"""The gateway's error tree.
+
+Every error the gateway raises on purpose is a ``GatewayError``; adapters
+re-raise outside errors as one of these ``from`` the original. Only the
+interfaces (API, CLI) map these classes to HTTP statuses or exit codes.
+
+    GatewayError
+     ├── SpecError            a run spec (or a value bound for a script) is invalid
+     ├── TemplateError        an sbatch template is missing or does not render
+     ├── CommandError         the command runner could not run a program at all
+     │    └── CommandTimeout  the program ran past its time limit
+     └── SlurmError           Slurm answered with an error (message kept)
+          ├── SlurmUnavailable    Slurm did not answer (time-out, controller down):
+          │                       the state of a job is *unknown*, never failed
+          ├── SubmitRejected      sbatch refused the job (bad partition, limits ...)
+          └── SlurmOutputError    Slurm's output could not be read
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class GatewayError(Exception):
+    """Root of every error the gateway raises on purpose."""
+
+
+@dataclass(frozen=True)
+class SpecIssue:
+    """One problem in a spec: where (dotted path), what was given, what is valid."""
+
+    path: str
+    message: str
+    value: object = None
+
+    def __str__(self) -> str:
+        where = self.path or "(spec)"
+        shown = _short(self.value)
+        return f"{where}: {self.message}" + (f" (got {shown})" if shown else "")
+
+
+def _short(value: object, limit: int = 80) -> str:
+    if value is None:
+        return ""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass
+class SpecError(GatewayError):
+    """A run spec, or a value bound for an sbatch script, is not valid."""
+
+    issues: list[SpecIssue] = field(default_factory=list)
+    source: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        head = f"invalid run spec{f' in {self.source}' if self.source else ''}"
+        return head + ":\n" + "\n".join(f"  - {issue}" for issue in self.issues)
+
+
+class TemplateError(GatewayError):
+    """An sbatch template is missing, or fails to render."""
+
+
+class CommandError(GatewayError):
+    """The command runner could not start a program (missing binary, no access)."""
+
+
+class CommandTimeout(CommandError):
+    """A program ran past its time limit and was stopped."""
+
+
+class SlurmError(GatewayError):
+    """Slurm answered a command with an error; the message is kept verbatim."""
+
+    def __init__(self, message: str, *, command: str = "", stderr: str = "") -> None:
+        super().__init__(message)
+        self.command = command
+        self.stderr = stderr
+
+
+class SlurmUnavailable(SlurmError):
+    """Slurm did not answer (time-out, controller unreachable): state is unknown."""
+
+
+class SubmitRejected(SlurmError):
+    """sbatch refused the job; nothing was queued."""
+
+
+class SlurmOutputError(SlurmError):
+    """Slurm's output did not have the expected shape."""

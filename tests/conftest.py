@@ -1,0 +1,84 @@
+"""Shared fixtures.
+
+Tests under ``tests/slurm`` submit real jobs to the local cluster that
+``make cluster`` provisions; ``make test`` starts it first when it does not
+answer. Nothing here fakes Slurm.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gateway.adapters.runner import LocalRunner
+from gateway.adapters.slurm import SlurmCLI
+from gateway.core.render import build_template_env
+from gateway.core.slurm_records import AccountingRecord
+from gateway.core.states import TERMINAL
+
+# Job output must land where slurmd (same host, root) can write and we can read.
+JOB_ROOT = Path(os.environ.get("GW_TEST_JOB_ROOT", "/tmp/gw-test-jobs"))
+
+
+@pytest.fixture(scope="session")
+def template_env():
+    return build_template_env()
+
+
+@pytest.fixture(scope="session")
+def slurm() -> SlurmCLI:
+    if shutil.which("sbatch") is None:
+        pytest.fail("Slurm is not installed here: run `make cluster` (make test does it for you)")
+    cli = SlurmCLI(LocalRunner())
+    try:
+        cli.partitions()
+    except Exception as exc:  # noqa: BLE001 - any failure means: no cluster
+        pytest.fail(f"the local Slurm cluster does not answer ({exc}); run `make cluster`")
+    return cli
+
+
+@pytest.fixture
+def run_dir() -> Callable[[str], str]:
+    """Make a fresh run directory for a job and return its path."""
+
+    def make(prefix: str = "r") -> str:
+        path = JOB_ROOT / f"{prefix}-{uuid.uuid4().hex[:10]}"
+        path.mkdir(parents=True, mode=0o777)
+        path.chmod(0o777)
+        return str(path)
+
+    return make
+
+
+def unique_tag(prefix: str = "gwtest") -> str:
+    return f"{prefix}-{uuid.uuid4().hex}"
+
+
+def wait_for_accounting(
+    cli: SlurmCLI, job_id: str, *, timeout_s: float = 90.0, count: int = 1
+) -> list[AccountingRecord]:
+    """Poll sacct until ``count`` records of ``job_id`` are all in a terminal state."""
+    deadline = time.monotonic() + timeout_s
+    records: list[AccountingRecord] = []
+    while time.monotonic() < deadline:
+        records = cli.accounting([job_id])
+        if len(records) >= count and all(r.state in TERMINAL for r in records):
+            return records
+        time.sleep(0.5)
+    raise AssertionError(f"job {job_id} did not end within {timeout_s} s; last sacct: {records}")
+
+
+def wait_for(predicate: Callable[[], object], *, timeout_s: float = 60.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")

@@ -1,0 +1,171 @@
+"""RunSpec validation: good specs load, bad ones say where, what and what is valid."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gateway.core.spec import MAX_ARRAY_TASKS, build_spec, load_spec_file, parse_spec
+from gateway.errors import SpecError
+
+BASE = {"name": "train", "project": "vision", "queue": "cpu", "command": "python train.py"}
+
+
+def spec_with(**changes):
+    data = {**BASE, **changes}
+    return parse_spec(json.dumps(data))
+
+
+def issues_of(**changes) -> dict[str, str]:
+    with pytest.raises(SpecError) as info:
+        spec_with(**changes)
+    return {issue.path: issue.message for issue in info.value.issues}
+
+
+def test_minimal_spec_gets_defaults():
+    spec = spec_with()
+    assert spec.resources.nodes == 1
+    assert spec.resources.mem_mb == 1024
+    assert spec.launcher == "single"
+    assert spec.params == {}
+
+
+def test_yaml_and_json_give_the_same_spec_and_hash():
+    yaml_text = "name: train\nproject: vision\nqueue: cpu\ncommand: python train.py\n"
+    assert parse_spec(yaml_text).spec_hash() == spec_with().spec_hash()
+
+
+def test_hash_changes_with_any_field():
+    assert spec_with().spec_hash() != spec_with(params={"lr": 0.1}).spec_hash()
+
+
+def test_unknown_field_is_refused_with_valid_fields_listed():
+    found = issues_of(gpus=4)
+    assert "gpus" in found
+    assert "unknown field" in found["gpus"] and "resources" in found["gpus"]
+
+
+def test_unknown_nested_field_names_its_path():
+    found = issues_of(resources={"gpu": 2})
+    assert "resources.gpu" in found
+    assert "gpus_per_node" in found["resources.gpu"]
+
+
+def test_error_carries_bad_value_and_range():
+    with pytest.raises(SpecError) as info:
+        spec_with(resources={"mem_gb": -2})
+    (issue,) = info.value.issues
+    assert issue.path == "resources.mem_gb"
+    assert issue.value == -2
+    assert "greater than 0" in issue.message
+    assert "resources.mem_gb" in str(info.value) and "-2" in str(info.value)
+
+
+def test_every_problem_is_reported_at_once():
+    found = issues_of(name="bad name!", queue="", resources={"nodes": 0, "walltime_min": "x"})
+    assert {"name", "queue", "resources.nodes", "resources.walltime_min"} <= set(found)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["a'; touch /tmp/pwned", "$(id)", "`id`", "a\nb", "é", "x" * 64, "-leading-dash", ""],
+)
+def test_hostile_or_odd_names_are_refused(name):
+    found = issues_of(name=name)
+    assert "name" in found
+
+
+def test_command_or_script_exactly_one():
+    found = issues_of(script="#!/bin/sh\necho hi\n")
+    assert "" in found and "exactly one of 'command' or 'script'" in found[""]
+    with pytest.raises(SpecError):
+        parse_spec(json.dumps({k: v for k, v in BASE.items() if k != "command"}))
+
+
+def test_argv_command_words_become_text():
+    spec = spec_with(command=["python", "train.py", "--epochs", 3])
+    assert spec.command == ["python", "train.py", "--epochs", "3"]
+
+
+def test_env_names_checked_and_reserved_prefixes_refused():
+    assert "env" in issues_of(env={"1BAD": "x"})
+    assert "reserved" in issues_of(env={"SLURM_JOB_ID": "1"})["env"]
+    assert "reserved" in issues_of(env={"GW_RUN_ID": "1"})["env"]
+    assert spec_with(env={"HF_HOME": "/data/hf", "NOTE": "a'; rm -rf / #"}).env["HF_HOME"] == "/data/hf"
+
+
+def test_nul_bytes_and_oversized_values_refused():
+    assert "NUL" in issues_of(env={"A": "x\x00y"})["env"]
+    assert "at most" in issues_of(command="x" * 70_000)["command"]
+
+
+def test_workdir_must_be_absolute_and_single_line():
+    assert "absolute" in issues_of(workdir="relative/dir")["workdir"]
+    assert "control character" in issues_of(workdir="/tmp/a\nb")["workdir"]
+
+
+def test_params_must_be_json():
+    with pytest.raises(SpecError) as info:
+        build_spec({**BASE, "params": {"lr": float("nan")}})
+    assert info.value.issues[0].path == "params"
+    assert "at most" in issues_of(params={"blob": "x" * 70_000})["params"]
+
+
+def test_gpu_type_needs_gpus_and_a_clean_name():
+    assert "gpus_per_node" in issues_of(resources={"gpu_type": "a100"})["resources"]
+    assert "resources.gpu_type" in issues_of(resources={"gpus_per_node": 1, "gpu_type": "A100; x"})
+
+
+def test_multi_node_needs_a_multi_node_launcher():
+    assert "launcher" in issues_of(resources={"nodes": 2})[""]
+    assert spec_with(resources={"nodes": 2}, launcher="torchrun").resources.nodes == 2
+    assert "launcher" in issues_of(launcher="mpirun")
+
+
+def test_sweep_list_and_grid():
+    listed = spec_with(sweep={"params": [{"lr": 0.1}, {"lr": 0.2}]})
+    assert listed.sweep.expand() == [{"lr": 0.1}, {"lr": 0.2}]
+    grid = spec_with(sweep={"grid": {"lr": [0.1, 0.2], "bs": [8, 16]}, "max_parallel": 2})
+    assert grid.sweep.expand() == [
+        {"lr": 0.1, "bs": 8},
+        {"lr": 0.1, "bs": 16},
+        {"lr": 0.2, "bs": 8},
+        {"lr": 0.2, "bs": 16},
+    ]
+
+
+def test_sweep_shape_errors():
+    assert "exactly one" in issues_of(sweep={})["sweep"]
+    assert "at most" in issues_of(sweep={"grid": {"a": list(range(MAX_ARRAY_TASKS + 1))}})["sweep"]
+    assert "no values" in issues_of(sweep={"grid": {"a": [1], "b": []}})["sweep"]
+    assert (
+        "one node per task" in issues_of(sweep={"params": [{}]}, resources={"nodes": 2}, launcher="srun")[""]
+    )
+
+
+def test_not_a_mapping_and_not_yaml():
+    with pytest.raises(SpecError, match="mapping"):
+        parse_spec("- a\n- b\n")
+    with pytest.raises(SpecError, match="not valid YAML"):
+        parse_spec("name: [unclosed")
+
+
+def test_spec_file_with_script_file(tmp_path):
+    (tmp_path / "job.sh").write_text("#!/bin/bash\necho from script\n")
+    (tmp_path / "spec.yaml").write_text(
+        "name: s\nproject: p\nqueue: cpu\nscript_file: job.sh\nresources: {mem_gb: 0.5}\n"
+    )
+    spec = load_spec_file(tmp_path / "spec.yaml")
+    assert spec.script.startswith("#!/bin/bash")
+    assert spec.resources.mem_mb == 512
+
+
+def test_spec_file_errors_name_the_file(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text("name: s\nproject: p\nqueue: cpu\nscript_file: missing.sh\n")
+    with pytest.raises(SpecError) as info:
+        load_spec_file(path)
+    assert str(path) in str(info.value) and "script_file" in str(info.value)
+    with pytest.raises(SpecError, match="cannot read spec file"):
+        load_spec_file(tmp_path / "nope.yaml")
