@@ -1,0 +1,245 @@
+"""The Slurm CLI adapter against the real local cluster: real jobs, real sacct."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from gateway.adapters.runner import LocalRunner
+from gateway.adapters.slurm import SlurmCLI
+from gateway.core.render import SubmitTarget, render_sbatch
+from gateway.core.spec import build_spec
+from gateway.core.states import RunState
+from gateway.errors import SlurmUnavailable, SpecError, SubmitRejected
+from tests.conftest import unique_tag, wait_for, wait_for_accounting
+
+pytestmark = pytest.mark.slurm
+
+
+def submit(slurm, template_env, run_dir, data, *, partition=None):
+    spec = build_spec({"project": "test", "queue": "cpu", **data})
+    directory = run_dir(spec.name)
+    rendered = render_sbatch(
+        spec,
+        template_env,
+        run_id=Path(directory).name,
+        run_dir=directory,
+        target=SubmitTarget(partition or spec.queue),
+    )
+    tag = unique_tag()
+    job_id = slurm.submit(rendered.text, tag=tag)
+    return job_id, Path(directory), tag
+
+
+def read_stdout(directory: Path, job_id: str) -> str:
+    return (directory / f"stdout-{job_id}.log").read_text()
+
+
+def test_completed_job_is_accounted(slurm, template_env, run_dir):
+    job_id, directory, tag = submit(
+        slurm,
+        template_env,
+        run_dir,
+        {
+            "name": "ok",
+            "command": 'echo started; sleep 2; echo "lr=$GW_PARAM_LR"',
+            "params": {"lr": 0.25},
+            "resources": {"cpus_per_task": 2, "mem_gb": 0.5, "walltime_min": 5},
+        },
+    )
+    (record,) = wait_for_accounting(slurm, job_id)
+    assert record.state is RunState.SUCCEEDED and record.slurm_state == "COMPLETED"
+    assert (record.exit_code, record.exit_signal) == (0, 0)
+    assert record.elapsed_s >= 2
+    assert record.alloc_cpus == 2
+    assert record.alloc_mem_mb == 512
+    assert record.alloc_nodes == 1
+    assert record.node_list in {"c1", "c2"}
+    assert record.timelimit_min == 5
+    assert record.start_time and record.end_time and record.start_time <= record.end_time
+    assert record.start_time.tzinfo is not None
+    assert record.max_rss_kb is not None and record.max_rss_kb > 0
+    assert record.comment == tag
+    assert read_stdout(directory, job_id).splitlines() == ["started", "lr=0.25"]
+    assert json.loads((directory / "params.json").read_text()) == {"lr": 0.25}
+
+
+def test_exit_code_is_recorded(slurm, template_env, run_dir):
+    job_id, _, _ = submit(slurm, template_env, run_dir, {"name": "exit3", "command": "exit 3"})
+    (record,) = wait_for_accounting(slurm, job_id)
+    assert record.state is RunState.FAILED
+    assert (record.exit_code, record.exit_signal) == (3, 0)
+
+
+def test_cancel_running_job_records_who(slurm, template_env, run_dir):
+    job_id, _, _ = submit(slurm, template_env, run_dir, {"name": "long", "command": "sleep 300"})
+    wait_for(
+        lambda: any(s.state is RunState.RUNNING for s in slurm.status([job_id])),
+        what=f"job {job_id} to start",
+    )
+    slurm.cancel(job_id)
+    (record,) = wait_for_accounting(slurm, job_id)
+    assert record.state is RunState.CANCELLED
+    assert record.cancelled_by_uid == os.getuid()
+    slurm.cancel(job_id)  # cancelling an ended job again is not an error
+
+
+def test_cancel_pending_job(slurm, template_env, run_dir):
+    # Hold the job so it certainly waits (root's hold is an admin hold).
+    spec_job, _, _ = submit(slurm, template_env, run_dir, {"name": "later", "command": "true"})
+    slurm.runner.run(["scontrol", "hold", spec_job])
+    (status,) = slurm.status([spec_job])
+    assert status.state is RunState.HELD and status.reason == "JobHeldAdmin"
+    slurm.cancel(spec_job)
+    (record,) = wait_for_accounting(slurm, spec_job)
+    assert record.state is RunState.CANCELLED and record.start_time is None
+
+
+def test_gpu_job_gets_its_gpus(slurm, template_env, run_dir):
+    job_id, directory, _ = submit(
+        slurm,
+        template_env,
+        run_dir,
+        {
+            "name": "gpu2",
+            "queue": "gpu",
+            "command": 'echo "gpus=${CUDA_VISIBLE_DEVICES:-none} job_gpus=${SLURM_JOB_GPUS:-none}"',
+            "resources": {"gpus_per_node": 2, "gpu_type": "fake"},
+        },
+    )
+    (record,) = wait_for_accounting(slurm, job_id)
+    assert record.state is RunState.SUCCEEDED
+    assert record.alloc_gpus == 2
+    assert record.alloc_tres.get("gres/gpu") == "2"
+    line = read_stdout(directory, job_id).strip()
+    visible = line.split()[0].removeprefix("gpus=").split(",")
+    assert len(visible) == 2, line
+    assert record.node_list in {"g1", "g2"}
+
+
+def test_array_sweep_each_task_reads_its_params(slurm, template_env, run_dir):
+    job_id, directory, _ = submit(
+        slurm,
+        template_env,
+        run_dir,
+        {
+            "name": "sweep5",
+            "command": 'cat "$GW_PARAMS_FILE"',
+            "params": {"epochs": 1},
+            "sweep": {"params": [{"lr": 10**-i} for i in range(5)]},
+            "resources": {"mem_gb": 0.25},
+        },
+    )
+    records = wait_for_accounting(slurm, job_id, count=5)
+    assert sorted(int(r.array_task_id) for r in records) == [0, 1, 2, 3, 4]
+    assert {r.array_job_id for r in records} == {job_id}
+    assert all(r.state is RunState.SUCCEEDED for r in records)
+    for task in range(5):
+        seen = json.loads((directory / f"stdout-{job_id}_{task}.log").read_text())
+        assert seen == {"epochs": 1, "lr": 10**-task}
+
+
+def test_status_of_many_jobs_in_one_call(slurm, template_env, run_dir):
+    jobs = [
+        submit(slurm, template_env, run_dir, {"name": f"many{i}", "command": "sleep 20"})[0] for i in range(3)
+    ]
+    try:
+        statuses = {s.job_id: s for s in slurm.status(jobs)}
+        assert set(statuses) == set(jobs)
+        for status in statuses.values():
+            assert status.state in {RunState.QUEUED, RunState.RUNNING}
+            assert status.partition == "cpu" and status.user == "root"
+            if status.state is RunState.RUNNING:
+                assert status.node_list and status.start_time
+    finally:
+        for job in jobs:
+            slurm.cancel(job)
+
+
+def test_status_of_jobs_gone_from_queue_is_empty(slurm):
+    assert slurm.status(["999999999"]) == []
+    assert slurm.status([]) == [] and slurm.accounting([]) == []
+
+
+def test_find_by_tag_live_and_finished(slurm, template_env, run_dir):
+    job_id, _, tag = submit(slurm, template_env, run_dir, {"name": "tagged", "command": "true"})
+    assert slurm.find_by_tag(tag) == [job_id]
+    wait_for_accounting(slurm, job_id)
+    assert slurm.find_by_tag(tag) == [job_id]
+    assert slurm.find_by_tag(unique_tag()) == []
+
+
+def test_cluster_facts(slurm):
+    partitions = {p.name: p for p in slurm.partitions()}
+    assert {"cpu", "gpu"} <= set(partitions)
+    assert partitions["cpu"].is_default and not partitions["gpu"].is_default
+    assert partitions["cpu"].total_nodes >= 2 and partitions["cpu"].max_time_min
+    nodes = {n.name: n for n in slurm.nodes()}
+    gpu_nodes = [n for n in nodes.values() if "gpu" in n.partitions]
+    assert len(gpu_nodes) >= 2 and all(n.gpus == 4 and n.gpu_type == "fake" for n in gpu_nodes)
+    assert all(n.cpus > 0 and n.real_memory_mb > 0 for n in nodes.values())
+
+
+def test_submit_to_unknown_partition_is_rejected_with_slurms_message(slurm, template_env, run_dir):
+    with pytest.raises(SubmitRejected) as info:
+        submit(slurm, template_env, run_dir, {"name": "nowhere", "command": "true"}, partition="nosuch")
+    assert "invalid partition" in str(info.value).lower()
+
+
+def test_over_partition_time_limit_waits_with_slurms_reason(slurm, template_env, run_dir):
+    # Slurm accepts the job (EnforcePartLimits=NO) and keeps it pending with a reason.
+    job_id, _, _ = submit(
+        slurm,
+        template_env,
+        run_dir,
+        {"name": "toolong", "command": "true", "resources": {"walltime_min": 2000}},
+    )
+    try:
+        status = wait_for(lambda: [s for s in slurm.status([job_id]) if s.reason], what="a pending reason")
+        assert status[0].state is RunState.QUEUED
+        assert status[0].reason == "PartitionTimeLimit"
+    finally:
+        slurm.cancel(job_id)
+
+
+def test_timeout_means_unavailable_not_failed():
+    impatient = SlurmCLI(LocalRunner(), query_timeout_s=0.0001)
+    with pytest.raises(SlurmUnavailable, match="did not answer"):
+        impatient.status(["1"])
+
+
+def test_bad_tag_and_job_ids_refused_before_slurm(slurm):
+    with pytest.raises(SpecError):
+        slurm.submit("#!/bin/bash\ntrue\n", tag="bad tag; rm")
+    with pytest.raises(SpecError):
+        slurm.status(["1;scancel 2"])
+
+
+def test_hostile_values_stay_inert_under_slurm(slurm, template_env, run_dir):
+    from tests.unit.test_render import HOSTILE
+
+    canary_dir = Path(run_dir("canary"))
+    canary = canary_dir / "pwned"
+    values = [v.format(canary=canary) for v in HOSTILE]
+    job_id, directory, _ = submit(
+        slurm,
+        template_env,
+        run_dir,
+        {
+            "name": "hostile",
+            "command": ["python3", "-c", "import json,os,sys; print(json.dumps(sys.argv[1:]))", *values[:4]],
+            "workdir": str(canary_dir),
+            "env": {f"V{i}": v for i, v in enumerate(values)},
+            "params": {f"p{i}": v for i, v in enumerate(values)},
+        },
+    )
+    (record,) = wait_for_accounting(slurm, job_id)
+    assert record.state is RunState.SUCCEEDED, read_stdout(directory, job_id)
+    time.sleep(0.2)
+    assert not canary.exists(), "a hostile value was executed by the job"
+    assert json.loads(read_stdout(directory, job_id)) == values[:4]
+    assert json.loads((directory / "params.json").read_text()) == {f"p{i}": v for i, v in enumerate(values)}
