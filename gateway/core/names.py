@@ -27,6 +27,13 @@ TAG_HELP = "1-128 characters: letters, digits and . _ : = / -, starting with a l
 SAFE_PATH = re.compile(r"/[A-Za-z0-9._/-]{0,1023}")
 SAFE_PATH_HELP = "an absolute path of letters, digits and . _ / - only"
 
+# Output file patterns (sbatch -o/-e): a safe absolute path, plus Slurm's
+# filename tokens %A %a %j %J %x %u %N %n and a literal %%.
+OUTPUT_PATH = re.compile(r"/(?:[A-Za-z0-9._/+-]|%[AajJxuNn%]){0,1023}")
+OUTPUT_PATH_HELP = (
+    "an absolute path of letters, digits and . _ / + - only, with Slurm's tokens %A %a %j %J %x %u %N %n %%"
+)
+
 # Paths the user chooses (working directory): shell-quoted when used, but no
 # control characters, which no sane path has and which hide in logs.
 CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")

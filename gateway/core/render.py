@@ -65,7 +65,7 @@ def shq(value: object) -> str:
 def slurm_field(value: object) -> str:
     """Check a value bound for an ``#SBATCH`` line against the strict name pattern."""
     text = str(value)
-    if not (names.NAME.fullmatch(text) or names.SAFE_PATH.fullmatch(text)):
+    if not (names.NAME.fullmatch(text) or names.OUTPUT_PATH.fullmatch(text)):
         raise SpecError(
             [SpecIssue("", f"value for an #SBATCH line is not allowed; use {names.NAME_HELP}", text)]
         )
@@ -176,9 +176,16 @@ def _context(spec: RunSpec, *, run_id: str, run_dir: str, target: SubmitTarget) 
     gres = None
     if res.gpus_per_node:
         gres = f"gpu:{res.gpu_type}:{res.gpus_per_node}" if res.gpu_type else f"gpu:{res.gpus_per_node}"
-    tasks = None
+    tasks = array_spec = None
     if spec.sweep is not None:
-        tasks = [_param_set({**spec.params, **override}) for override in spec.sweep.expand()]
+        indices = spec.sweep.task_indices()
+        tasks = [
+            {"index": index, **_param_set({**spec.params, **override})}
+            for index, override in zip(indices, spec.sweep.expand(), strict=True)
+        ]
+        array_spec = compress_indices(indices)
+        if spec.sweep.max_parallel:
+            array_spec += f"%{spec.sweep.max_parallel}"
     return {
         "run_id": run_id,
         "run_dir": run_dir,
@@ -204,9 +211,27 @@ def _context(spec: RunSpec, *, run_id: str, run_dir: str, target: SubmitTarget) 
         "command": spec.command,
         "command_is_shell": isinstance(spec.command, str),
         "script": spec.script,
+        "script_args": list(spec.script_args),
+        "stdout": spec.stdout,
+        "stderr": spec.stderr,
         "array_tasks": tasks,
-        "array_max_parallel": spec.sweep.max_parallel if spec.sweep else None,
+        "array_spec": array_spec,
     }
+
+
+def compress_indices(indices: list[int]) -> str:
+    """[0, 1, 2, 5, 7, 8] -> "0-2,5,7-8", the form ``sbatch --array`` takes."""
+    parts = []
+    ordered = sorted(indices)
+    start = prev = ordered[0]
+    for index in [*ordered[1:], None]:
+        if index is not None and index == prev + 1:
+            prev = index
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if index is not None:
+            start = prev = index
+    return ",".join(parts)
 
 
 def _param_set(params: dict[str, Any]) -> dict[str, Any]:

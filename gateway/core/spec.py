@@ -93,6 +93,7 @@ class Sweep(_Strict):
 
     params: list[dict[str, Any]] | None = None
     grid: dict[str, list[Any]] | None = None
+    indices: list[Annotated[int, Field(ge=0, le=4_000_000)]] | None = None
     max_parallel: Annotated[int, Field(ge=1, le=MAX_ARRAY_TASKS)] | None = None
 
     @model_validator(mode="after")
@@ -108,7 +109,16 @@ class Sweep(_Strict):
             raise ValueError("the sweep has no param sets; give at least one")
         if count > MAX_ARRAY_TASKS:
             raise ValueError(f"the sweep has {count} param sets; at most {MAX_ARRAY_TASKS}")
+        if self.indices is not None:
+            if len(self.indices) != count:
+                raise ValueError(f"indices has {len(self.indices)} entries for {count} param sets")
+            if len(set(self.indices)) != len(self.indices):
+                raise ValueError("indices repeat; each array task needs its own index")
         return self
+
+    def task_indices(self) -> list[int]:
+        """The Slurm array index of each param set (0, 1, ... unless ``indices`` says)."""
+        return list(self.indices) if self.indices is not None else list(range(len(self.expand())))
 
     def expand(self) -> list[dict[str, Any]]:
         """The param sets in task order (grid: last key varies fastest)."""
@@ -132,8 +142,11 @@ class RunSpec(_Strict):
     queue: str
     command: str | list[str] | None = None
     script: str | None = None
+    script_args: list[str] = Field(default_factory=list)
     launcher: Literal["single", "torchrun", "srun"] = "single"
     workdir: str | None = None
+    stdout: str | None = None
+    stderr: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     container_image: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
@@ -187,6 +200,20 @@ class RunSpec(_Strict):
         _check_text(value, allow_newlines=False)
         if not value.startswith("/"):
             raise ValueError("must be an absolute path (starting with '/')")
+        return value
+
+    @field_validator("stdout", "stderr")
+    @classmethod
+    def _output(cls, value: str | None) -> str | None:
+        if value is not None and not names.OUTPUT_PATH.fullmatch(value):
+            raise ValueError(f"not a valid output file; use {names.OUTPUT_PATH_HELP}")
+        return value
+
+    @field_validator("script_args")
+    @classmethod
+    def _script_args(cls, value: list[str]) -> list[str]:
+        for arg in value:
+            _check_text(arg, allow_newlines=True)
         return value
 
     @field_validator("env")
@@ -245,6 +272,8 @@ class RunSpec(_Strict):
     def _shape(self) -> RunSpec:
         if (self.command is None) == (self.script is None):
             raise ValueError("give exactly one of 'command' or 'script'")
+        if self.script_args and self.script is None:
+            raise ValueError("script_args go with 'script'; put a command's arguments in 'command'")
         if self.launcher == "torchrun" and self.script is not None:
             raise ValueError("launcher 'torchrun' needs 'command' (the program torchrun starts)")
         if self.sweep is not None and self.resources.nodes > 1:

@@ -230,3 +230,19 @@ def test_hostile_values_render_inert_under_bash(env, tmp_path):
 
     params = json.loads((run_dir / "params.json").read_text())
     assert params["p1"] == f"$(touch {canary})"
+
+
+def test_script_args_and_output_patterns(env):
+    data = dict(
+        SPECS["script"], script_args=["a b", "$(id)"], stdout="/logs/%x-%j.out", stderr="/logs/%x-%j.err"
+    )
+    text = render(env, data).text
+    assert "#SBATCH --output=/logs/%x-%j.out" in text and "#SBATCH --error=/logs/%x-%j.err" in text
+    assert text.rstrip().endswith("\"$GW_RUN_DIR/user-script\" 'a b' '$(id)'")
+
+
+def test_array_with_explicit_indices(env):
+    data = dict(SPECS["array"], sweep={"params": [{"x": 1}, {"x": 2}, {"x": 3}], "indices": [1, 2, 9]})
+    text = render(env, data).text
+    assert "#SBATCH --array=1-2,9" in text.splitlines()
+    assert "  9)" in text.splitlines()

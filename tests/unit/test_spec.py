@@ -169,3 +169,19 @@ def test_spec_file_errors_name_the_file(tmp_path):
     assert str(path) in str(info.value) and "script_file" in str(info.value)
     with pytest.raises(SpecError, match="cannot read spec file"):
         load_spec_file(tmp_path / "nope.yaml")
+
+
+def test_output_patterns_and_script_args():
+    spec = spec_with(command=None, script="#!/bin/sh\necho $1\n", script_args=["a b"], stdout="/tmp/o-%j.log")
+    assert spec.stdout == "/tmp/o-%j.log" and spec.script_args == ["a b"]
+    assert "stdout" in issues_of(stdout="/tmp/o-%q.log")
+    assert "stderr" in issues_of(stderr="relative/e.log")
+    assert "stdout" in issues_of(stdout="/tmp/$(id).log")
+    assert "script_args" in issues_of(script_args=["x"])[""]
+
+
+def test_sweep_indices():
+    spec = spec_with(sweep={"params": [{"a": 1}, {"a": 2}], "indices": [3, 7]})
+    assert spec.sweep.task_indices() == [3, 7]
+    assert "2 param sets" in issues_of(sweep={"params": [{}, {}], "indices": [1]})["sweep"]
+    assert "repeat" in issues_of(sweep={"params": [{}, {}], "indices": [1, 1]})["sweep"]
