@@ -7,6 +7,10 @@ interfaces (API, CLI) map these classes to HTTP statuses or exit codes.
     GatewayError
      ├── SpecError            a run spec (or a value bound for a script) is invalid
      ├── TemplateError        an sbatch template is missing or does not render
+     ├── NotFound             no such run (or attempt, log file ...)
+     ├── Conflict             the object is in a state where the action cannot be taken now
+     ├── StoreError           the gateway's database refused a write or a read
+     │    └── StoreUnavailable    the database cannot be reached right now
      ├── CommandError         the command runner could not run a program at all
      │    └── CommandTimeout  the program ran past its time limit
      └── SlurmError           Slurm answered with an error (message kept)
@@ -63,6 +67,22 @@ class SpecError(GatewayError):
 
 class TemplateError(GatewayError):
     """An sbatch template is missing, or fails to render."""
+
+
+class NotFound(GatewayError):
+    """The named object does not exist (or is not visible to the caller)."""
+
+
+class Conflict(GatewayError):
+    """The object is in a state where this action cannot be taken now."""
+
+
+class StoreError(GatewayError):
+    """The gateway's database refused an operation; nothing was half-written."""
+
+
+class StoreUnavailable(StoreError):
+    """The gateway's database cannot be reached right now; try again shortly."""
 
 
 class CommandError(GatewayError):

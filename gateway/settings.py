@@ -23,6 +23,18 @@ class Settings(BaseSettings):
         default=Path("/var/lib/gateway/runs"),
         description="Where each run's directory (job output, params file) is made; jobs must reach it.",
     )
+    database_url: str = Field(
+        default="sqlite:////var/lib/gateway/gateway.db",
+        description="SQLAlchemy URL of the gateway's database (SQLite file, or postgresql+psycopg://...).",
+    )
+    refresh_interval_s: float = Field(
+        default=5.0, gt=0, description="How often `gw serve` asks Slurm about live attempts."
+    )
+    submit_grace_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="An attempt still SUBMITTING after this long is looked up by its tag (crash recovery).",
+    )
     slurm_query_timeout_s: float = Field(
         default=30.0, gt=0, description="Longest wait for squeue, sacct or scontrol before 'unknown'."
     )

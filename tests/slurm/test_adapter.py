@@ -199,9 +199,12 @@ def test_over_partition_time_limit_waits_with_slurms_reason(slurm, template_env,
         {"name": "toolong", "command": "true", "resources": {"walltime_min": 2000}},
     )
     try:
-        status = wait_for(lambda: [s for s in slurm.status([job_id]) if s.reason], what="a pending reason")
+        # Slurm first says PartitionConfig, then its scheduler settles on PartitionTimeLimit.
+        status = wait_for(
+            lambda: [s for s in slurm.status([job_id]) if s.reason == "PartitionTimeLimit"],
+            what="reason PartitionTimeLimit",
+        )
         assert status[0].state is RunState.QUEUED
-        assert status[0].reason == "PartitionTimeLimit"
     finally:
         slurm.cancel(job_id)
 

@@ -133,7 +133,8 @@ class SlurmCLI:
         job_id = parse_sbatch_parsable(result.stdout)
         if job_id is None:
             raise SlurmOutputError(
-                f"sbatch printed no job id: stdout {result.stdout.strip()!r}, stderr {result.stderr.strip()!r}",
+                f"sbatch printed no job id: stdout {result.stdout.strip()!r}, "
+                f"stderr {result.stderr.strip()!r}",
                 command="sbatch",
                 stderr=result.stderr,
             )

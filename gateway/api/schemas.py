@@ -1,0 +1,159 @@
+"""API schemas, named by role: ``RunPublic``, ``RunsPublic`` ... (requests take ``RunSpec``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gateway.core.states import RunState
+from gateway.domain import Attempt, Page, Run, StateEvent
+from gateway.services.logs import LogChunk
+
+
+class StateEventPublic(BaseModel):
+    at: datetime
+    from_state: RunState | None
+    to_state: RunState
+    slurm_state: str | None
+    reason: str | None
+    source: str = Field(description="Who saw it: gateway, sbatch, squeue, sacct or reconcile")
+
+    @classmethod
+    def of(cls, event: StateEvent) -> StateEventPublic:
+        return cls(**{k: getattr(event, k) for k in cls.model_fields})
+
+
+class AttemptPublic(BaseModel):
+    number: int
+    tag: str = Field(description="Unique tag carried in the Slurm job's --comment")
+    job_id: str | None
+    state: RunState
+    slurm_state: str | None
+    reason: str | None = Field(description="Slurm's pending reason, or why the gateway set this state")
+    stale: bool = Field(description="Slurm could not be asked on the last refresh; state is the last known")
+    node_list: str | None
+    submit_time: datetime | None
+    start_time: datetime | None
+    end_time: datetime | None
+    expected_start: datetime | None = Field(description="Slurm's start estimate while pending")
+    exit_code: int | None
+    exit_signal: int | None
+    elapsed_s: int | None
+    alloc_tres: dict[str, str]
+    max_rss_kb: int | None
+    cancelled_by_uid: int | None
+    timelimit_min: int | None
+    array_size: int | None
+    tasks: dict[str, dict[str, Any]]
+    events: list[StateEventPublic]
+
+    @classmethod
+    def of(cls, attempt: Attempt) -> AttemptPublic:
+        data = {k: getattr(attempt, k) for k in cls.model_fields if k != "events"}
+        return cls(**data, events=[StateEventPublic.of(e) for e in attempt.events])
+
+
+class RunSummary(BaseModel):
+    id: str
+    name: str
+    project: str
+    queue: str
+    submitter: str
+    tags: list[str]
+    state: RunState
+    job_id: str | None = Field(description="Slurm job id of the latest attempt")
+    attempts: int
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, run: Run) -> RunSummary:
+        latest = run.latest
+        return cls(
+            id=run.id,
+            name=run.name,
+            project=run.project,
+            queue=run.queue,
+            submitter=run.submitter,
+            tags=run.tags,
+            state=run.state,
+            job_id=latest.job_id if latest else None,
+            attempts=len(run.attempts),
+            created_at=run.created_at,
+            updated_at=run.updated_at,
+        )
+
+
+class RunPublic(RunSummary):
+    spec: dict[str, Any]
+    spec_sha256: str
+    script: str = Field(description="The rendered sbatch script, exactly as submitted")
+    script_sha256: str
+    template_name: str
+    template_version: str
+    run_dir: str
+    attempt_list: list[AttemptPublic] = Field(alias="attempts_detail", serialization_alias="attempt_details")
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    @classmethod
+    def of(cls, run: Run) -> RunPublic:  # type: ignore[override]
+        summary = RunSummary.of(run).model_dump()
+        return cls(
+            **summary,
+            spec=run.spec,
+            spec_sha256=run.spec_sha256,
+            script=run.script,
+            script_sha256=run.script_sha256,
+            template_name=run.template_name,
+            template_version=run.template_version,
+            run_dir=run.run_dir,
+            attempt_list=[AttemptPublic.of(a) for a in run.attempts],
+        )
+
+
+class RunsPublic(BaseModel):
+    items: list[RunSummary]
+    next_cursor: str | None = Field(description="Pass as ?cursor= to get the next page; null on the last")
+
+    @classmethod
+    def of(cls, page: Page) -> RunsPublic:
+        return cls(items=[RunSummary.of(r) for r in page.items], next_cursor=page.next_cursor)
+
+
+class LogChunkPublic(BaseModel):
+    run_id: str
+    attempt: int
+    job_id: str | None
+    task: str | None
+    stream: str
+    path: str
+    exists: bool = Field(description="False until Slurm has created the file")
+    size: int
+    offset: int
+    next_offset: int = Field(description="Pass back as ?offset= to follow the file")
+    text: str
+
+    @classmethod
+    def of(cls, chunk: LogChunk) -> LogChunkPublic:
+        return cls(**chunk.__dict__)
+
+
+class CheckPublic(BaseModel):
+    ok: bool
+    latency_ms: float | None
+    error: str | None = None
+
+
+class HealthPublic(BaseModel):
+    status: str = Field(description="ok, or degraded when a dependency does not answer")
+    database: CheckPublic
+    slurm: CheckPublic
+
+
+class ErrorPublic(BaseModel):
+    error: str = Field(description="A short machine-readable kind, e.g. not_found, invalid_request")
+    detail: str | list[dict[str, Any]]
+    run_id: str | None = None

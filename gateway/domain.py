@@ -1,0 +1,99 @@
+"""Domain values the services pass around: runs, attempts and their timeline.
+
+They are plain frozen dataclasses; ORM rows never leave the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from gateway.core.states import RunState
+
+
+@dataclass(frozen=True)
+class StateEvent:
+    id: int
+    attempt_id: int
+    at: datetime
+    from_state: RunState | None
+    to_state: RunState
+    slurm_state: str | None
+    reason: str | None
+    source: str  # "gateway", "squeue", "sacct", "reconcile"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    id: int
+    run_id: str
+    number: int
+    tag: str
+    job_id: str | None
+    state: RunState
+    slurm_state: str | None
+    reason: str | None
+    stale: bool
+    node_list: str | None
+    submit_time: datetime | None
+    start_time: datetime | None
+    end_time: datetime | None
+    exit_code: int | None
+    exit_signal: int | None
+    elapsed_s: int | None
+    alloc_tres: dict[str, str]
+    max_rss_kb: int | None
+    cancelled_by_uid: int | None
+    timelimit_min: int | None
+    tasks: dict[str, dict[str, Any]]  # array tasks by index: state, exit_code, node_list ...
+    array_size: int | None  # number of array tasks; None for a plain job
+    expected_start: datetime | None  # Slurm's start estimate while pending
+    created_at: datetime
+    updated_at: datetime
+    events: list[StateEvent] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Run:
+    id: str
+    name: str
+    project: str
+    queue: str
+    submitter: str
+    tags: list[str]
+    state: RunState
+    spec: dict[str, Any]
+    spec_sha256: str
+    script: str
+    script_sha256: str
+    template_name: str
+    template_version: str
+    run_dir: str
+    created_at: datetime
+    updated_at: datetime
+    attempts: list[Attempt] = field(default_factory=list)
+
+    @property
+    def latest(self) -> Attempt | None:
+        return self.attempts[-1] if self.attempts else None
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Run]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class AttemptUpdate:
+    """What a refresh learned about one attempt; the store writes it and its event."""
+
+    attempt_id: int
+    state: RunState
+    slurm_state: str | None = None
+    reason: str | None = None
+    stale: bool = False
+    event_at: datetime | None = None
+    source: str = "gateway"
+    fields: dict[str, Any] = field(default_factory=dict)  # accounting columns to set

@@ -1,0 +1,56 @@
+"""Services: what the API, the web pages, the CLI and the scheduler jobs all call.
+
+``build_services(settings)`` wires the database, the Slurm backend and the
+template environment once; interfaces hold on to the returned ``Services``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jinja2
+
+from gateway.adapters.runner import LocalRunner
+from gateway.adapters.slurm import SlurmBackend, SlurmCLI
+from gateway.core.render import build_template_env
+from gateway.services.refresh import Refresher
+from gateway.services.runs import RunService
+from gateway.settings import Settings
+from gateway.store import Database, RunStore
+
+
+@dataclass
+class Services:
+    settings: Settings
+    db: Database
+    slurm: SlurmBackend
+    templates: jinja2.Environment
+    runs: RunService
+    refresher: Refresher
+
+    def close(self) -> None:
+        self.db.dispose()
+
+
+def build_services(
+    settings: Settings, *, slurm: SlurmBackend | None = None, upgrade: bool = True
+) -> Services:
+    """Build every service once; upgrades the database schema first unless told not to."""
+    db = Database(settings.database_url)
+    if upgrade:
+        db.upgrade()
+    store = RunStore(db)
+    backend = slurm or SlurmCLI(
+        LocalRunner(),
+        query_timeout_s=settings.slurm_query_timeout_s,
+        submit_timeout_s=settings.slurm_submit_timeout_s,
+    )
+    templates = build_template_env(settings.template_dir)
+    return Services(
+        settings=settings,
+        db=db,
+        slurm=backend,
+        templates=templates,
+        runs=RunService(store, backend, templates, settings),
+        refresher=Refresher(store, backend, settings),
+    )

@@ -1,0 +1,105 @@
+"""Engine, the one session scope, error translation and schema upgrades.
+
+``Database.session()`` is the only place that commits or rolls back; it turns
+SQLAlchemy's errors into the gateway's (``StoreUnavailable`` when the
+database cannot be reached, ``StoreError`` otherwise).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from gateway.errors import StoreError, StoreUnavailable
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; SQLite gets WAL, foreign keys and a busy timeout."""
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn, _record):  # noqa: ANN001 - DB-API connection
+            cursor = dbapi_conn.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+
+
+def upgrade_schema(engine: Engine) -> None:
+    """Bring the schema to the newest Alembic revision (idempotent)."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    try:
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+    except OperationalError as exc:
+        raise StoreUnavailable(f"cannot reach the database to upgrade its schema: {exc.orig}") from exc
+
+
+class Database:
+    def __init__(self, url: str) -> None:
+        if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
+            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        self.url = url
+        self.engine = make_engine(url)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    def upgrade(self) -> None:
+        upgrade_schema(self.engine)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """One unit of work: commits on success, rolls back on any error."""
+        session = self._sessions()
+        try:
+            yield session
+            session.commit()
+        except IntegrityError as exc:
+            session.rollback()
+            raise StoreError(f"the database refused the change: {exc.orig}") from exc
+        except OperationalError as exc:
+            session.rollback()
+            raise StoreUnavailable(f"the database is unavailable: {exc.orig}") from exc
+        except DBAPIError as exc:
+            session.rollback()
+            if exc.connection_invalidated:
+                raise StoreUnavailable(f"the database connection was lost: {exc.orig}") from exc
+            raise StoreError(f"database error: {exc.orig}") from exc
+        except SQLAlchemyError as exc:
+            session.rollback()
+            raise StoreError(f"database error: {exc}") from exc
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    def ping(self) -> float:
+        """Round-trip one trivial query; returns its latency in seconds."""
+        started = time.perf_counter()
+        with self.session() as session:
+            session.execute(text("SELECT 1"))
+        return time.perf_counter() - started
+
+    def dispose(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,133 @@
+"""ORM rows. They stay inside ``gateway.store``; services see ``gateway.domain`` values."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+class UTCDateTime(TypeDecorator):
+    """Aware UTC datetimes in, aware UTC datetimes out, on SQLite and PostgreSQL alike."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the store; use aware UTC datetimes")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class RunRow(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64))
+    project: Mapped[str] = mapped_column(String(64), index=True)
+    queue: Mapped[str] = mapped_column(String(64))
+    submitter: Mapped[str] = mapped_column(String(128), index=True)
+    state: Mapped[str] = mapped_column(String(32), index=True)
+    spec: Mapped[dict] = mapped_column(JSON)
+    spec_sha256: Mapped[str] = mapped_column(String(64))
+    script: Mapped[str] = mapped_column(Text)
+    script_sha256: Mapped[str] = mapped_column(String(64))
+    template_name: Mapped[str] = mapped_column(String(128))
+    template_version: Mapped[str] = mapped_column(String(32))
+    run_dir: Mapped[str] = mapped_column(String(1024))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    attempts: Mapped[list[AttemptRow]] = relationship(
+        back_populates="run", order_by="AttemptRow.number", cascade="all, delete-orphan"
+    )
+    tags: Mapped[list[RunTagRow]] = relationship(cascade="all, delete-orphan")
+
+    __table_args__ = (Index("ix_runs_created", "created_at", "id"),)
+
+
+class RunTagRow(Base):
+    __tablename__ = "run_tags"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    tag: Mapped[str] = mapped_column(String(128), primary_key=True, index=True)
+
+
+class AttemptRow(Base):
+    __tablename__ = "attempts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    tag: Mapped[str] = mapped_column(String(128), unique=True)
+    job_id: Mapped[str | None] = mapped_column(String(32), index=True)
+    state: Mapped[str] = mapped_column(String(32), index=True)
+    slurm_state: Mapped[str | None] = mapped_column(String(32))
+    reason: Mapped[str | None] = mapped_column(String(256))
+    stale: Mapped[bool] = mapped_column(Boolean, default=False)
+    node_list: Mapped[str | None] = mapped_column(String(1024))
+    submit_time: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    start_time: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    end_time: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    exit_code: Mapped[int | None] = mapped_column(Integer)
+    exit_signal: Mapped[int | None] = mapped_column(Integer)
+    elapsed_s: Mapped[int | None] = mapped_column(Integer)
+    alloc_tres: Mapped[dict] = mapped_column(JSON, default=dict)
+    max_rss_kb: Mapped[int | None] = mapped_column(BigInteger)
+    cancelled_by_uid: Mapped[int | None] = mapped_column(Integer)
+    timelimit_min: Mapped[int | None] = mapped_column(Integer)
+    tasks: Mapped[dict] = mapped_column(JSON, default=dict)
+    array_size: Mapped[int | None] = mapped_column(Integer)
+    expected_start: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    run: Mapped[RunRow] = relationship(back_populates="attempts")
+    events: Mapped[list[StateEventRow]] = relationship(
+        order_by="StateEventRow.id", cascade="all, delete-orphan"
+    )
+
+    __table_args__ = (UniqueConstraint("run_id", "number", name="uq_attempt_number"),)
+
+
+class StateEventRow(Base):
+    __tablename__ = "state_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    attempt_id: Mapped[int] = mapped_column(ForeignKey("attempts.id", ondelete="CASCADE"), index=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+    from_state: Mapped[str | None] = mapped_column(String(32))
+    to_state: Mapped[str] = mapped_column(String(32))
+    slurm_state: Mapped[str | None] = mapped_column(String(32))
+    reason: Mapped[str | None] = mapped_column(String(1024))
+    source: Mapped[str] = mapped_column(String(16))

@@ -1,0 +1,352 @@
+"""Reading and writing runs, attempts and their timeline.
+
+Every method opens one unit of work (``Database.session``) and returns
+domain values (``gateway.domain``), never ORM rows.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.orm import Session, selectinload
+
+from gateway.core.states import LIVE, RunState
+from gateway.domain import Attempt, AttemptUpdate, Page, Run, StateEvent
+from gateway.errors import NotFound, SpecError, SpecIssue
+from gateway.store.db import Database
+from gateway.store.models import AttemptRow, RunRow, RunTagRow, StateEventRow, utcnow
+
+# Attempts the refresher asks Slurm about: live ones, and those whose state is unknown.
+POLLED_STATES = [s.value for s in LIVE if s is not RunState.SUBMITTING] + [RunState.UNKNOWN.value]
+
+
+class RunStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- writes -------------------------------------------------------------
+
+    def create_run(
+        self,
+        *,
+        run_id: str,
+        name: str,
+        project: str,
+        queue: str,
+        submitter: str,
+        tags: Sequence[str],
+        spec: dict,
+        spec_sha256: str,
+        script: str,
+        script_sha256: str,
+        template_name: str,
+        template_version: str,
+        run_dir: str,
+        attempt_tag: str,
+        array_size: int | None = None,
+    ) -> Run:
+        """Write a run and its first attempt (SUBMITTING) in one transaction."""
+        now = utcnow()
+        with self.db.session() as session:
+            row = RunRow(
+                id=run_id,
+                name=name,
+                project=project,
+                queue=queue,
+                submitter=submitter,
+                state=RunState.SUBMITTING.value,
+                spec=spec,
+                spec_sha256=spec_sha256,
+                script=script,
+                script_sha256=script_sha256,
+                template_name=template_name,
+                template_version=template_version,
+                run_dir=run_dir,
+                created_at=now,
+                updated_at=now,
+            )
+            row.tags = [RunTagRow(tag=t) for t in dict.fromkeys(tags)]
+            attempt = AttemptRow(
+                number=1,
+                tag=attempt_tag,
+                state=RunState.SUBMITTING.value,
+                array_size=array_size,
+                created_at=now,
+                updated_at=now,
+            )
+            attempt.events = [
+                StateEventRow(at=now, from_state=None, to_state=RunState.SUBMITTING.value, source="gateway")
+            ]
+            row.attempts = [attempt]
+            session.add(row)
+            session.flush()
+            return _run(row, with_events=True)
+
+    def record_job_id(self, attempt_id: int, job_id: str, *, source: str = "gateway") -> Attempt:
+        """Store the Slurm job id of a SUBMITTING attempt; it becomes QUEUED."""
+        with self.db.session() as session:
+            row = _attempt_row(session, attempt_id)
+            row.job_id = job_id
+            _transition(row, RunState.QUEUED, slurm_state="PENDING", reason=None, source=source, at=utcnow())
+            return _attempt(row, with_events=True)
+
+    def mark_never_submitted(self, attempt_id: int, reason: str, *, source: str) -> Attempt:
+        with self.db.session() as session:
+            row = _attempt_row(session, attempt_id)
+            _transition(
+                row, RunState.NEVER_SUBMITTED, slurm_state=None, reason=reason, source=source, at=utcnow()
+            )
+            return _attempt(row, with_events=True)
+
+    def apply_updates(self, updates: Iterable[AttemptUpdate]) -> int:
+        """Write what a refresh learned; returns how many transitions were recorded."""
+        updates = list(updates)
+        if not updates:
+            return 0
+        transitions = 0
+        with self.db.session() as session:
+            rows = {
+                r.id: r
+                for r in session.scalars(
+                    select(AttemptRow)
+                    .where(AttemptRow.id.in_([u.attempt_id for u in updates]))
+                    .options(selectinload(AttemptRow.run))
+                )
+            }
+            for update in updates:
+                row = rows.get(update.attempt_id)
+                if row is None:
+                    continue
+                for key, value in update.fields.items():
+                    setattr(row, key, value)
+                row.stale = update.stale
+                if update.stale:
+                    row.updated_at = utcnow()
+                    continue
+                changed = _transition(
+                    row,
+                    update.state,
+                    slurm_state=update.slurm_state,
+                    reason=update.reason,
+                    source=update.source,
+                    at=update.event_at or utcnow(),
+                )
+                transitions += int(changed)
+        return transitions
+
+    def add_note(self, attempt_id: int, note: str, *, source: str) -> None:
+        """Record an event that changes no state (a cancel request, a warning)."""
+        with self.db.session() as session:
+            row = _attempt_row(session, attempt_id)
+            row.events.append(
+                StateEventRow(
+                    at=utcnow(),
+                    from_state=row.state,
+                    to_state=row.state,
+                    slurm_state=row.slurm_state,
+                    reason=note,
+                    source=source,
+                )
+            )
+
+    def mark_stale(self, attempt_ids: Sequence[int]) -> None:
+        """Flag attempts Slurm could not answer for; their state stays as last known."""
+        if not attempt_ids:
+            return
+        with self.db.session() as session:
+            for row in session.scalars(select(AttemptRow).where(AttemptRow.id.in_(attempt_ids))):
+                row.stale = True
+
+    # -- reads --------------------------------------------------------------
+
+    def polled_attempts(self) -> list[Attempt]:
+        """Attempts with a job id whose state can still change (the refresher's work list)."""
+        with self.db.session() as session:
+            rows = session.scalars(
+                select(AttemptRow).where(AttemptRow.state.in_(POLLED_STATES), AttemptRow.job_id.is_not(None))
+            )
+            return [_attempt(r) for r in rows]
+
+    def submitting_attempts(self, *, created_before: datetime | None = None) -> list[Attempt]:
+        with self.db.session() as session:
+            query = select(AttemptRow).where(AttemptRow.state == RunState.SUBMITTING.value)
+            if created_before is not None:
+                query = query.where(AttemptRow.created_at < created_before)
+            return [_attempt(r) for r in session.scalars(query.order_by(AttemptRow.id))]
+
+    def get_run(self, run_id: str) -> Run:
+        with self.db.session() as session:
+            row = session.scalar(
+                select(RunRow)
+                .where(RunRow.id == run_id)
+                .options(
+                    selectinload(RunRow.attempts).selectinload(AttemptRow.events),
+                    selectinload(RunRow.tags),
+                )
+            )
+            if row is None:
+                raise NotFound(f"no run {run_id!r}")
+            return _run(row, with_events=True)
+
+    def get_attempt(self, attempt_id: int) -> Attempt:
+        with self.db.session() as session:
+            return _attempt(_attempt_row(session, attempt_id), with_events=True)
+
+    def list_runs(
+        self,
+        *,
+        project: str | None = None,
+        state: RunState | None = None,
+        submitter: str | None = None,
+        tag: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> Page:
+        """Runs, newest first, ``limit`` at a time; ``next_cursor`` fetches the next page."""
+        query = select(RunRow).options(selectinload(RunRow.attempts), selectinload(RunRow.tags))
+        if project:
+            query = query.where(RunRow.project == project)
+        if state:
+            query = query.where(RunRow.state == state.value)
+        if submitter:
+            query = query.where(RunRow.submitter == submitter)
+        if tag:
+            query = query.where(RunRow.id.in_(select(RunTagRow.run_id).where(RunTagRow.tag == tag)))
+        if cursor:
+            created, run_id = _decode_cursor(cursor)
+            query = query.where(
+                or_(RunRow.created_at < created, and_(RunRow.created_at == created, RunRow.id < run_id))
+            )
+        query = query.order_by(RunRow.created_at.desc(), RunRow.id.desc()).limit(limit + 1)
+        with self.db.session() as session:
+            rows = list(session.scalars(query))
+            more = len(rows) > limit
+            rows = rows[:limit]
+            items = [_run(r) for r in rows]
+        next_cursor = _encode_cursor(rows[-1].created_at, rows[-1].id) if more and rows else None
+        return Page(items=items, next_cursor=next_cursor)
+
+
+# -- rows -> values ------------------------------------------------------------
+
+
+def _attempt_row(session: Session, attempt_id: int) -> AttemptRow:
+    row = session.get(AttemptRow, attempt_id)
+    if row is None:
+        raise NotFound(f"no attempt {attempt_id}")
+    return row
+
+
+def _transition(
+    row: AttemptRow,
+    state: RunState,
+    *,
+    slurm_state: str | None,
+    reason: str | None,
+    source: str,
+    at: datetime,
+) -> bool:
+    """Set an attempt's state; record an event when state or reason changed."""
+    previous = RunState(row.state)
+    changed = previous is not state or (row.reason or None) != (reason or None)
+    row.slurm_state = slurm_state
+    row.reason = reason
+    row.stale = False
+    if changed:
+        row.state = state.value
+        row.events.append(
+            StateEventRow(
+                at=at,
+                from_state=previous.value,
+                to_state=state.value,
+                slurm_state=slurm_state,
+                reason=reason,
+                source=source,
+            )
+        )
+        run = row.run
+        if run is not None and row.number == max(a.number for a in run.attempts):
+            run.state = state.value
+    return changed
+
+
+def _event(row: StateEventRow) -> StateEvent:
+    return StateEvent(
+        id=row.id,
+        attempt_id=row.attempt_id,
+        at=row.at,
+        from_state=RunState(row.from_state) if row.from_state else None,
+        to_state=RunState(row.to_state),
+        slurm_state=row.slurm_state,
+        reason=row.reason,
+        source=row.source,
+    )
+
+
+def _attempt(row: AttemptRow, *, with_events: bool = False) -> Attempt:
+    return Attempt(
+        id=row.id,
+        run_id=row.run_id,
+        number=row.number,
+        tag=row.tag,
+        job_id=row.job_id,
+        state=RunState(row.state),
+        slurm_state=row.slurm_state,
+        reason=row.reason,
+        stale=bool(row.stale),
+        node_list=row.node_list,
+        submit_time=row.submit_time,
+        start_time=row.start_time,
+        end_time=row.end_time,
+        exit_code=row.exit_code,
+        exit_signal=row.exit_signal,
+        elapsed_s=row.elapsed_s,
+        alloc_tres=dict(row.alloc_tres or {}),
+        max_rss_kb=row.max_rss_kb,
+        cancelled_by_uid=row.cancelled_by_uid,
+        timelimit_min=row.timelimit_min,
+        tasks=dict(row.tasks or {}),
+        array_size=row.array_size,
+        expected_start=row.expected_start,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        events=[_event(e) for e in row.events] if with_events else [],
+    )
+
+
+def _run(row: RunRow, *, with_events: bool = False) -> Run:
+    return Run(
+        id=row.id,
+        name=row.name,
+        project=row.project,
+        queue=row.queue,
+        submitter=row.submitter,
+        tags=[t.tag for t in row.tags],
+        state=RunState(row.state),
+        spec=dict(row.spec),
+        spec_sha256=row.spec_sha256,
+        script=row.script,
+        script_sha256=row.script_sha256,
+        template_name=row.template_name,
+        template_version=row.template_version,
+        run_dir=row.run_dir,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        attempts=[_attempt(a, with_events=with_events) for a in row.attempts],
+    )
+
+
+def _encode_cursor(created: datetime, run_id: str) -> str:
+    return base64.urlsafe_b64encode(f"{created.isoformat()}|{run_id}".encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        created, _, run_id = base64.urlsafe_b64decode(cursor.encode()).decode().partition("|")
+        return datetime.fromisoformat(created), run_id
+    except (ValueError, UnicodeDecodeError, binascii.Error) as exc:
+        raise SpecError([SpecIssue("cursor", "not a cursor this gateway gave out", cursor)]) from exc
