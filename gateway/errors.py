@@ -56,6 +56,7 @@ class SpecError(GatewayError):
 
     issues: list[SpecIssue] = field(default_factory=list)
     source: str | None = None
+    location: str = "body"  # where the issues' paths point in a request: body, query, header
 
     def __post_init__(self) -> None:
         super().__init__(str(self))

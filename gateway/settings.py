@@ -41,3 +41,45 @@ class Settings(BaseSettings):
     slurm_submit_timeout_s: float = Field(
         default=60.0, gt=0, description="Longest wait for sbatch before the submission is looked up by tag."
     )
+
+
+CLIENT_CONFIG_FILE = Path.home() / ".config" / "gw" / "config.toml"
+
+
+class ClientSettings(BaseSettings):
+    """What the ``gw`` CLI needs to reach the API.
+
+    Read from ``GW_URL``, ``GW_TOKEN``, ``GW_USER`` (environment wins), else
+    from ``~/.config/gw/config.toml`` (``GW_CONFIG`` names another file) with
+    keys ``url``, ``token``, ``user``.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="GW_", extra="ignore")
+
+    url: str = Field(default="http://127.0.0.1:8000", description="Base URL of the gateway API.")
+    token: str | None = Field(default=None, description="API token (sent as a Bearer token).")
+    user: str | None = Field(default=None, description="User name sent to the API; default: $USER.")
+    timeout_s: float = Field(default=30.0, gt=0, description="HTTP timeout of one request.")
+
+    @classmethod
+    def load(cls) -> ClientSettings:
+        import os
+        import tomllib
+
+        path = Path(os.environ.get("GW_CONFIG", CLIENT_CONFIG_FILE))
+        values = {}
+        if path.is_file():
+            with path.open("rb") as handle:
+                values = {k: v for k, v in tomllib.load(handle).items() if k in cls.model_fields}
+        env = cls()  # environment (and defaults)
+        explicit = {k for k in cls.model_fields if f"GW_{k.upper()}" in os.environ}
+        merged = {**values, **{k: getattr(env, k) for k in explicit}}
+        settings = cls.model_validate({**env.model_dump(), **merged})
+        if settings.user is None:
+            import getpass
+
+            try:
+                settings.user = getpass.getuser()
+            except (KeyError, OSError):
+                settings.user = "anonymous"
+        return settings

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from gateway.core.states import RunState
 from gateway.domain import Attempt, Page, Run, StateEvent
@@ -64,7 +64,7 @@ class RunSummary(BaseModel):
     tags: list[str]
     state: RunState
     job_id: str | None = Field(description="Slurm job id of the latest attempt")
-    attempts: int
+    attempt_count: int
     created_at: datetime
     updated_at: datetime
 
@@ -80,7 +80,7 @@ class RunSummary(BaseModel):
             tags=run.tags,
             state=run.state,
             job_id=latest.job_id if latest else None,
-            attempts=len(run.attempts),
+            attempt_count=len(run.attempts),
             created_at=run.created_at,
             updated_at=run.updated_at,
         )
@@ -94,9 +94,7 @@ class RunPublic(RunSummary):
     template_name: str
     template_version: str
     run_dir: str
-    attempt_list: list[AttemptPublic] = Field(alias="attempts_detail", serialization_alias="attempt_details")
-
-    model_config = ConfigDict(populate_by_name=True)
+    attempts: list[AttemptPublic] = Field(description="Every attempt (Slurm job), oldest first")
 
     @classmethod
     def of(cls, run: Run) -> RunPublic:  # type: ignore[override]
@@ -110,7 +108,7 @@ class RunPublic(RunSummary):
             template_name=run.template_name,
             template_version=run.template_version,
             run_dir=run.run_dir,
-            attempt_list=[AttemptPublic.of(a) for a in run.attempts],
+            attempts=[AttemptPublic.of(a) for a in run.attempts],
         )
 
 

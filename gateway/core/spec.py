@@ -308,11 +308,16 @@ def spec_issues(exc: ValidationError) -> list[SpecIssue]:
         path = ".".join(str(part) for part in loc)
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            parent = _model_at(err["loc"][:-1])
-            valid = ", ".join(parent.model_fields) if parent else ""
-            message = "unknown field" + (f"; valid fields here: {valid}" if valid else "")
+            message = unknown_field_message(err["loc"][:-1])
         issues.append(SpecIssue(path=path, message=message, value=err.get("input")))
     return issues
+
+
+def unknown_field_message(parent_loc: tuple[Any, ...]) -> str:
+    """'unknown field; valid fields here: ...' for a field found under ``parent_loc`` of a RunSpec."""
+    parent = _model_at(parent_loc)
+    valid = ", ".join(parent.model_fields) if parent else ""
+    return "unknown field" + (f"; valid fields here: {valid}" if valid else "")
 
 
 def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:

@@ -349,4 +349,6 @@ def _decode_cursor(cursor: str) -> tuple[datetime, str]:
         created, _, run_id = base64.urlsafe_b64decode(cursor.encode()).decode().partition("|")
         return datetime.fromisoformat(created), run_id
     except (ValueError, UnicodeDecodeError, binascii.Error) as exc:
-        raise SpecError([SpecIssue("cursor", "not a cursor this gateway gave out", cursor)]) from exc
+        raise SpecError(
+            [SpecIssue("cursor", "not a cursor this gateway gave out", cursor)], location="query"
+        ) from exc

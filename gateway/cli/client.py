@@ -1,0 +1,74 @@
+"""The CLI's HTTP client: one place that talks to the API and turns its errors into ``ApiError``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from gateway.settings import ClientSettings
+
+
+class ApiError(Exception):
+    """The API answered with an error, or could not be reached (status 0)."""
+
+    def __init__(self, status: int, kind: str, detail: Any, run_id: str | None = None) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.status = status
+        self.kind = kind
+        self.detail = detail
+        self.run_id = run_id
+
+
+class GatewayClient:
+    def __init__(self, settings: ClientSettings) -> None:
+        self.settings = settings
+        headers = {"X-Gateway-User": settings.user or "anonymous"}
+        if settings.token:
+            headers["Authorization"] = f"Bearer {settings.token}"
+        self._http = httpx.Client(base_url=settings.url, headers=headers, timeout=settings.timeout_s)
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise ApiError(
+                0,
+                "server_unreachable",
+                f"cannot reach the gateway at {self.settings.url} ({exc.__class__.__name__}: {exc}); "
+                "is `gw serve` running? Set GW_URL or url in ~/.config/gw/config.toml",
+            ) from exc
+        if response.status_code >= 400:
+            try:
+                body = response.json()
+            except ValueError:
+                body = {"error": "http_error", "detail": response.text[:500]}
+            raise ApiError(
+                response.status_code, body.get("error", "http_error"), body.get("detail"), body.get("run_id")
+            )
+        return response.json()
+
+    def submit(self, spec: dict) -> dict:
+        return self._call("POST", "/runs", json=spec)
+
+    def runs(self, **filters: Any) -> dict:
+        return self._call("GET", "/runs", params={k: v for k, v in filters.items() if v is not None})
+
+    def run(self, run_id: str) -> dict:
+        return self._call("GET", f"/runs/{run_id}")
+
+    def cancel(self, run_id: str) -> dict:
+        return self._call("POST", f"/runs/{run_id}/cancel")
+
+    def logs(self, run_id: str, **params: Any) -> dict:
+        return self._call(
+            "GET", f"/runs/{run_id}/logs", params={k: v for k, v in params.items() if v is not None}
+        )
+
+    def health(self) -> dict:
+        try:
+            return self._call("GET", "/healthz")
+        except ApiError as exc:
+            if exc.status == 503:
+                return {"status": "degraded", "detail": exc.detail}
+            raise

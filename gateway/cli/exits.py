@@ -1,0 +1,30 @@
+"""The one table from API errors and run end states to the ``gw`` exit status."""
+
+from __future__ import annotations
+
+OK = 0
+RUN_FAILED = 1  # gw wait: the run ended without succeeding
+USAGE = 2  # bad option, bad spec, invalid request (422)
+RUN_CANCELLED = 3  # gw wait: the run was cancelled
+NOT_FOUND = 4
+CONFLICT = 5
+UNAVAILABLE = 69  # server, database or Slurm not answering (EX_UNAVAILABLE)
+SOFTWARE = 70  # the gateway failed internally (EX_SOFTWARE)
+WAIT_TIMEOUT = 124
+
+BY_STATUS = {0: UNAVAILABLE, 404: NOT_FOUND, 409: CONFLICT, 422: USAGE, 502: UNAVAILABLE, 503: UNAVAILABLE}
+
+BY_END_STATE = {
+    "succeeded": OK,
+    "cancelled": RUN_CANCELLED,
+}
+
+
+def for_status(status: int) -> int:
+    if status in BY_STATUS:
+        return BY_STATUS[status]
+    return USAGE if 400 <= status < 500 else SOFTWARE
+
+
+def for_end_state(state: str) -> int:
+    return BY_END_STATE.get(state, RUN_FAILED)

@@ -1,0 +1,121 @@
+"""How ``gw`` shows things: Rich tables for people, JSON with ``--json``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+STATE_STYLE = {
+    "succeeded": "green",
+    "running": "cyan",
+    "queued": "yellow",
+    "held": "yellow",
+    "submitting": "yellow",
+    "cancelled": "magenta",
+    "unknown": "bold yellow",
+}
+
+
+def print_json(data: Any) -> None:
+    console.print_json(json.dumps(data, default=str))
+
+
+def state_text(state: str, stale: bool = False) -> str:
+    style = STATE_STYLE.get(state, "red")
+    return f"[{style}]{state}[/{style}]" + (" [dim](stale)[/dim]" if stale else "")
+
+
+def runs_table(items: list[dict]) -> Table:
+    table = Table(show_edge=False, header_style="bold")
+    for column in ("RUN", "NAME", "PROJECT", "QUEUE", "STATE", "JOB", "SUBMITTER", "CREATED"):
+        table.add_column(column, no_wrap=column in ("RUN", "STATE", "CREATED"))
+    for run in items:
+        table.add_row(
+            run["id"],
+            run["name"],
+            run["project"],
+            run["queue"],
+            state_text(run["state"]),
+            run.get("job_id") or "-",
+            run["submitter"],
+            run["created_at"][:19].replace("T", " "),
+        )
+    return table
+
+
+def _fmt_duration(seconds: int | None) -> str:
+    if seconds is None:
+        return "-"
+    hours, rest = divmod(int(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
+
+
+def show_run(run: dict, *, script: bool = False) -> None:
+    console.print(f"[bold]{run['id']}[/bold]  {run['name']}  {state_text(run['state'])}")
+    console.print(
+        f"project {run['project']}  queue {run['queue']}  submitter {run['submitter']}  "
+        f"tags {', '.join(run['tags']) or '-'}"
+    )
+    console.print(
+        f"spec sha256 {run['spec_sha256'][:16]}  script sha256 {run['script_sha256'][:16]}  "
+        f"template {run['template_name']} @ {run['template_version']}"
+    )
+    console.print(f"run dir {run['run_dir']}")
+    for attempt in run["attempts"]:
+        console.print()
+        console.print(
+            f"[bold]attempt {attempt['number']}[/bold]  job {attempt['job_id'] or '-'}  "
+            f"{state_text(attempt['state'], attempt['stale'])}"
+            + (f"  reason: {attempt['reason']}" if attempt["reason"] else "")
+        )
+        tres = attempt["alloc_tres"]
+        facts = [
+            ("nodes", attempt["node_list"] or "-"),
+            ("submitted", _time(attempt["submit_time"])),
+            ("started", _time(attempt["start_time"])),
+            ("ended", _time(attempt["end_time"])),
+            ("elapsed", _fmt_duration(attempt["elapsed_s"])),
+            (
+                "exit",
+                "-" if attempt["exit_code"] is None else f"{attempt['exit_code']}:{attempt['exit_signal']}",
+            ),
+            ("alloc", ",".join(f"{k}={v}" for k, v in tres.items()) or "-"),
+            ("max rss", "-" if attempt["max_rss_kb"] is None else f"{attempt['max_rss_kb'] / 1024:.1f} MiB"),
+        ]
+        if attempt.get("expected_start"):
+            facts.append(("expected start", _time(attempt["expected_start"])))
+        if attempt.get("cancelled_by_uid") is not None:
+            facts.append(("cancelled by uid", str(attempt["cancelled_by_uid"])))
+        console.print("  " + "  ".join(f"[dim]{k}[/dim] {v}" for k, v in facts))
+        if attempt["tasks"]:
+            states: dict[str, int] = {}
+            for task in attempt["tasks"].values():
+                states[task["state"]] = states.get(task["state"], 0) + 1
+            summary = ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
+            console.print(f"  [dim]array tasks[/dim] {attempt['array_size']}: {summary}")
+        timeline = Table(show_edge=False, box=None, padding=(0, 1))
+        for column in ("AT", "FROM", "TO", "SOURCE", "REASON"):
+            timeline.add_column(column, style="dim" if column == "AT" else None)
+        for event in attempt["events"]:
+            timeline.add_row(
+                _time(event["at"]),
+                event["from_state"] or "-",
+                event["to_state"],
+                event["source"],
+                event["reason"] or "",
+            )
+        console.print(timeline)
+    if script:
+        console.print()
+        console.print(run["script"], markup=False)
+
+
+def _time(value: str | None) -> str:
+    return value[:19].replace("T", " ") if value else "-"

@@ -1,0 +1,373 @@
+"""Translate ``gw sbatch [sbatch options] SCRIPT [ARGS]`` into a run spec.
+
+Pure: takes the command line, the script's text and the caller's directory and
+environment; returns a plain dict that validates as a ``RunSpec``. Options come
+from ``#SBATCH`` lines (read, like sbatch, until the first command line) and
+from the command line, which wins. Only the options in ``SUPPORTED`` are taken;
+any other is refused by name, and every problem is gathered into one
+``SpecError``.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.core import names
+from gateway.core.spec import MAX_ARRAY_TASKS, build_spec
+from gateway.errors import SpecError, SpecIssue
+
+# long name -> short letter; every one takes a value except those in _NO_VALUE.
+SUPPORTED: dict[str, str | None] = {
+    "job-name": "J",
+    "partition": "p",
+    "account": "A",
+    "nodes": "N",
+    "ntasks": "n",
+    "ntasks-per-node": None,
+    "cpus-per-task": "c",
+    "time": "t",
+    "mem": None,
+    "gres": None,
+    "gpus-per-node": None,
+    "output": "o",
+    "error": "e",
+    "array": "a",
+    "export": None,
+    "chdir": "D",
+    "parsable": None,
+}
+_NO_VALUE = frozenset({"parsable"})
+_SHORT = {short: long for long, short in SUPPORTED.items() if short}
+SUPPORTED_HELP = ", ".join(f"-{s}/--{long}" if s else f"--{long}" for long, s in SUPPORTED.items())
+
+# sbatch options that take no value (or only "--opt=value"): the word after one
+# of these is not its value. Used to find where the script path starts.
+_SBATCH_FLAGS = frozenset(
+    ["contiguous", "exclusive", "get-user-env", "help", "hold", "ignore-pbs", "immediate", "no-kill", "no-requeue", "nice", "overcommit", "oversubscribe", "propagate", "quiet", "reboot", "requeue", "spread-job", "test-only", "usage", "use-min-nodes", "verbose", "version", "wait"]
+)
+_SBATCH_SHORT_FLAGS = frozenset("hHIkOQsuvVW")
+
+_FIELD_OPTION = {  # spec field -> the option that sets it, to say where a spec error came from
+    "name": "job-name",
+    "queue": "partition",
+    "project": "account",
+    "workdir": "chdir",
+    "stdout": "output",
+    "stderr": "error",
+    "env": "export",
+    "sweep": "array",
+    "resources.gpu_type": "gres",
+}
+
+
+@dataclass(frozen=True)
+class SbatchRequest:
+    """What ``gw sbatch`` submits: a RunSpec as a plain dict, and ``--parsable``."""
+
+    spec: dict[str, Any]
+    parsable: bool = False
+
+
+@dataclass
+class _Given:
+    name: str  # long option name, without dashes
+    shown: str  # as written: "-J", "--job-name"
+    value: str | None
+    where: str  # "option " or "#SBATCH line 3: "
+
+    @property
+    def path(self) -> str:
+        return self.where + self.shown
+
+
+def _scan(words: list[str], where: str, issues: list[SpecIssue], *, stop: bool) -> tuple[list[_Given], int]:
+    """Read options as sbatch's getopt does; returns them and the index of the first other word."""
+    found: list[_Given] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if word == "--":
+            if stop:
+                return found, i
+            continue
+        if word.startswith("--"):
+            name, eq, inline = word[2:].partition("=")
+            shown, value = "--" + name, (inline if eq else None)
+            takes = name not in _NO_VALUE if name in SUPPORTED else name not in _SBATCH_FLAGS
+        elif word.startswith("-") and len(word) > 1:
+            letter, rest = word[1], word[2:]
+            name, shown, value = _SHORT.get(letter, letter), "-" + letter, rest or None
+            takes = letter in _SHORT or letter not in _SBATCH_SHORT_FLAGS
+        else:
+            if stop:
+                return found, i - 1
+            issues.append(
+                SpecIssue(where.rstrip(": "), "unexpected word: only sbatch options belong here", word)
+            )
+            continue
+        if takes and value is None and i < len(words):
+            value, i = words[i], i + 1
+        if name not in SUPPORTED:
+            issues.append(
+                SpecIssue(where + shown, f"not supported by gw sbatch; supported: {SUPPORTED_HELP}")
+            )
+        elif takes and value is None:
+            issues.append(SpecIssue(where + shown, "needs a value"))
+        elif not takes and value is not None:
+            issues.append(SpecIssue(where + shown, "takes no value", value))
+        else:
+            found.append(_Given(name, shown, value, where))
+    return found, len(words)
+
+
+def _directives(script_text: str, issues: list[SpecIssue]) -> list[_Given]:
+    """Options on ``#SBATCH`` lines before the first command, as sbatch reads them."""
+    found: list[_Given] = []
+    for lineno, line in enumerate(script_text.splitlines(), start=1):
+        if not line.startswith("#SBATCH"):
+            # sbatch stops at the first line whose first non-blank character is not '#'.
+            if line.strip() and not line.lstrip().startswith("#"):
+                break
+            continue
+        where = f"#SBATCH line {lineno}: "
+        try:
+            # Like sbatch: quotes group words, and an unescaped '#' starts a comment.
+            words = shlex.split(line[len("#SBATCH") :], comments=True)
+        except ValueError as exc:
+            issues.append(SpecIssue(where.rstrip(": "), f"cannot be split into words: {exc}", line))
+            continue
+        found.extend(_scan(words, where, issues, stop=False)[0])
+    return found
+
+
+def split_gw_sbatch_args(args: list[str]) -> tuple[list[str], str, list[str]]:
+    """Split ``gw sbatch`` arguments into (options, script path, script arguments).
+
+    The script is the first word that is neither an option nor an option's
+    value; every word after it is the script's, even one starting with '-'.
+    Raises SpecError when no script is given.
+    """
+    _, end = _scan(args, "option ", [], stop=True)  # option problems are reported by sbatch_to_spec
+    if end >= len(args):
+        usage = "gw sbatch [sbatch options] SCRIPT [ARGS...]"
+        raise SpecError([SpecIssue("script", f"no batch script given; use: {usage}")])
+    return list(args[:end]), args[end], list(args[end + 1 :])
+
+
+def sbatch_to_spec(
+    argv: list[str],
+    script_text: str,
+    *,
+    script_name: str,
+    cwd: str,
+    environ: Mapping[str, str],
+    script_args: list[str] | None = None,
+) -> SbatchRequest:
+    """Build a RunSpec dict from sbatch options (``argv`` wins over ``#SBATCH`` lines).
+
+    ``cwd`` (absolute) anchors relative ``-D``, ``-o`` and ``-e``; ``environ``
+    gives ``GW_DEFAULT_QUEUE``, ``GW_PROJECT`` and the values ``--export=VAR``
+    takes. Raises SpecError listing every refused option, bad value and spec
+    error at once; the returned spec is already validated by ``build_spec``.
+    """
+    issues: list[SpecIssue] = []
+    given: dict[str, _Given] = {}
+    for option in _directives(script_text, issues) + _scan(list(argv), "option ", issues, stop=False)[0]:
+        given[option.name] = option  # later wins: argv is read last, like sbatch
+
+    def value(name: str, convert: Any) -> Any:
+        option = given.get(name)
+        if option is None:
+            return None
+        try:
+            return convert(option.value)
+        except ValueError as exc:
+            issues.append(SpecIssue(option.path, str(exc), option.value))
+            return None
+
+    if not script_text.startswith("#!"):
+        issues.append(
+            SpecIssue("script", "the first line must start with #! and an interpreter, as sbatch needs")
+        )
+    workdir = posixpath.normpath(posixpath.join(cwd, given["chdir"].value)) if "chdir" in given else cwd
+    spec: dict[str, Any] = {
+        "name": given["job-name"].value if "job-name" in given else _default_name(script_name),
+        "project": given["account"].value if "account" in given else environ.get("GW_PROJECT") or "default",
+        "queue": given["partition"].value
+        if "partition" in given
+        else environ.get("GW_DEFAULT_QUEUE") or "cpu",
+        "script": script_text,
+        "script_args": list(script_args or []),
+        "launcher": "single",
+        "workdir": workdir,
+    }
+    for name, key in (("output", "stdout"), ("error", "stderr")):
+        if name in given:
+            spec[key] = posixpath.normpath(posixpath.join(workdir, given[name].value))
+    res: dict[str, Any] = {}
+    nodes = value("nodes", _nodes)
+    if nodes is not None and nodes > 1:
+        issues.append(
+            SpecIssue(
+                given["nodes"].path,
+                "gw sbatch runs the script once, on one node; for several nodes submit a run spec "
+                "with launcher torchrun or srun (gw submit)",
+                given["nodes"].value,
+            )
+        )
+    res["tasks_per_node"] = value("ntasks-per-node", lambda v: _count(v, "a task count per node, such as 4"))
+    ntasks = value("ntasks", lambda v: _count(v, "a total task count, such as 4"))
+    if ntasks is not None:
+        per_node, rest = divmod(ntasks, nodes or 1)
+        if rest or (res["tasks_per_node"] not in (None, per_node)):
+            issues.append(
+                SpecIssue(given["ntasks"].path, f"must be nodes ({nodes or 1}) x --ntasks-per-node", ntasks)
+            )
+        else:
+            res["tasks_per_node"] = per_node
+    res["cpus_per_task"] = value("cpus-per-task", lambda v: _count(v, "a CPU count, such as 8"))
+    res["walltime_min"] = value("time", _minutes)
+    res["mem_gb"] = value("mem", _mem_gb)
+    gres = value("gres", _gres)
+    gpus = value("gpus-per-node", _gpus)
+    if gres and gpus:
+        issues.append(
+            SpecIssue(given["gpus-per-node"].path, "give GPUs with --gres or --gpus-per-node, not both")
+        )
+    res["gpu_type"], res["gpus_per_node"] = gres or gpus or (None, None)
+    spec["resources"] = {k: v for k, v in res.items() if v is not None}
+    spec["sweep"] = value("array", _array)
+    env = value("export", lambda v: _export(v, environ))
+    if env:
+        spec["env"] = env
+    spec = {k: v for k, v in spec.items() if v is not None}
+    try:
+        build_spec(spec)
+    except SpecError as exc:
+        issues.extend(SpecIssue(_field_path(i.path, given), i.message, i.value) for i in exc.issues)
+    if issues:
+        raise SpecError(issues, "gw sbatch")
+    return SbatchRequest(spec=spec, parsable="parsable" in given)
+
+
+def _field_path(path: str, given: dict[str, _Given]) -> str:
+    for key, name in _FIELD_OPTION.items():
+        if (path == key or path.startswith(key + ".")) and name in given:
+            return f"{given[name].path} ({path})"
+    return path
+
+
+def _default_name(script_name: str) -> str:
+    """sbatch names a job after its script; keep what the gateway's name pattern allows."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", script_name).lstrip("._-")[:63]
+    return name if names.is_name(name) else "sbatch"
+
+
+def _count(text: str, what: str) -> int:
+    if not re.fullmatch(r"[0-9]+", text) or int(text) < 1:
+        raise ValueError(f"not a count; give {what}")
+    return int(text)
+
+
+def _nodes(text: str) -> int:
+    match = re.fullmatch(r"([0-9]+)(?:-([0-9]+))?", text)
+    if not match or int(match[1]) < 1:
+        raise ValueError("not a node count; give a number such as 2 (or 2-2)")
+    if match[2] is not None and match[2] != match[1]:
+        raise ValueError("node ranges are not supported; give one count, such as 2 or 2-2")
+    return int(match[1])
+
+
+_TIME_FORMS = "minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes, days-hours:minutes:seconds"
+
+
+def _minutes(text: str) -> int:
+    """sbatch --time in whole minutes (seconds rounded up)."""
+    if text.lower() in ("unlimited", "infinite") or text == "0":
+        raise ValueError("the gateway needs a time limit; give one as " + _TIME_FORMS)
+    match = re.fullmatch(r"(?:([0-9]+)-)?([0-9]+)((?::[0-9]+){0,2})", text)
+    if not match:
+        raise ValueError(f"not a time; give {_TIME_FORMS}")
+    parts = [int(match[2])] + [int(p) for p in match[3].split(":")[1:]]
+    if match[1] is not None:  # days-hours[:minutes[:seconds]]
+        hours, minutes, seconds = (parts + [0, 0])[:3]
+        seconds += ((int(match[1]) * 24 + hours) * 60 + minutes) * 60
+    else:  # minutes | minutes:seconds | hours:minutes:seconds
+        h, m, s = ([0, 0] + parts)[-3:] if len(parts) == 3 else (0, *(parts + [0])[:2])
+        seconds = (h * 60 + m) * 60 + s
+    return max(1, math.ceil(seconds / 60))
+
+
+def _mem_gb(text: str) -> float:
+    """sbatch --mem (MB unless K, M, G or T follows) in GB, the spec's unit."""
+    match = re.fullmatch(r"([0-9]+)([KMGT]?)", text, re.IGNORECASE)
+    if not match or int(match[1]) == 0:
+        raise ValueError(
+            "not a memory size; give a whole number with an optional unit K, M, G or T, such as 4G"
+        )
+    scale = {"K": 1 / 1024, "": 1, "M": 1, "G": 1024, "T": 1024 * 1024}[match[2].upper()]
+    return math.ceil(int(match[1]) * scale) / 1024  # Slurm rounds K up to whole MB
+
+
+def _gres(text: str) -> tuple[str | None, int]:
+    """--gres=gpu[:TYPE][:N] -> (type, GPUs per node)."""
+    entries = text.split(",")
+    others = [e.split(":")[0] for e in entries if e.split(":")[0] != "gpu"]
+    if others or len(entries) != 1:
+        raise ValueError("only one gpu gres is supported: gpu, gpu:N, gpu:TYPE or gpu:TYPE:N")
+    return _gpus(text.split(":", 1)[1] if ":" in text else "1", form="gpu:N or gpu:TYPE:N")
+
+
+def _gpus(text: str, form: str = "N or TYPE:N") -> tuple[str | None, int]:
+    match = re.fullmatch(r"(?:([^:]+):)?([0-9]+)|([^:0-9][^:]*)", text)
+    if not match:
+        raise ValueError(f"not a GPU count; give {form}, such as 2 or a100:2")
+    return (match[1] or match[3]), int(match[2] or 1)
+
+
+def _array(text: str) -> dict[str, Any]:
+    """sbatch --array (0-4, 1,3,5, 1-10:2, 0-15%4) as a sweep with explicit indices."""
+    body, _, limit = text.partition("%")
+    indices: set[int] = set()
+    for item in body.split(","):
+        match = re.fullmatch(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?", item)
+        if not match or (match[3] is not None and int(match[3]) < 1):
+            raise ValueError("not an array; give forms such as 0-4, 1,3,5, 1-10:2 or 0-15%4")
+        span = range(int(match[1]), int(match[2] or match[1]) + 1, int(match[3] or 1))
+        if not span or len(span) + len(indices) > MAX_ARRAY_TASKS:
+            raise ValueError(
+                f"array ranges must run low to high, with at most {MAX_ARRAY_TASKS} tasks in all"
+            )
+        indices.update(span)
+    sweep: dict[str, Any] = {"params": [{} for _ in indices], "indices": sorted(indices)}
+    if limit:
+        if not re.fullmatch(r"[0-9]+", limit) or int(limit) < 1:
+            raise ValueError("the limit after % must be a count of tasks to run at once, such as 0-15%4")
+        sweep["max_parallel"] = int(limit)
+    return sweep
+
+
+def _export(text: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """--export: ALL, or [ALL,]VAR=value,VAR (a bare VAR takes the caller's value)."""
+    if text.upper() in ("NONE", "NIL"):
+        raise ValueError(
+            "the gateway always starts the job from the submitting environment; give ALL or VAR=value,..."
+        )
+    env: dict[str, str] = {}
+    for item in text.split(","):
+        key, eq, val = item.partition("=")
+        if not eq and key.upper() == "ALL":
+            continue
+        if not names.ENV_NAME.fullmatch(key):
+            raise ValueError(f"{key!r} is not a variable name; use ALL, VAR=value or VAR, comma-separated")
+        if not eq and key not in environ:
+            raise ValueError(f"{key} is not set in your environment; give {key}=value")
+        env[key] = val if eq else environ[key]
+    return env
