@@ -14,7 +14,7 @@ import math
 import posixpath
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,37 +23,30 @@ from gateway.core.spec import MAX_ARRAY_TASKS, build_spec
 from gateway.errors import SpecError, SpecIssue
 
 # long name -> short letter; every one takes a value except those in _NO_VALUE.
+# fmt: off
 SUPPORTED: dict[str, str | None] = {
-    "job-name": "J",
-    "partition": "p",
-    "account": "A",
-    "nodes": "N",
-    "ntasks": "n",
-    "ntasks-per-node": None,
-    "cpus-per-task": "c",
-    "time": "t",
-    "mem": None,
-    "gres": None,
-    "gpus-per-node": None,
-    "output": "o",
-    "error": "e",
-    "array": "a",
-    "export": None,
-    "chdir": "D",
-    "parsable": None,
+    "job-name": "J", "partition": "p", "account": "A", "nodes": "N", "ntasks": "n", "ntasks-per-node": None,
+    "cpus-per-task": "c", "time": "t", "mem": None, "gres": None, "gpus-per-node": None, "output": "o",
+    "error": "e", "array": "a", "export": None, "chdir": "D", "parsable": None,
 }
+# fmt: on
 _NO_VALUE = frozenset({"parsable"})
 _SHORT = {short: long for long, short in SUPPORTED.items() if short}
 SUPPORTED_HELP = ", ".join(f"-{s}/--{long}" if s else f"--{long}" for long, s in SUPPORTED.items())
 
 # sbatch options that take no value (or only "--opt=value"): the word after one
 # of these is not its value. Used to find where the script path starts.
-_SBATCH_FLAGS = frozenset(
-    ["contiguous", "exclusive", "get-user-env", "help", "hold", "ignore-pbs", "immediate", "no-kill", "no-requeue", "nice", "overcommit", "oversubscribe", "propagate", "quiet", "reboot", "requeue", "spread-job", "test-only", "usage", "use-min-nodes", "verbose", "version", "wait"]
-)
+# fmt: off
+_SBATCH_FLAGS = frozenset((
+    "contiguous", "exclusive", "get-user-env", "help", "hold", "ignore-pbs", "immediate", "no-kill",
+    "no-requeue", "nice", "overcommit", "oversubscribe", "propagate", "quiet", "reboot", "requeue",
+    "spread-job", "test-only", "usage", "use-min-nodes", "verbose", "version", "wait",
+))
+# fmt: on
 _SBATCH_SHORT_FLAGS = frozenset("hHIkOQsuvVW")
 
-_FIELD_OPTION = {  # spec field -> the option that sets it, to say where a spec error came from
+# spec field -> the option(s) that set it, to say where a spec error came from
+_FIELD_OPTION: dict[str, str | tuple[str, ...]] = {
     "name": "job-name",
     "queue": "partition",
     "project": "account",
@@ -62,7 +55,12 @@ _FIELD_OPTION = {  # spec field -> the option that sets it, to say where a spec 
     "stderr": "error",
     "env": "export",
     "sweep": "array",
-    "resources.gpu_type": "gres",
+    "resources.gpu_type": ("gres", "gpus-per-node"),
+    "resources.gpus_per_node": ("gres", "gpus-per-node"),
+    "resources.tasks_per_node": ("ntasks-per-node", "ntasks"),
+    "resources.cpus_per_task": "cpus-per-task",
+    "resources.mem_gb": "mem",
+    "resources.walltime_min": "time",
 }
 
 
@@ -108,9 +106,8 @@ def _scan(words: list[str], where: str, issues: list[SpecIssue], *, stop: bool) 
         else:
             if stop:
                 return found, i - 1
-            issues.append(
-                SpecIssue(where.rstrip(": "), "unexpected word: only sbatch options belong here", word)
-            )
+            label = "command line" if where == "option " else where.rstrip(": ")
+            issues.append(SpecIssue(label, "unexpected word: only sbatch options belong here", word))
             continue
         if takes and value is None and i < len(words):
             value, i = words[i], i + 1
@@ -168,7 +165,7 @@ def sbatch_to_spec(
     script_name: str,
     cwd: str,
     environ: Mapping[str, str],
-    script_args: list[str] | None = None,
+    script_args: Sequence[str] = (),
 ) -> SbatchRequest:
     """Build a RunSpec dict from sbatch options (``argv`` wins over ``#SBATCH`` lines).
 
@@ -182,10 +179,10 @@ def sbatch_to_spec(
     for option in _directives(script_text, issues) + _scan(list(argv), "option ", issues, stop=False)[0]:
         given[option.name] = option  # later wins: argv is read last, like sbatch
 
-    def value(name: str, convert: Any) -> Any:
+    def value(name: str, convert: Any = str, default: Any = None) -> Any:
         option = given.get(name)
         if option is None:
-            return None
+            return default
         try:
             return convert(option.value)
         except ValueError as exc:
@@ -193,60 +190,22 @@ def sbatch_to_spec(
             return None
 
     if not script_text.startswith("#!"):
-        issues.append(
-            SpecIssue("script", "the first line must start with #! and an interpreter, as sbatch needs")
-        )
-    workdir = posixpath.normpath(posixpath.join(cwd, given["chdir"].value)) if "chdir" in given else cwd
+        issues.append(SpecIssue("script", "the first line must be #! and an interpreter, as sbatch needs"))
+    workdir = posixpath.normpath(posixpath.join(cwd, value("chdir", default=".")))
     spec: dict[str, Any] = {
-        "name": given["job-name"].value if "job-name" in given else _default_name(script_name),
-        "project": given["account"].value if "account" in given else environ.get("GW_PROJECT") or "default",
-        "queue": given["partition"].value
-        if "partition" in given
-        else environ.get("GW_DEFAULT_QUEUE") or "cpu",
+        "name": value("job-name", default=_default_name(script_name)),
+        "project": value("account", default=environ.get("GW_PROJECT") or "default"),
+        "queue": value("partition", default=environ.get("GW_DEFAULT_QUEUE") or "cpu"),
         "script": script_text,
-        "script_args": list(script_args or []),
+        "script_args": list(script_args),
         "launcher": "single",
         "workdir": workdir,
+        "stdout": value("output", lambda v: posixpath.normpath(posixpath.join(workdir, v))),
+        "stderr": value("error", lambda v: posixpath.normpath(posixpath.join(workdir, v))),
+        "resources": _resources(given, value, issues),
+        "sweep": value("array", _array),
+        "env": value("export", lambda v: _export(v, environ)),
     }
-    for name, key in (("output", "stdout"), ("error", "stderr")):
-        if name in given:
-            spec[key] = posixpath.normpath(posixpath.join(workdir, given[name].value))
-    res: dict[str, Any] = {}
-    nodes = value("nodes", _nodes)
-    if nodes is not None and nodes > 1:
-        issues.append(
-            SpecIssue(
-                given["nodes"].path,
-                "gw sbatch runs the script once, on one node; for several nodes submit a run spec "
-                "with launcher torchrun or srun (gw submit)",
-                given["nodes"].value,
-            )
-        )
-    res["tasks_per_node"] = value("ntasks-per-node", lambda v: _count(v, "a task count per node, such as 4"))
-    ntasks = value("ntasks", lambda v: _count(v, "a total task count, such as 4"))
-    if ntasks is not None:
-        per_node, rest = divmod(ntasks, nodes or 1)
-        if rest or (res["tasks_per_node"] not in (None, per_node)):
-            issues.append(
-                SpecIssue(given["ntasks"].path, f"must be nodes ({nodes or 1}) x --ntasks-per-node", ntasks)
-            )
-        else:
-            res["tasks_per_node"] = per_node
-    res["cpus_per_task"] = value("cpus-per-task", lambda v: _count(v, "a CPU count, such as 8"))
-    res["walltime_min"] = value("time", _minutes)
-    res["mem_gb"] = value("mem", _mem_gb)
-    gres = value("gres", _gres)
-    gpus = value("gpus-per-node", _gpus)
-    if gres and gpus:
-        issues.append(
-            SpecIssue(given["gpus-per-node"].path, "give GPUs with --gres or --gpus-per-node, not both")
-        )
-    res["gpu_type"], res["gpus_per_node"] = gres or gpus or (None, None)
-    spec["resources"] = {k: v for k, v in res.items() if v is not None}
-    spec["sweep"] = value("array", _array)
-    env = value("export", lambda v: _export(v, environ))
-    if env:
-        spec["env"] = env
     spec = {k: v for k, v in spec.items() if v is not None}
     try:
         build_spec(spec)
@@ -257,10 +216,42 @@ def sbatch_to_spec(
     return SbatchRequest(spec=spec, parsable="parsable" in given)
 
 
+def _resources(given: dict[str, _Given], value: Any, issues: list[SpecIssue]) -> dict[str, Any]:
+    # Like sbatch: the script runs once, on the first node; it reaches the others with srun.
+    nodes = value("nodes", _nodes, 1) or 1
+    res = {
+        "nodes": nodes if nodes > 1 else None,
+        "tasks_per_node": value("ntasks-per-node", lambda v: _count(v, "tasks per node, such as 4")),
+        "cpus_per_task": value("cpus-per-task", lambda v: _count(v, "CPUs per task, such as 8")),
+        "walltime_min": value("time", _minutes),
+        "mem_gb": value("mem", _mem_gb),
+    }
+    ntasks = value("ntasks", lambda v: _count(v, "a total task count, such as 4"))
+    if ntasks is not None:
+        per_node, rest = divmod(ntasks, nodes)
+        message = ""
+        if rest:
+            message = f"{ntasks} tasks do not divide evenly over {nodes} nodes; give a multiple of {nodes}"
+        elif res["tasks_per_node"] not in (None, per_node):
+            message = f"{ntasks} tasks on {nodes} node(s) disagrees with --ntasks-per-node"
+        res["tasks_per_node"] = res["tasks_per_node"] or per_node
+        if message:
+            issues.append(SpecIssue(given["ntasks"].path, message, given["ntasks"].value))
+    gres, gpus = value("gres", _gres), value("gpus-per-node", _gpus)
+    if gres and gpus:
+        issues.append(
+            SpecIssue(given["gpus-per-node"].path, "give GPUs with --gres or --gpus-per-node, not both")
+        )
+    res["gpu_type"], res["gpus_per_node"] = gres or gpus or (None, None)
+    return {k: v for k, v in res.items() if v is not None}
+
+
 def _field_path(path: str, given: dict[str, _Given]) -> str:
-    for key, name in _FIELD_OPTION.items():
-        if (path == key or path.startswith(key + ".")) and name in given:
-            return f"{given[name].path} ({path})"
+    for key, options in _FIELD_OPTION.items():
+        if path == key or path.startswith(key + "."):
+            for name in (options,) if isinstance(options, str) else options:
+                if name in given:
+                    return f"{given[name].path} ({path})"
     return path
 
 
@@ -285,33 +276,40 @@ def _nodes(text: str) -> int:
     return int(match[1])
 
 
-_TIME_FORMS = "minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes, days-hours:minutes:seconds"
+_TIME_FORMS = (
+    "minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes "
+    "or days-hours:minutes:seconds"
+)
 
 
 def _minutes(text: str) -> int:
     """sbatch --time in whole minutes (seconds rounded up)."""
-    if text.lower() in ("unlimited", "infinite") or text == "0":
-        raise ValueError("the gateway needs a time limit; give one as " + _TIME_FORMS)
-    match = re.fullmatch(r"(?:([0-9]+)-)?([0-9]+)((?::[0-9]+){0,2})", text)
+    if text.lower() in ("unlimited", "infinite"):
+        raise ValueError(f"the gateway needs a time limit; give {_TIME_FORMS}")
+    match = re.fullmatch(r"(?:([0-9]+)-)?([0-9]+(?::[0-9]+){0,2})", text)
     if not match:
         raise ValueError(f"not a time; give {_TIME_FORMS}")
-    parts = [int(match[2])] + [int(p) for p in match[3].split(":")[1:]]
+    parts = [int(p) for p in match[2].split(":")]
     if match[1] is not None:  # days-hours[:minutes[:seconds]]
         hours, minutes, seconds = (parts + [0, 0])[:3]
-        seconds += ((int(match[1]) * 24 + hours) * 60 + minutes) * 60
-    else:  # minutes | minutes:seconds | hours:minutes:seconds
-        h, m, s = ([0, 0] + parts)[-3:] if len(parts) == 3 else (0, *(parts + [0])[:2])
-        seconds = (h * 60 + m) * 60 + s
-    return max(1, math.ceil(seconds / 60))
+        hours += int(match[1]) * 24
+    elif len(parts) == 3:
+        hours, minutes, seconds = parts
+    else:  # minutes[:seconds]
+        hours, minutes, seconds = 0, parts[0], (parts + [0])[1]
+    total_s = (hours * 60 + minutes) * 60 + seconds
+    if total_s == 0:  # Slurm reads a zero limit as "no limit"
+        raise ValueError(f"0 means no time limit in Slurm; the gateway needs one: give {_TIME_FORMS}")
+    return math.ceil(total_s / 60)
 
 
 def _mem_gb(text: str) -> float:
     """sbatch --mem (MB unless K, M, G or T follows) in GB, the spec's unit."""
     match = re.fullmatch(r"([0-9]+)([KMGT]?)", text, re.IGNORECASE)
-    if not match or int(match[1]) == 0:
-        raise ValueError(
-            "not a memory size; give a whole number with an optional unit K, M, G or T, such as 4G"
-        )
+    if not match:
+        raise ValueError("not a memory size; give a whole number of MB, or one with a unit K, M, G or T: 4G")
+    if int(match[1]) == 0:  # Slurm reads --mem=0 as "all of the node's memory"
+        raise ValueError("0 asks Slurm for all of a node's memory; give a size such as 4G")
     scale = {"K": 1 / 1024, "": 1, "M": 1, "G": 1024, "T": 1024 * 1024}[match[2].upper()]
     return math.ceil(int(match[1]) * scale) / 1024  # Slurm rounds K up to whole MB
 
@@ -320,8 +318,11 @@ def _gres(text: str) -> tuple[str | None, int]:
     """--gres=gpu[:TYPE][:N] -> (type, GPUs per node)."""
     entries = text.split(",")
     others = [e.split(":")[0] for e in entries if e.split(":")[0] != "gpu"]
-    if others or len(entries) != 1:
-        raise ValueError("only one gpu gres is supported: gpu, gpu:N, gpu:TYPE or gpu:TYPE:N")
+    forms = "gpu, gpu:N, gpu:TYPE or gpu:TYPE:N"
+    if others:
+        raise ValueError(f"gres {others[0]!r} is not supported; only one gpu gres: {forms}")
+    if len(entries) != 1:
+        raise ValueError(f"give one gpu gres: {forms}")
     return _gpus(text.split(":", 1)[1] if ":" in text else "1", form="gpu:N or gpu:TYPE:N")
 
 
@@ -354,13 +355,13 @@ def _array(text: str) -> dict[str, Any]:
     return sweep
 
 
-def _export(text: str, environ: Mapping[str, str]) -> dict[str, str]:
+def _export(text: str, environ: Mapping[str, str]) -> dict[str, str] | None:
     """--export: ALL, or [ALL,]VAR=value,VAR (a bare VAR takes the caller's value)."""
     if text.upper() in ("NONE", "NIL"):
         raise ValueError(
             "the gateway always starts the job from the submitting environment; give ALL or VAR=value,..."
         )
-    env: dict[str, str] = {}
+    env: dict[str, str] = {}  # empty for ALL: the job starts from the submitting environment anyway
     for item in text.split(","):
         key, eq, val = item.partition("=")
         if not eq and key.upper() == "ALL":
@@ -370,4 +371,4 @@ def _export(text: str, environ: Mapping[str, str]) -> dict[str, str]:
         if not eq and key not in environ:
             raise ValueError(f"{key} is not set in your environment; give {key}=value")
         env[key] = val if eq else environ[key]
-    return env
+    return env or None

@@ -278,11 +278,6 @@ class RunSpec(_Strict):
             raise ValueError("launcher 'torchrun' needs 'command' (the program torchrun starts)")
         if self.sweep is not None and self.resources.nodes > 1:
             raise ValueError("sweeps run one node per task; set resources.nodes to 1")
-        if self.launcher == "single" and self.resources.nodes > 1:
-            raise ValueError(
-                "resources.nodes > 1 needs launcher 'torchrun' or 'srun'; "
-                "'single' runs the command once, on the first node"
-            )
         if self.sweep is not None:
             try:
                 json.dumps(self.sweep.expand(), allow_nan=False)

@@ -117,8 +117,9 @@ def test_gpu_type_needs_gpus_and_a_clean_name():
     assert "resources.gpu_type" in issues_of(resources={"gpus_per_node": 1, "gpu_type": "A100; x"})
 
 
-def test_multi_node_needs_a_multi_node_launcher():
-    assert "launcher" in issues_of(resources={"nodes": 2})[""]
+def test_multi_node_launchers():
+    # 'single' on several nodes is sbatch's own model: the command runs on the first node.
+    assert spec_with(resources={"nodes": 2}).resources.nodes == 2
     assert spec_with(resources={"nodes": 2}, launcher="torchrun").resources.nodes == 2
     assert "launcher" in issues_of(launcher="mpirun")
 

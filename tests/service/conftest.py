@@ -1,0 +1,100 @@
+"""Fixtures for service, API and CLI tests: real Slurm, real SQLite and PostgreSQL.
+
+Every test here runs once per database backend. PostgreSQL comes from
+``GW_TEST_POSTGRES_URL`` (default: the local server on 127.0.0.1:5432, which
+``.ci/run`` starts); each test session gets its own fresh database.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from gateway.adapters.runner import LocalRunner
+from gateway.adapters.slurm import SlurmCLI
+from gateway.core.states import TERMINAL
+from gateway.domain import Run
+from gateway.services import Services, build_services
+from gateway.settings import Settings
+from tests.conftest import JOB_ROOT
+
+POSTGRES_ADMIN_URL = os.environ.get(
+    "GW_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
+BACKENDS = [b for b in os.environ.get("GW_TEST_DATABASES", "sqlite,postgresql").split(",") if b]
+
+
+class CountingRunner(LocalRunner):
+    """The real local runner, counting the Slurm commands it runs."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    def run(self, argv, **kwargs):
+        self.calls.append(tuple(argv))
+        return super().run(argv, **kwargs)
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def database_url(request, tmp_path_factory) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('db')}/gateway.db"
+        return
+    name = f"gwtest_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:  # noqa: BLE001 - any failure: no PostgreSQL
+        pytest.fail(
+            f"PostgreSQL is not reachable at {POSTGRES_ADMIN_URL} ({exc}); start it (scripts/postgres-ready) "
+            "or set GW_TEST_DATABASES=sqlite"
+        )
+    yield POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def settings(database_url) -> Settings:
+    runs_dir = JOB_ROOT / f"runs-{uuid.uuid4().hex[:8]}"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    return Settings(database_url=database_url, runs_dir=runs_dir, refresh_interval_s=1, submit_grace_s=5)
+
+
+@pytest.fixture(scope="session")
+def services(settings, slurm) -> Iterator[Services]:
+    built = build_services(settings)
+    yield built
+    built.close()
+
+
+@pytest.fixture
+def counting_services(settings, slurm) -> Iterator[tuple[Services, CountingRunner]]:
+    runner = CountingRunner()
+    built = build_services(settings, slurm=SlurmCLI(runner))
+    yield built, runner
+    built.close()
+
+
+def project_name() -> str:
+    return f"p{uuid.uuid4().hex[:10]}"
+
+
+def refresh_until(services: Services, run_id: str, *, states=TERMINAL, timeout_s: float = 90.0) -> Run:
+    """Run refresh cycles (as `gw serve` would) until the run reaches one of ``states``."""
+    deadline = time.monotonic() + timeout_s
+    run = services.runs.get(run_id)
+    while time.monotonic() < deadline:
+        services.refresher.refresh()
+        run = services.runs.get(run_id)
+        if run.state in states:
+            return run
+        time.sleep(0.5)
+    raise AssertionError(f"run {run_id} stayed {run.state} for {timeout_s} s: {run.latest}")

@@ -1,0 +1,46 @@
+"""Submit one run and get killed (SIGKILL) right before or right after sbatch.
+
+Used by test_crash.py as a subprocess: the real service, the real sbatch; the
+only addition is a runner that kills its own process at the chosen moment.
+
+    python -m tests.service.crash_driver DATABASE_URL RUNS_DIR before|after SPEC_JSON
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+from gateway.adapters.runner import LocalRunner
+from gateway.adapters.slurm import SlurmCLI
+from gateway.core.spec import build_spec
+from gateway.services import build_services
+from gateway.settings import Settings
+
+
+class KillingRunner(LocalRunner):
+    def __init__(self, when: str) -> None:
+        self.when = when
+
+    def run(self, argv, **kwargs):
+        if argv[0] == "sbatch" and self.when == "before":
+            os.kill(os.getpid(), signal.SIGKILL)
+        result = super().run(argv, **kwargs)
+        if argv[0] == "sbatch" and self.when == "after":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return result
+
+
+def main() -> None:
+    database_url, runs_dir, when, spec_json = sys.argv[1:5]
+    settings = Settings(database_url=database_url, runs_dir=runs_dir)
+    services = build_services(settings, slurm=SlurmCLI(KillingRunner(when)))
+    services.runs.submit(build_spec(json.loads(spec_json)), submitter="crash")
+    print("not killed", file=sys.stderr)
+    sys.exit(3)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""Exactly-once submission across a crash of the submitting process."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from gateway.api import create_app
+from gateway.core.states import RunState
+from tests.service.conftest import project_name, refresh_until
+
+pytestmark = pytest.mark.slurm
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def crash_submit(settings, when: str) -> str:
+    """Run the driver until it kills itself; return the project its run went to."""
+    project = project_name()
+    spec = {"name": "crash", "project": project, "queue": "cpu", "command": "sleep 1", "workdir": "/tmp"}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.service.crash_driver",
+            settings.database_url,
+            str(settings.runs_dir),
+            when,
+            json.dumps(spec),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    return project
+
+
+def test_killed_after_sbatch_is_adopted_exactly_once(settings, services, slurm):
+    project = crash_submit(settings, "after")
+    (run,) = services.runs.list(project=project).items
+    attempt = run.attempts[0]
+    assert attempt.state is RunState.SUBMITTING and attempt.job_id is None
+    jobs = slurm.find_by_tag(attempt.tag)
+    assert len(jobs) == 1, "sbatch ran once before the kill"
+    with TestClient(create_app(services=services)):  # a restart: start-up reconciliation runs
+        pass
+    adopted = services.runs.get(run.id).latest
+    assert adopted.job_id == jobs[0] and adopted.state is RunState.QUEUED
+    assert adopted.events[-1].source == "reconcile"
+    assert slurm.find_by_tag(attempt.tag) == jobs, "nothing was submitted again"
+    assert refresh_until(services, run.id).state is RunState.SUCCEEDED
+
+
+def test_killed_before_sbatch_is_marked_never_submitted(settings, services, slurm):
+    project = crash_submit(settings, "before")
+    (run,) = services.runs.list(project=project).items
+    attempt = run.attempts[0]
+    assert attempt.state is RunState.SUBMITTING
+    with TestClient(create_app(services=services)):
+        pass
+    latest = services.runs.get(run.id).latest
+    assert latest.state is RunState.NEVER_SUBMITTED and "never submitted" in latest.reason
+    assert slurm.find_by_tag(attempt.tag) == []
+
+
+def test_periodic_reconcile_leaves_young_submissions_alone(settings, services):
+    project = crash_submit(settings, "before")
+    (run,) = services.runs.list(project=project).items
+    report = services.refresher.reconcile()  # not start-up: only attempts older than the grace period
+    assert run.attempts[0].tag not in report.never_submitted
+    assert services.runs.get(run.id).state is RunState.SUBMITTING
+    services.refresher.reconcile(startup=True)
+    assert services.runs.get(run.id).state is RunState.NEVER_SUBMITTED

@@ -1,0 +1,135 @@
+"""Runs through the REST API against the real cluster, on both database backends."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from gateway.api import create_app
+from gateway.core.states import RunState
+from gateway.settings import Settings
+from tests.service.conftest import project_name, refresh_until
+
+pytestmark = pytest.mark.slurm
+
+
+@pytest.fixture(scope="module")
+def api(services):
+    with TestClient(create_app(services=services)) as client:
+        client.headers["X-Gateway-User"] = "alice"
+        yield client
+
+
+def spec(**changes):
+    base = {
+        "name": "api-run",
+        "project": project_name(),
+        "queue": "cpu",
+        "command": "echo out; echo err >&2",
+        "workdir": "/tmp",
+        "resources": {"mem_gb": 0.25, "walltime_min": 5},
+    }
+    return {**base, **changes}
+
+
+def test_run_completes_with_accounting(api, services):
+    response = api.post("/runs", json=spec(params={"lr": 0.5}, tags=["e2e"]))
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert body["state"] == "queued" and body["job_id"] and body["submitter"] == "alice"
+    assert body["script"].startswith("#!/bin/bash") and len(body["script_sha256"]) == 64
+    refresh_until(services, body["id"])
+    run = api.get(f"/runs/{body['id']}").json()
+    assert run["state"] == "succeeded"
+    (attempt,) = run["attempts"]
+    assert attempt["exit_code"] == 0 and attempt["elapsed_s"] is not None
+    assert attempt["alloc_tres"]["cpu"] == "1" and attempt["node_list"]
+    assert attempt["start_time"] and attempt["end_time"]
+    assert [e["to_state"] for e in attempt["events"]][:2] == ["submitting", "queued"]
+    assert attempt["events"][-1]["to_state"] == "succeeded"
+    out = api.get(f"/runs/{body['id']}/logs").json()
+    err = api.get(f"/runs/{body['id']}/logs", params={"stream": "stderr"}).json()
+    assert (out["text"], err["text"]) == ("out\n", "err\n")
+    follow = api.get(f"/runs/{body['id']}/logs", params={"offset": 2}).json()
+    assert follow["text"] == "t\n" and follow["next_offset"] == 4
+    listed = api.get("/runs", params={"project": body["project"], "tag": "e2e"}).json()
+    assert [r["id"] for r in listed["items"]] == [body["id"]]
+
+
+def test_run_fails_with_its_exit_code(api, services):
+    body = api.post("/runs", json=spec(command="exit 7")).json()
+    run = refresh_until(services, body["id"])
+    assert run.state is RunState.FAILED and run.latest.exit_code == 7
+
+
+def test_cancel_a_running_run(api, services):
+    body = api.post("/runs", json=spec(command="sleep 300")).json()
+    refresh_until(services, body["id"], states={RunState.RUNNING})
+    response = api.post(f"/runs/{body['id']}/cancel")
+    assert response.status_code == 200
+    run = refresh_until(services, body["id"])
+    assert run.state is RunState.CANCELLED and run.latest.cancelled_by_uid == 0
+    assert any(e.reason == "cancel requested by alice" for e in run.latest.events)
+    again = api.post(f"/runs/{body['id']}/cancel")
+    assert again.status_code == 200 and again.json()["state"] == "cancelled"
+
+
+def test_array_sweep_run(api, services):
+    body = api.post(
+        "/runs",
+        json=spec(command='cat "$GW_PARAMS_FILE"', sweep={"params": [{"i": 0}, {"i": 1}, {"i": 2}]}),
+    ).json()
+    run = refresh_until(services, body["id"])
+    assert run.state is RunState.SUCCEEDED
+    assert sorted(run.latest.tasks) == ["0", "1", "2"]
+    assert all(t["state"] == "succeeded" for t in run.latest.tasks.values())
+    task2 = api.get(f"/runs/{body['id']}/logs", params={"task": "2"}).json()
+    assert task2["text"].strip() == '{"i": 2}'
+
+
+def test_slurm_rejection_is_422_and_kept_on_record(api):
+    response = api.post("/runs", json=spec(queue="nosuchpartition"))
+    assert response.status_code == 422
+    body = response.json()
+    assert body["error"] == "submit_rejected" and "invalid partition" in body["detail"].lower()
+    run = api.get(f"/runs/{body['run_id']}").json()
+    assert run["state"] == "never_submitted"
+
+
+def test_refresh_uses_at_most_two_slurm_calls(counting_services):
+    services, runner = counting_services
+    from gateway.core.spec import build_spec
+
+    run = services.runs.submit(build_spec(spec(command="sleep 1")), submitter="alice")
+    runner.calls.clear()
+    services.refresher.refresh()
+    assert len(runner.calls) <= 2 and {c[0] for c in runner.calls} <= {"squeue", "sacct"}
+    refresh_until(services, run.id)
+
+
+def test_unreachable_slurm_flags_stale_never_failed(settings, services):
+    from gateway.core.spec import build_spec
+    from gateway.services import build_services
+
+    run = services.runs.submit(build_spec(spec(command="sleep 2")), submitter="alice")
+    impatient = build_services(
+        Settings(**{**settings.model_dump(), "slurm_query_timeout_s": 0.0001}), upgrade=False
+    )
+    report = impatient.refresher.refresh()
+    impatient.close()
+    assert report.stale >= 1
+    latest = services.runs.get(run.id).latest
+    assert latest.stale and latest.state in {RunState.QUEUED, RunState.RUNNING}
+    assert refresh_until(services, run.id).state is RunState.SUCCEEDED
+    assert not services.runs.get(run.id).latest.stale
+
+
+def test_healthz(api):
+    body = api.get("/healthz").json()
+    assert body["status"] == "ok" and body["database"]["ok"] and body["slurm"]["ok"]
+    assert body["database"]["latency_ms"] >= 0
+
+
+def test_not_found_and_conflict(api):
+    assert api.get("/runs/r-0000000000000000").status_code == 404
+    assert api.post("/runs/r-0000000000000000/cancel").json()["error"] == "not_found"
