@@ -11,6 +11,7 @@ import os
 import shutil
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from gateway.adapters.slurm import SlurmCLI
 from gateway.core.render import build_template_env
 from gateway.core.slurm_records import AccountingRecord
 from gateway.core.states import TERMINAL
+
+SESSION_START = datetime.now(UTC) - timedelta(seconds=5)
 
 # Job output must land where slurmd (same host, root) can write and we can read.
 JOB_ROOT = Path(os.environ.get("GW_TEST_JOB_ROOT", "/tmp/gw-test-jobs"))
@@ -61,13 +64,21 @@ def unique_tag(prefix: str = "gwtest") -> str:
 
 
 def wait_for_accounting(
-    cli: SlurmCLI, job_id: str, *, timeout_s: float = 90.0, count: int = 1
+    cli: SlurmCLI, job_id: str, *, timeout_s: float = 90.0, count: int = 1, tag: str | None = None
 ) -> list[AccountingRecord]:
-    """Poll sacct until ``count`` records of ``job_id`` are all in a terminal state."""
+    """Poll sacct until ``count`` records of ``job_id`` are all in a terminal state.
+
+    Only records submitted in this test session count: a machine whose Slurm
+    state was wiped once reuses job ids, and sacct remembers the old jobs.
+    """
     deadline = time.monotonic() + timeout_s
     records: list[AccountingRecord] = []
     while time.monotonic() < deadline:
-        records = cli.accounting([job_id])
+        records = [
+            r
+            for r in cli.accounting([job_id])
+            if (tag is None or r.comment in (tag, None)) and (r.submit_time is None or r.submit_time >= SESSION_START)
+        ]
         if len(records) >= count and all(r.state in TERMINAL for r in records):
             return records
         time.sleep(0.5)

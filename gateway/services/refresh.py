@@ -94,7 +94,7 @@ class Refresher:
                     accounted[record.array_job_id or record.job_id].append(record)
                 for job_id in ask_sacct:
                     attempt = by_job[job_id]
-                    found = accounted.get(job_id, [])
+                    found = [r for r in accounted.get(job_id, []) if _is_ours(r, attempt)]
                     if attempt.array_size is not None:
                         update = _array_update(attempt, queued.get(job_id, []), found)
                     elif found:
@@ -144,6 +144,23 @@ class Refresher:
                 )
                 never.append(attempt.tag)
         return ReconcileReport(adopted, never, undecided)
+
+
+# Slurm stamps submit times in whole seconds; allow for that and a little clock skew.
+_SUBMIT_SLACK = timedelta(minutes=2)
+
+
+def _is_ours(record: AccountingRecord, attempt: Attempt) -> bool:
+    """Is this accounting record this attempt's job, not an older job that had the same id?
+
+    Job ids repeat when a controller's state is wiped; the tag in the comment
+    tells them apart. A requeued instance is accounted without its comment
+    (Slurm 22.05), so a record with no comment counts when it is not older
+    than the attempt.
+    """
+    if record.comment is not None:
+        return record.comment == attempt.tag
+    return record.submit_time is None or record.submit_time >= attempt.created_at - _SUBMIT_SLACK
 
 
 def _from_squeue(attempt: Attempt, status: JobStatus) -> AttemptUpdate:

@@ -1,0 +1,163 @@
+"""The gw CLI end to end: a real `gw serve` on a free port, real jobs, real exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import JOB_ROOT, wait_for, wait_for_accounting
+from tests.service.conftest import project_name
+
+pytestmark = pytest.mark.slurm
+GW = [sys.executable, "-m", "gateway.cli.main"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, slurm) -> Iterator[dict[str, str]]:
+    port = free_port()
+    state = tmp_path_factory.mktemp("serve")
+    runs_dir = JOB_ROOT / f"cli-runs-{port}"
+    env = {
+        **os.environ,
+        "GATEWAY_DATABASE_URL": f"sqlite:///{state}/gateway.db",
+        "GATEWAY_RUNS_DIR": str(runs_dir),
+        "GATEWAY_REFRESH_INTERVAL_S": "1",
+    }
+    log = open(state / "serve.log", "w")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen([*GW, "serve", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail(f"gw serve did not come up: {(state / 'serve.log').read_text()}")
+    yield {"GW_URL": url, "GW_USER": "carol", "GW_CONFIG": str(state / "none.toml")}
+    proc.terminate()
+    proc.wait(timeout=30)
+    log.close()
+
+
+def gw(server, *args: str, cwd: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {**os.environ, **server, "COLUMNS": "200"}
+    return subprocess.run(
+        [*GW, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def write_spec(tmp_path: Path, **fields) -> Path:
+    spec = {"name": "cli", "project": project_name(), "queue": "cpu", "resources": {"mem_gb": 0.25}, **fields}
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    return path
+
+
+def run_id_of(stdout: str) -> str:
+    return next(w for line in stdout.splitlines() for w in line.split() if w.startswith("r-"))
+
+
+def test_submit_wait_show_logs(server, tmp_path):
+    spec = write_spec(tmp_path, command="pwd; echo hello from $GW_RUN_ID")
+    submitted = gw(server, "submit", str(spec), cwd=str(tmp_path))
+    assert submitted.returncode == 0, submitted.stderr
+    assert submitted.stdout.startswith("Submitted batch job ")
+    run_id = run_id_of(submitted.stdout)
+    waited = gw(server, "wait", run_id, "--poll-s", "0.5")
+    assert waited.returncode == 0, waited.stderr
+    shown = json.loads(gw(server, "show", run_id, "--json").stdout)
+    assert shown["state"] == "succeeded" and shown["submitter"] == "carol"
+    assert shown["spec"]["workdir"] == str(tmp_path), "a spec without workdir runs where gw was called"
+    logs = gw(server, "logs", run_id)
+    assert logs.stdout.splitlines() == [str(tmp_path), f"hello from {run_id}"]
+    table = gw(server, "show", run_id)
+    assert "succeeded" in table.stdout and "sacct" in table.stdout
+    listed = json.loads(gw(server, "runs", "--project", shown["project"], "--json").stdout)
+    assert [r["id"] for r in listed["items"]] == [run_id]
+
+
+def test_wait_exit_status_follows_the_end_state(server, tmp_path):
+    failed = run_id_of(gw(server, "submit", str(write_spec(tmp_path, command="exit 5"))).stdout)
+    assert gw(server, "wait", failed, "--poll-s", "0.5").returncode == 1
+    long = run_id_of(gw(server, "submit", str(write_spec(tmp_path, command="sleep 300"))).stdout)
+    timed_out = gw(server, "wait", long, "--timeout", "1", "--poll-s", "0.3")
+    assert timed_out.returncode == 124
+    time.sleep(1)  # give the job a moment to have a job id in squeue
+    cancelled = gw(server, "cancel", long)
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert gw(server, "wait", long, "--poll-s", "0.5").returncode == 3
+
+
+def test_gw_sbatch_keeps_sbatch_habits(server, tmp_path, slurm):
+    out = tmp_path / "custom-%j.out"
+    script = tmp_path / "train.sh"
+    script.write_text(
+        "#!/bin/bash\n"
+        "#SBATCH -J habit\n"
+        "#SBATCH --cpus-per-task=2\n"
+        "#SBATCH --mem=300M\n"
+        "#SBATCH -t 7\n"
+        f"#SBATCH -o {out}\n"
+        "echo \"args: $*\"\n"
+        "echo \"cpus: $SLURM_CPUS_PER_TASK\"\n"
+    )
+    submitted = gw(server, "sbatch", "-A", project_name(), "-p", "cpu", str(script), "one", "two words")
+    assert submitted.returncode == 0, submitted.stderr
+    first = submitted.stdout.splitlines()[0]
+    assert first.startswith("Submitted batch job ")
+    job_id = first.split()[-1]
+    run_id = run_id_of(submitted.stdout)
+    assert gw(server, "wait", run_id, "--poll-s", "0.5").returncode == 0
+    # Quirk: right after a job ends, slurmdbd may still hold the placeholder name "allocation".
+    (record,) = wait_for(
+        lambda: [r for r in wait_for_accounting(slurm, job_id) if r.name == "habit"], what="job name in sacct"
+    )
+    assert record.alloc_cpus == 2 and record.alloc_mem_mb == 300
+    assert record.timelimit_min == 7
+    text = Path(str(out).replace("%j", job_id)).read_text()
+    assert text.splitlines() == ["args: one two words", "cpus: 2"]
+    parsable = gw(server, "sbatch", "--parsable", "-A", project_name(), str(script))
+    assert parsable.returncode == 0 and parsable.stdout.strip().isdigit()
+
+
+def test_gw_sbatch_refuses_unsupported_options_by_name(server, tmp_path):
+    script = tmp_path / "x.sh"
+    script.write_text("#!/bin/bash\n#SBATCH --exclusive\ntrue\n")
+    refused = gw(server, "sbatch", "--constraint=a100", str(script))
+    assert refused.returncode == 2
+    assert "--constraint" in refused.stderr and "--exclusive" in refused.stderr
+    assert "--job-name" in refused.stderr  # the supported ones are listed
+
+
+def test_bad_spec_and_unknown_run(server, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nproject: p\nqueue: cpu\ncommand: true\nresources: {gpus: 2}\n")
+    result = gw(server, "submit", str(bad))
+    assert result.returncode == 2 and "resources.gpus" in result.stderr
+    missing = gw(server, "show", "r-0000000000000000")
+    assert missing.returncode == 4 and "not_found" in missing.stderr
+
+
+def test_server_down_is_a_clear_message(tmp_path):
+    down = {"GW_URL": f"http://127.0.0.1:{free_port()}", "GW_CONFIG": str(tmp_path / "none.toml")}
+    result = gw(down, "runs")
+    assert result.returncode == 69
+    assert "cannot reach the gateway" in result.stderr and "gw serve" in result.stderr
