@@ -7,6 +7,7 @@ e.g. ``GATEWAY_TEMPLATE_DIR=/etc/gateway/sbatch``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -26,6 +27,13 @@ class Settings(BaseSettings):
     database_url: str = Field(
         default="sqlite:////var/lib/gateway/gateway.db",
         description="SQLAlchemy URL of the gateway's database (SQLite file, or postgresql+psycopg://...).",
+    )
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = Field(
+        default="NORMAL",
+        description=(
+            "SQLite's fsync policy (WAL mode). NORMAL survives a crash of the gateway; a power loss may "
+            "undo the last commits, as it may Slurm's own recent state. FULL syncs every commit."
+        ),
     )
     refresh_interval_s: float = Field(
         default=5.0, gt=0, description="How often `gw serve` asks Slurm about live attempts."

@@ -11,8 +11,8 @@ import os
 import shutil
 import time
 import uuid
-from datetime import UTC, datetime, timedelta
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -77,7 +77,8 @@ def wait_for_accounting(
         records = [
             r
             for r in cli.accounting([job_id])
-            if (tag is None or r.comment in (tag, None)) and (r.submit_time is None or r.submit_time >= SESSION_START)
+            if (tag is None or r.comment in (tag, None))
+            and (r.submit_time is None or r.submit_time >= SESSION_START)
         ]
         if len(records) >= count and all(r.state in TERMINAL for r in records):
             return records

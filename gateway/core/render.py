@@ -103,7 +103,18 @@ def template_for(spec: RunSpec) -> str:
 
 
 def template_version(env: jinja2.Environment, name: str) -> str:
-    """Version of a template: sha256 (12 hex) over its source and every template it pulls in."""
+    """Version of a template: sha256 (12 hex) over its source and every template it pulls in.
+
+    Cached while Jinja2 keeps the same compiled templates (it reloads a file
+    that changed on disk, which gives a new version).
+    """
+    key = (id(env), name)
+    cached = _VERSIONS.get(key)
+    try:
+        if cached and all(env.get_template(n) is t for n, t in zip(cached[0], cached[1], strict=True)):
+            return cached[2]
+    except jinja2.TemplateNotFound as exc:
+        raise TemplateError(f"sbatch template {exc.name!r} not found in {_search(env)}") from exc
     sources: dict[str, str] = {}
     pending = [name]
     while pending:
@@ -117,11 +128,15 @@ def template_version(env: jinja2.Environment, name: str) -> str:
         sources[current] = source
         pending.extend(_referenced(source))
     digest = hashlib.sha256()
-    for key in sorted(sources):
-        digest.update(key.encode() + b"\0" + sources[key].encode() + b"\0")
-    return digest.hexdigest()[:12]
+    for key_name in sorted(sources):
+        digest.update(key_name.encode() + b"\0" + sources[key_name].encode() + b"\0")
+    version = digest.hexdigest()[:12]
+    names_used = tuple(sorted(sources))
+    _VERSIONS[key] = (names_used, tuple(env.get_template(n) for n in names_used), version)
+    return version
 
 
+_VERSIONS: dict[tuple[int, str], tuple[tuple[str, ...], tuple[jinja2.Template, ...], str]] = {}
 _PARSE_ENV = jinja2.Environment()
 
 
@@ -214,6 +229,7 @@ def _context(spec: RunSpec, *, run_id: str, run_dir: str, target: SubmitTarget) 
         "script_args": list(spec.script_args),
         "stdout": spec.stdout,
         "stderr": spec.stderr,
+        "hold": spec.hold,
         "array_tasks": tasks,
         "array_spec": array_spec,
     }

@@ -20,6 +20,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     field_validator,
     model_validator,
@@ -154,6 +155,9 @@ class RunSpec(_Strict):
     tags: list[str] = Field(default_factory=list)
     resources: Resources = Field(default_factory=Resources)
     sweep: Sweep | None = None
+    hold: bool = False  # submit held: Slurm keeps the job pending until it is released
+
+    _hash: str | None = PrivateAttr(default=None)
 
     @field_validator("name", "project", "queue")
     @classmethod
@@ -286,9 +290,11 @@ class RunSpec(_Strict):
         return self
 
     def spec_hash(self) -> str:
-        """sha256 of the spec's canonical JSON (sorted keys, defaults included)."""
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        """sha256 of the spec's canonical JSON (sorted keys, defaults included); computed once."""
+        if self._hash is None:
+            canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+            self._hash = hashlib.sha256(canonical.encode()).hexdigest()
+        return self._hash
 
 
 _UNION_TAG = re.compile(r"(str|int|float|bool|none|list\[.*\]|dict\[.*\])")

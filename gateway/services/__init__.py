@@ -36,7 +36,7 @@ def build_services(
     settings: Settings, *, slurm: SlurmBackend | None = None, upgrade: bool = True
 ) -> Services:
     """Build every service once; upgrades the database schema first unless told not to."""
-    db = Database(settings.database_url)
+    db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
     if upgrade:
         db.upgrade()
     store = RunStore(db)

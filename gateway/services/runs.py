@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import jinja2
@@ -105,8 +106,15 @@ class RunService:
             )
             self.store.add_note(attempt.id, f"sbatch did not answer: {exc}", source="sbatch")
             return self.store.get_run(run_id)
-        self.store.record_job_id(attempt.id, job_id)
-        return self.store.get_run(run_id)
+        event = self.store.record_job_id(attempt.id, job_id)
+        queued = replace(
+            attempt,
+            job_id=job_id,
+            state=event.to_state,
+            slurm_state="PENDING",
+            events=[*attempt.events, event],
+        )
+        return replace(run, state=event.to_state, attempts=[queued])
 
     def cancel(self, run_id: str, *, by: str) -> Run:
         """Ask Slurm to cancel the run's live attempt; an ended run is returned as it is."""

@@ -1,8 +1,9 @@
 """Engine, the one session scope, error translation and schema upgrades.
 
-``Database.session()`` is the only place that commits or rolls back; it turns
-SQLAlchemy's errors into the gateway's (``StoreUnavailable`` when the
-database cannot be reached, ``StoreError`` otherwise).
+``Database.session()`` (ORM) and ``Database.transaction()`` (plain SQL) are
+the only places that commit or roll back; both turn SQLAlchemy's errors into
+the gateway's (``StoreUnavailable`` when the database cannot be reached,
+``StoreError`` otherwise).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -23,8 +24,10 @@ from gateway.errors import StoreError, StoreUnavailable
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for ``url``; SQLite gets WAL, foreign keys and a busy timeout."""
+def make_engine(url: str, *, sqlite_synchronous: str = "NORMAL") -> Engine:
+    """An engine for ``url``; SQLite gets WAL, foreign keys, a busy timeout and ``sqlite_synchronous``."""
+    if sqlite_synchronous not in ("FULL", "NORMAL"):
+        raise ValueError(f"sqlite_synchronous must be FULL or NORMAL, not {sqlite_synchronous!r}")
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
@@ -34,6 +37,7 @@ def make_engine(url: str) -> Engine:
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.execute(f"PRAGMA synchronous={sqlite_synchronous}")
             cursor.close()
 
         return engine
@@ -52,12 +56,29 @@ def upgrade_schema(engine: Engine) -> None:
         raise StoreUnavailable(f"cannot reach the database to upgrade its schema: {exc.orig}") from exc
 
 
+@contextmanager
+def _translated() -> Iterator[None]:
+    """Turn SQLAlchemy's errors into the gateway's."""
+    try:
+        yield
+    except IntegrityError as exc:
+        raise StoreError(f"the database refused the change: {exc.orig}") from exc
+    except OperationalError as exc:
+        raise StoreUnavailable(f"the database is unavailable: {exc.orig}") from exc
+    except DBAPIError as exc:
+        if exc.connection_invalidated:
+            raise StoreUnavailable(f"the database connection was lost: {exc.orig}") from exc
+        raise StoreError(f"database error: {exc.orig}") from exc
+    except SQLAlchemyError as exc:
+        raise StoreError(f"database error: {exc}") from exc
+
+
 class Database:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, sqlite_synchronous: str = "NORMAL") -> None:
         if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         self.url = url
-        self.engine = make_engine(url)
+        self.engine = make_engine(url, sqlite_synchronous=sqlite_synchronous)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
 
     @property
@@ -69,30 +90,23 @@ class Database:
 
     @contextmanager
     def session(self) -> Iterator[Session]:
-        """One unit of work: commits on success, rolls back on any error."""
+        """One unit of work with the ORM: commits on success, rolls back on any error."""
         session = self._sessions()
         try:
-            yield session
-            session.commit()
-        except IntegrityError as exc:
-            session.rollback()
-            raise StoreError(f"the database refused the change: {exc.orig}") from exc
-        except OperationalError as exc:
-            session.rollback()
-            raise StoreUnavailable(f"the database is unavailable: {exc.orig}") from exc
-        except DBAPIError as exc:
-            session.rollback()
-            if exc.connection_invalidated:
-                raise StoreUnavailable(f"the database connection was lost: {exc.orig}") from exc
-            raise StoreError(f"database error: {exc.orig}") from exc
-        except SQLAlchemyError as exc:
-            session.rollback()
-            raise StoreError(f"database error: {exc}") from exc
+            with _translated():
+                yield session
+                session.commit()
         except BaseException:
             session.rollback()
             raise
         finally:
             session.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """One unit of work with plain SQL statements (no ORM): for the hot submit path."""
+        with _translated(), self.engine.begin() as connection:
+            yield connection
 
     def ping(self) -> float:
         """Round-trip one trivial query; returns its latency in seconds."""

@@ -11,14 +11,17 @@ import binascii
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import Connection, and_, bindparam, insert, or_, select, update
 from sqlalchemy.orm import Session, selectinload
 
 from gateway.core.states import LIVE, RunState
 from gateway.domain import Attempt, AttemptUpdate, Page, Run, StateEvent
-from gateway.errors import NotFound, SpecError, SpecIssue
+from gateway.errors import Conflict, NotFound, SpecError, SpecIssue
 from gateway.store.db import Database
 from gateway.store.models import AttemptRow, RunRow, RunTagRow, StateEventRow, utcnow
+
+RUNS, RUN_TAGS = RunRow.__table__, RunTagRow.__table__
+ATTEMPTS, EVENTS = AttemptRow.__table__, StateEventRow.__table__
 
 # Attempts the refresher asks Slurm about: live ones, and those whose state is unknown.
 POLLED_STATES = [s.value for s in LIVE if s is not RunState.SUBMITTING] + [RunState.UNKNOWN.value]
@@ -49,56 +52,155 @@ class RunStore:
         attempt_tag: str,
         array_size: int | None = None,
     ) -> Run:
-        """Write a run and its first attempt (SUBMITTING) in one transaction."""
-        now = utcnow()
-        with self.db.session() as session:
-            row = RunRow(
-                id=run_id,
-                name=name,
-                project=project,
-                queue=queue,
-                submitter=submitter,
-                state=RunState.SUBMITTING.value,
-                spec=spec,
-                spec_sha256=spec_sha256,
-                script=script,
-                script_sha256=script_sha256,
-                template_name=template_name,
-                template_version=template_version,
-                run_dir=run_dir,
-                created_at=now,
-                updated_at=now,
-            )
-            row.tags = [RunTagRow(tag=t) for t in dict.fromkeys(tags)]
-            attempt = AttemptRow(
-                number=1,
-                tag=attempt_tag,
-                state=RunState.SUBMITTING.value,
-                array_size=array_size,
-                created_at=now,
-                updated_at=now,
-            )
-            attempt.events = [
-                StateEventRow(at=now, from_state=None, to_state=RunState.SUBMITTING.value, source="gateway")
-            ]
-            row.attempts = [attempt]
-            session.add(row)
-            session.flush()
-            return _run(row, with_events=True)
+        """Write a run and its first attempt (SUBMITTING) in one transaction.
 
-    def record_job_id(self, attempt_id: int, job_id: str, *, source: str = "gateway") -> Attempt:
-        """Store the Slurm job id of a SUBMITTING attempt; it becomes QUEUED."""
-        with self.db.session() as session:
-            row = _attempt_row(session, attempt_id)
-            row.job_id = job_id
-            _transition(row, RunState.QUEUED, slurm_state="PENDING", reason=None, source=source, at=utcnow())
-            return _attempt(row, with_events=True)
+        Plain INSERTs (no ORM unit of work): this sits on the submit path,
+        which has to stay close to the cost of a bare sbatch.
+        """
+        now = utcnow()
+        submitting = RunState.SUBMITTING.value
+        unique_tags = list(dict.fromkeys(tags))
+        with self.db.transaction() as session:
+            # Core statements on the tables, parameters bound: compiled once, cached.
+            session.execute(
+                _INSERT_RUN,
+                {
+                    "id": run_id,
+                    "name": name,
+                    "project": project,
+                    "queue": queue,
+                    "submitter": submitter,
+                    "state": submitting,
+                    "spec": spec,
+                    "spec_sha256": spec_sha256,
+                    "script": script,
+                    "script_sha256": script_sha256,
+                    "template_name": template_name,
+                    "template_version": template_version,
+                    "run_dir": run_dir,
+                    "created_at": now,
+                    "updated_at": now,
+                },
+            )
+            if unique_tags:
+                session.execute(_INSERT_TAG, [{"run_id": run_id, "tag": t} for t in unique_tags])
+            attempt_id = session.execute(
+                _INSERT_ATTEMPT,
+                {
+                    "run_id": run_id,
+                    "number": 1,
+                    "tag": attempt_tag,
+                    "state": submitting,
+                    "stale": False,
+                    "alloc_tres": {},
+                    "tasks": {},
+                    "array_size": array_size,
+                    "created_at": now,
+                    "updated_at": now,
+                },
+            ).scalar_one()
+            event_id = session.execute(
+                _INSERT_EVENT,
+                {"attempt_id": attempt_id, "at": now, "to_state": submitting, "source": "gateway"},
+            ).scalar_one()
+        event = StateEvent(event_id, attempt_id, now, None, RunState.SUBMITTING, None, None, "gateway")
+        attempt = Attempt(
+            id=attempt_id,
+            run_id=run_id,
+            number=1,
+            tag=attempt_tag,
+            job_id=None,
+            state=RunState.SUBMITTING,
+            slurm_state=None,
+            reason=None,
+            stale=False,
+            node_list=None,
+            submit_time=None,
+            start_time=None,
+            end_time=None,
+            exit_code=None,
+            exit_signal=None,
+            elapsed_s=None,
+            alloc_tres={},
+            max_rss_kb=None,
+            cancelled_by_uid=None,
+            timelimit_min=None,
+            tasks={},
+            array_size=array_size,
+            expected_start=None,
+            created_at=now,
+            updated_at=now,
+            events=[event],
+        )
+        return Run(
+            id=run_id,
+            name=name,
+            project=project,
+            queue=queue,
+            submitter=submitter,
+            tags=unique_tags,
+            state=RunState.SUBMITTING,
+            spec=spec,
+            spec_sha256=spec_sha256,
+            script=script,
+            script_sha256=script_sha256,
+            template_name=template_name,
+            template_version=template_version,
+            run_dir=run_dir,
+            created_at=now,
+            updated_at=now,
+            attempts=[attempt],
+        )
+
+    def record_job_id(self, attempt_id: int, job_id: str, *, source: str = "gateway") -> StateEvent:
+        """Store the Slurm job id of a SUBMITTING attempt; it becomes QUEUED. Returns the event.
+
+        The update only applies to an attempt still SUBMITTING, so the submit
+        path and a reconciliation can never both record a job for it
+        (Conflict for the loser).
+        """
+        now = utcnow()
+        queued = RunState.QUEUED.value
+        with self.db.transaction() as session:
+            found = session.execute(
+                _RECORD_JOB_ID,
+                {
+                    "attempt_id": attempt_id,
+                    "from_state": RunState.SUBMITTING.value,
+                    "job_id": job_id,
+                    "to_state": queued,
+                    "now": now,
+                },
+            ).first()
+            if found is None:
+                raise Conflict(f"attempt {attempt_id} is no longer submitting; its job was already recorded")
+            event_id = session.execute(
+                _INSERT_EVENT,
+                {
+                    "attempt_id": attempt_id,
+                    "at": now,
+                    "from_state": RunState.SUBMITTING.value,
+                    "to_state": queued,
+                    "slurm_state": "PENDING",
+                    "source": source,
+                },
+            ).scalar_one()
+            _set_run_state(session, found.run_id, found.number, queued)
+        return StateEvent(
+            event_id, attempt_id, now, RunState.SUBMITTING, RunState.QUEUED, "PENDING", None, source
+        )
 
     def mark_never_submitted(self, attempt_id: int, reason: str, *, source: str) -> Attempt:
         with self.db.session() as session:
             row = _attempt_row(session, attempt_id)
             _transition(
-                row, RunState.NEVER_SUBMITTED, slurm_state=None, reason=reason, source=source, at=utcnow()
+                session,
+                row,
+                RunState.NEVER_SUBMITTED,
+                slurm_state=None,
+                reason=reason,
+                source=source,
+                at=utcnow(),
             )
             return _attempt(row, with_events=True)
 
@@ -112,9 +214,7 @@ class RunStore:
             rows = {
                 r.id: r
                 for r in session.scalars(
-                    select(AttemptRow)
-                    .where(AttemptRow.id.in_([u.attempt_id for u in updates]))
-                    .options(selectinload(AttemptRow.run))
+                    select(AttemptRow).where(AttemptRow.id.in_([u.attempt_id for u in updates]))
                 )
             }
             for update in updates:
@@ -128,6 +228,7 @@ class RunStore:
                     row.updated_at = utcnow()
                     continue
                 changed = _transition(
+                    session,
                     row,
                     update.state,
                     slurm_state=update.slurm_state,
@@ -180,17 +281,7 @@ class RunStore:
 
     def get_run(self, run_id: str) -> Run:
         with self.db.session() as session:
-            row = session.scalar(
-                select(RunRow)
-                .where(RunRow.id == run_id)
-                .options(
-                    selectinload(RunRow.attempts).selectinload(AttemptRow.events),
-                    selectinload(RunRow.tags),
-                )
-            )
-            if row is None:
-                raise NotFound(f"no run {run_id!r}")
-            return _run(row, with_events=True)
+            return _load_run(session, run_id)
 
     def get_attempt(self, attempt_id: int) -> Attempt:
         with self.db.session() as session:
@@ -234,6 +325,21 @@ class RunStore:
 # -- rows -> values ------------------------------------------------------------
 
 
+def _load_run(session: Session, run_id: str) -> Run:
+    row = session.scalar(
+        select(RunRow)
+        .where(RunRow.id == run_id)
+        .options(
+            selectinload(RunRow.attempts).selectinload(AttemptRow.events),
+            selectinload(RunRow.tags),
+        )
+        .execution_options(populate_existing=True)
+    )
+    if row is None:
+        raise NotFound(f"no run {run_id!r}")
+    return _run(row, with_events=True)
+
+
 def _attempt_row(session: Session, attempt_id: int) -> AttemptRow:
     row = session.get(AttemptRow, attempt_id)
     if row is None:
@@ -242,6 +348,7 @@ def _attempt_row(session: Session, attempt_id: int) -> AttemptRow:
 
 
 def _transition(
+    session: Session,
     row: AttemptRow,
     state: RunState,
     *,
@@ -250,7 +357,11 @@ def _transition(
     source: str,
     at: datetime,
 ) -> bool:
-    """Set an attempt's state; record an event when state or reason changed."""
+    """Set an attempt's state; record an event when state or reason changed.
+
+    Writes the event and the run's state with plain statements, so a
+    transition never loads the attempt's timeline or the run's other attempts.
+    """
     previous = RunState(row.state)
     changed = previous is not state or (row.reason or None) != (reason or None)
     row.slurm_state = slurm_state
@@ -258,8 +369,9 @@ def _transition(
     row.stale = False
     if changed:
         row.state = state.value
-        row.events.append(
+        session.add(
             StateEventRow(
+                attempt_id=row.id,
                 at=at,
                 from_state=previous.value,
                 to_state=state.value,
@@ -268,10 +380,41 @@ def _transition(
                 source=source,
             )
         )
-        run = row.run
-        if run is not None and row.number == max(a.number for a in run.attempts):
-            run.state = state.value
+        _set_run_state(session, row.run_id, row.number, state.value)
     return changed
+
+
+def _set_run_state(session: Session | Connection, run_id: str, number: int, state: str) -> None:
+    """A run's state is its latest attempt's: set it unless a later attempt exists."""
+    session.execute(_SET_RUN_STATE, {"run_id": run_id, "number": number, "state": state, "now": utcnow()})
+
+
+# Statements on the submit path, built once (building them per call costs more than running them).
+_INSERT_RUN = insert(RUNS)
+_INSERT_TAG = insert(RUN_TAGS)
+_INSERT_ATTEMPT = insert(ATTEMPTS).returning(ATTEMPTS.c.id)
+_INSERT_EVENT = insert(EVENTS).returning(EVENTS.c.id)
+_RECORD_JOB_ID = (
+    update(ATTEMPTS)
+    .where(ATTEMPTS.c.id == bindparam("attempt_id"), ATTEMPTS.c.state == bindparam("from_state"))
+    .values(
+        job_id=bindparam("job_id"),
+        state=bindparam("to_state"),
+        slurm_state="PENDING",
+        reason=None,
+        stale=False,
+        updated_at=bindparam("now"),
+    )
+    .returning(ATTEMPTS.c.run_id, ATTEMPTS.c.number)
+)
+_LATER_ATTEMPT = select(ATTEMPTS.c.id).where(
+    ATTEMPTS.c.run_id == bindparam("run_id"), ATTEMPTS.c.number > bindparam("number")
+)
+_SET_RUN_STATE = (
+    update(RUNS)
+    .where(RUNS.c.id == bindparam("run_id"), ~_LATER_ATTEMPT.exists())
+    .values(state=bindparam("state"), updated_at=bindparam("now"))
+)
 
 
 def _event(row: StateEventRow) -> StateEvent:

@@ -73,6 +73,8 @@ def test_not_json_and_wrong_types(api):
     assert api.get("/runs", params={"state": "bogus"}).status_code == 422
     assert api.get("/runs/r-x/logs", params={"stream": "stdin"}).status_code == 422
     assert api.get("/runs/r-x/logs", params={"task": "1;2"}).status_code == 422
+    assert api.get("/runs", params={"project": "a\x00b"}).status_code == 422
+    assert api.get("/runs", params={"tag": "a b"}).status_code == 422
 
 
 def test_hostile_user_header_is_refused(api):
@@ -103,7 +105,7 @@ def test_fuzz_no_server_errors(fuzz_schema, services):
     failures = []
     calls: dict[str, int] = {}
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
     def check(case):
         if case.path == "/runs" and case.method == "POST" and isinstance(case.body, dict):
             # Never run fuzzed commands on the cluster: aim every valid spec at a queue that does not exist.

@@ -39,7 +39,9 @@ def server(tmp_path_factory, slurm) -> Iterator[dict[str, str]]:
         "GATEWAY_REFRESH_INTERVAL_S": "1",
     }
     log = open(state / "serve.log", "w")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([*GW, "serve", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [*GW, "serve", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -116,8 +118,8 @@ def test_gw_sbatch_keeps_sbatch_habits(server, tmp_path, slurm):
         "#SBATCH --mem=300M\n"
         "#SBATCH -t 7\n"
         f"#SBATCH -o {out}\n"
-        "echo \"args: $*\"\n"
-        "echo \"cpus: $SLURM_CPUS_PER_TASK\"\n"
+        'echo "args: $*"\n'
+        'echo "cpus: $SLURM_CPUS_PER_TASK"\n'
     )
     submitted = gw(server, "sbatch", "-A", project_name(), "-p", "cpu", str(script), "one", "two words")
     assert submitted.returncode == 0, submitted.stderr

@@ -8,13 +8,16 @@ from fastapi import APIRouter, Body, Path, Query, status
 
 from gateway.api.deps import ServicesDep, UserDep
 from gateway.api.schemas import ErrorPublic, LogChunkPublic, RunPublic, RunsPublic
+from gateway.core import names
 from gateway.core.spec import RunSpec
 from gateway.core.states import RunState
 from gateway.services.logs import read_log
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
-RunId = Annotated[str, Path(description="A run id, e.g. r-3f2a9c0d1e2b4a5f", max_length=64)]
+RunId = Annotated[
+    str, Path(description="A run id, e.g. r-3f2a9c0d1e2b4a5f", pattern=f"^{names.NAME.pattern}$")
+]
 ERRORS = {
     404: {"model": ErrorPublic, "description": "No such run"},
     422: {"model": ErrorPublic, "description": "Invalid request (field paths in detail)"},
@@ -71,10 +74,10 @@ def submit_run(
 @router.get("", response_model=RunsPublic, responses={422: ERRORS[422]}, summary="List runs")
 def list_runs(
     services: ServicesDep,
-    project: Annotated[str | None, Query(max_length=64)] = None,
+    project: Annotated[str | None, Query(pattern=f"^{names.NAME.pattern}$")] = None,
     state: RunState | None = None,
-    submitter: Annotated[str | None, Query(max_length=128)] = None,
-    tag: Annotated[str | None, Query(max_length=128)] = None,
+    submitter: Annotated[str | None, Query(pattern=f"^{names.TAG.pattern}$")] = None,
+    tag: Annotated[str | None, Query(pattern=f"^{names.TAG.pattern}$")] = None,
     cursor: Annotated[
         str | None, Query(max_length=512, description="next_cursor of the previous page")
     ] = None,
