@@ -4,14 +4,15 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: up venv cluster cluster-if-down test test-unit lint bench clean
+.PHONY: up down venv cluster cluster-if-down test test-unit lint bench openapi clean
 
-up: cluster ## venv + local Slurm cluster with accounting
-	@echo
-	@echo "The local Slurm cluster is up:"
+up: cluster ## venv + local Slurm cluster with accounting + `gw serve` on 127.0.0.1:8000
 	@sinfo
-	@echo
-	@echo "Next: make test"
+	@scripts/gw-up
+
+down: ## stop the `gw serve` that `make up` started (the cluster keeps running)
+	@if [ -f var/gw-serve.pid ] && kill $$(cat var/gw-serve.pid) 2>/dev/null; then echo "gw serve stopped"; fi
+	@rm -f var/gw-serve.pid
 
 venv: $(STAMP)
 
@@ -27,7 +28,8 @@ cluster: venv ## install, configure and start Slurm 22.05 (idempotent)
 cluster-if-down: venv
 	@scripts/cluster-ready || $(MAKE) cluster
 
-test: cluster-if-down ## the whole suite, against the real local cluster
+test: cluster-if-down ## the whole suite, against the real local cluster (and PostgreSQL)
+	@scripts/postgres-ready
 	$(BIN)/pytest
 
 test-unit: venv
@@ -38,7 +40,10 @@ lint: venv
 	$(BIN)/ruff format --check gateway tests bench examples
 
 bench: cluster-if-down
-	$(BIN)/python -m bench.submit
+	$(BIN)/python -m bench.submit 50
+
+openapi: venv ## regenerate docs/openapi.json from the code
+	$(BIN)/python -m gateway.api.openapi > docs/openapi.json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info var

@@ -166,7 +166,8 @@ def main(n: int) -> int:
     service_ratio, api_ratio = service_ms / raw_s_ms, api_ms / raw_a_ms
     print(f"jobs per side: {n}")
     print(
-        f"service submit   median {service_ms:7.2f} ms/job vs raw sbatch {raw_s_ms:5.2f}: ratio {service_ratio:.2f}"
+        f"service submit   median {service_ms:7.2f} ms/job vs raw sbatch {raw_s_ms:5.2f}: "
+        f"ratio {service_ratio:.2f}"
         f" (target <= {SERVICE_TARGET})"
     )
     print(

@@ -124,7 +124,8 @@ class RunService:
             return run
         if attempt.state is RunState.SUBMITTING or attempt.job_id is None:
             raise Conflict(
-                f"run {run_id} is still being submitted (attempt {attempt.number}); cancel it once it has a job id"
+                f"run {run_id} is still being submitted (attempt {attempt.number}); "
+                "cancel it once it has a job id"
             )
         self.slurm.cancel(attempt.job_id)
         self.store.add_note(attempt.id, f"cancel requested by {by}", source="gateway")
