@@ -97,3 +97,99 @@ class AttemptUpdate:
     event_at: datetime | None = None
     source: str = "gateway"
     fields: dict[str, Any] = field(default_factory=dict)  # accounting columns to set
+
+
+# -- who may do what ------------------------------------------------------------------
+
+ROLES = ("viewer", "member", "lead")  # per project, in increasing power; site admins are above all
+
+
+@dataclass(frozen=True)
+class Quota:
+    """Caps; None means no cap."""
+
+    gpus: int | None = None  # GPUs in use at once
+    gpu_hours_per_month: int | None = None  # per calendar month (UTC)
+    jobs_in_queue: int | None = None  # queued + running
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    os_user: str | None
+    is_admin: bool
+    disabled: bool
+
+
+@dataclass(frozen=True)
+class Token:
+    id: int
+    user: str
+    name: str
+    prefix: str
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Member:
+    user: str
+    role: str
+    quota: Quota
+
+
+@dataclass(frozen=True)
+class Queue:
+    name: str
+    partition: str
+    qos: str | None
+    gpu_types: list[str]
+    max_walltime_min: int | None
+
+
+@dataclass(frozen=True)
+class Project:
+    name: str
+    description: str
+    slurm_account: str
+    quota: Quota
+    members: list[Member]
+    queues: list[Queue]
+
+    def queue(self, name: str) -> Queue | None:
+        return next((q for q in self.queues if q.name == name), None)
+
+    def role_of(self, user: str) -> str | None:
+        return next((m.role for m in self.members if m.user == user), None)
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The caller of an operation: a user, with their site-wide and per-project roles."""
+
+    user: str
+    is_admin: bool
+    roles: dict[str, str]  # project -> role
+    os_user: str | None = None
+    source: str | None = None  # where the request came from (client address)
+
+    def role(self, project: str) -> str | None:
+        return self.roles.get(project)
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    seq: int
+    at: datetime
+    actor: str
+    action: str
+    target_type: str
+    target_id: str
+    project: str | None
+    source: str | None
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    prev_hash: str
+    hash: str

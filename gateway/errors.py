@@ -7,7 +7,10 @@ interfaces (API, CLI) map these classes to HTTP statuses or exit codes.
     GatewayError
      ├── SpecError            a run spec (or a value bound for a script) is invalid
      ├── TemplateError        an sbatch template is missing or does not render
-     ├── NotFound             no such run (or attempt, log file ...)
+     ├── Unauthorized         no valid credentials (missing, unknown, expired or revoked token)
+     ├── Forbidden            the caller may not do this (their role does not allow it)
+     ├── NotFound             no such run (or attempt, log file ...), or not visible to the caller
+     ├── QuotaExceeded        the run can never fit the project's or user's caps
      ├── Conflict             the object is in a state where the action cannot be taken now
      ├── StoreError           the gateway's database refused a write or a read
      │    └── StoreUnavailable    the database cannot be reached right now
@@ -57,17 +60,30 @@ class SpecError(GatewayError):
     issues: list[SpecIssue] = field(default_factory=list)
     source: str | None = None
     location: str = "body"  # where the issues' paths point in a request: body, query, header
+    what: str = "run spec"  # what was invalid, for the message: run spec, site file, sbatch options
 
     def __post_init__(self) -> None:
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        head = f"invalid run spec{f' in {self.source}' if self.source else ''}"
+        head = f"invalid {self.what}{f' in {self.source}' if self.source else ''}"
         return head + ":\n" + "\n".join(f"  - {issue}" for issue in self.issues)
 
 
 class TemplateError(GatewayError):
     """An sbatch template is missing, or fails to render."""
+
+
+class Unauthorized(GatewayError):
+    """No valid credentials came with the request."""
+
+
+class Forbidden(GatewayError):
+    """The caller is known but their role does not allow this action."""
+
+
+class QuotaExceeded(GatewayError):
+    """The run asks for more than a cap allows, so it could never start."""
 
 
 class NotFound(GatewayError):

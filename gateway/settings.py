@@ -35,6 +35,17 @@ class Settings(BaseSettings):
             "undo the last commits, as it may Slurm's own recent state. FULL syncs every commit."
         ),
     )
+    auth_mode: Literal["token", "trusted_proxy"] = Field(
+        default="token",
+        description=(
+            "token: every request carries `Authorization: Bearer <token>`. trusted_proxy: a front end "
+            "that authenticated the user sends their name in `trusted_user_header`; bind the gateway "
+            "where only that front end can reach it."
+        ),
+    )
+    trusted_user_header: str = Field(
+        default="X-Remote-User", description="The header a trusted front end puts the user name in."
+    )
     refresh_interval_s: float = Field(
         default=5.0, gt=0, description="How often `gw serve` asks Slurm about live attempts."
     )

@@ -1,14 +1,17 @@
 """The one place the gateway starts programs.
 
 A ``CommandRunner`` runs an argv (never a shell string) with optional stdin,
-a time limit and extra environment, and returns what the program printed.
-``LocalRunner`` runs it here; an SSH runner runs it on a login node and fits
-the same protocol, so adapters never know which they have.
+a time limit and extra environment, optionally as another OS user, and
+returns what the program printed. ``LocalRunner`` runs it here (``runuser``
+for another user, which needs root); an SSH runner runs it on a login node,
+logging in as that user, and fits the same protocol, so adapters never know
+which they have.
 """
 
 from __future__ import annotations
 
 import os
+import pwd
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -35,13 +38,20 @@ class CommandRunner(Protocol):
         stdin: str | None = None,
         timeout_s: float = 30.0,
         env: Mapping[str, str] | None = None,
+        as_user: str | None = None,
     ) -> CommandResult:
-        """Run ``argv``; raise CommandTimeout past ``timeout_s``, CommandError if it cannot start."""
+        """Run ``argv`` (as ``as_user`` when given); CommandTimeout past ``timeout_s``, CommandError
+        if it cannot start."""
         ...
 
 
 class LocalRunner:
-    """Runs programs on this machine, with the gateway's environment plus ``env``."""
+    """Runs programs on this machine.
+
+    As the gateway's own user, a program gets the gateway's environment plus
+    ``env``. As another user (``runuser -u USER --``), it gets a clean login-like
+    environment plus ``env``, so nothing of the gateway's leaks into a job.
+    """
 
     def run(
         self,
@@ -50,8 +60,13 @@ class LocalRunner:
         stdin: str | None = None,
         timeout_s: float = 30.0,
         env: Mapping[str, str] | None = None,
+        as_user: str | None = None,
     ) -> CommandResult:
-        full_env = {**os.environ, **(env or {})}
+        if as_user and as_user != _current_user():
+            full_env = {**_user_env(as_user), **(env or {})}
+            argv = ["runuser", "-u", as_user, "--", *argv]
+        else:
+            full_env = {**os.environ, **(env or {})}
         started = time.monotonic()
         try:
             proc = subprocess.run(
@@ -75,3 +90,22 @@ class LocalRunner:
             stderr=proc.stderr,
             duration_s=time.monotonic() - started,
         )
+
+
+def _current_user() -> str:
+    return pwd.getpwuid(os.geteuid()).pw_name
+
+
+def _user_env(user: str) -> dict[str, str]:
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError as exc:
+        raise CommandError(f"no OS user {user!r} on this host") from exc
+    return {
+        "HOME": entry.pw_dir,
+        "USER": user,
+        "LOGNAME": user,
+        "SHELL": entry.pw_shell or "/bin/sh",
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+    }

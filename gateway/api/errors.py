@@ -16,8 +16,10 @@ from fastapi.responses import JSONResponse
 from gateway.core.spec import unknown_field_message
 from gateway.errors import (
     Conflict,
+    Forbidden,
     GatewayError,
     NotFound,
+    QuotaExceeded,
     SlurmError,
     SlurmUnavailable,
     SpecError,
@@ -25,6 +27,7 @@ from gateway.errors import (
     StoreUnavailable,
     SubmitRejected,
     TemplateError,
+    Unauthorized,
 )
 
 log = logging.getLogger(__name__)
@@ -33,6 +36,9 @@ log = logging.getLogger(__name__)
 STATUS_TABLE: list[tuple[type[GatewayError], int, str]] = [
     (SpecError, 422, "invalid_request"),
     (SubmitRejected, 422, "submit_rejected"),
+    (Unauthorized, 401, "unauthorized"),
+    (Forbidden, 403, "forbidden"),
+    (QuotaExceeded, 422, "quota_exceeded"),
     (NotFound, 404, "not_found"),
     (Conflict, 409, "conflict"),
     (StoreUnavailable, 503, "database_unavailable"),

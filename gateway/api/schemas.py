@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from gateway.core.explain import Explanation
 from gateway.core.states import RunState
+from gateway.core.timeline import wait_by_reason
 from gateway.domain import Attempt, Page, Run, StateEvent
 from gateway.services.logs import LogChunk
 
@@ -23,6 +25,34 @@ class StateEventPublic(BaseModel):
     @classmethod
     def of(cls, event: StateEvent) -> StateEventPublic:
         return cls(**{k: getattr(event, k) for k in cls.model_fields})
+
+
+class WaitPublic(BaseModel):
+    reason: str
+    seconds: float
+
+
+class WaitingPublic(BaseModel):
+    """Why the run waits now, from Slurm's reason code and the numbers behind it."""
+
+    code: str = Field(description="Slurm's pending reason, e.g. AssocGrpGRES")
+    category: str = Field(description="quota, resources, priority, dependency, held, time_limit, ...")
+    summary: str
+    details: list[str]
+    actions: list[str] = Field(description="What the user can do")
+    blocking: dict[str, Any] | None = Field(description="The cap that blocks: scope, resource, used, cap")
+
+    @classmethod
+    def of(cls, explanation: Explanation) -> WaitingPublic:
+        blocking = explanation.blocking.__dict__ if explanation.blocking else None
+        return cls(
+            code=explanation.code,
+            category=explanation.category,
+            summary=explanation.summary,
+            details=list(explanation.details),
+            actions=list(explanation.actions),
+            blocking=blocking,
+        )
 
 
 class AttemptPublic(BaseModel):
@@ -48,11 +78,17 @@ class AttemptPublic(BaseModel):
     array_size: int | None
     tasks: dict[str, dict[str, Any]]
     events: list[StateEventPublic]
+    waits: list[WaitPublic] = Field(description="Seconds spent waiting, per pending reason")
 
     @classmethod
     def of(cls, attempt: Attempt) -> AttemptPublic:
-        data = {k: getattr(attempt, k) for k in cls.model_fields if k != "events"}
-        return cls(**data, events=[StateEventPublic.of(e) for e in attempt.events])
+        data = {k: getattr(attempt, k) for k in cls.model_fields if k not in ("events", "waits")}
+        waits = wait_by_reason(attempt.events, now=datetime.now(UTC))
+        return cls(
+            **data,
+            events=[StateEventPublic.of(e) for e in attempt.events],
+            waits=[WaitPublic(reason=r, seconds=round(s, 1)) for r, s in waits],
+        )
 
 
 class RunSummary(BaseModel):
@@ -95,9 +131,10 @@ class RunPublic(RunSummary):
     template_version: str
     run_dir: str
     attempts: list[AttemptPublic] = Field(description="Every attempt (Slurm job), oldest first")
+    waiting: WaitingPublic | None = Field(default=None, description="Why it waits, while it waits")
 
     @classmethod
-    def of(cls, run: Run) -> RunPublic:  # type: ignore[override]
+    def of(cls, run: Run, waiting: Explanation | None = None) -> RunPublic:  # type: ignore[override]
         summary = RunSummary.of(run).model_dump()
         return cls(
             **summary,
@@ -109,6 +146,7 @@ class RunPublic(RunSummary):
             template_version=run.template_version,
             run_dir=run.run_dir,
             attempts=[AttemptPublic.of(a) for a in run.attempts],
+            waiting=WaitingPublic.of(waiting) if waiting else None,
         )
 
 

@@ -23,7 +23,7 @@ class ApiError(Exception):
 class GatewayClient:
     def __init__(self, settings: ClientSettings) -> None:
         self.settings = settings
-        headers = {"X-Gateway-User": settings.user or "anonymous"}
+        headers = {}
         if settings.token:
             headers["Authorization"] = f"Bearer {settings.token}"
         self._http = httpx.Client(base_url=settings.url, headers=headers, timeout=settings.timeout_s)
@@ -64,6 +64,43 @@ class GatewayClient:
         return self._call(
             "GET", f"/runs/{run_id}/logs", params={k: v for k, v in params.items() if v is not None}
         )
+
+    def projects(self) -> list:
+        return self._call("GET", "/projects")
+
+    def project(self, name: str) -> dict:
+        return self._call("GET", f"/projects/{name}")
+
+    def usage(self, project: str) -> dict:
+        return self._call("GET", f"/projects/{project}/usage")
+
+    def queue(self) -> dict:
+        return self._call("GET", "/queue")
+
+    def audit(self, **params: Any) -> dict:
+        return self._call("GET", "/audit", params={k: v for k, v in params.items() if v is not None})
+
+    def audit_verify(self) -> dict:
+        return self._call("GET", "/audit/verify")
+
+    def tokens(self, user: str | None = None) -> list:
+        return self._call("GET", "/tokens", params={"user": user} if user else None)
+
+    def issue_token(self, **body: Any) -> dict:
+        return self._call("POST", "/tokens", json=body)
+
+    def revoke_token(self, token_id: int) -> dict:
+        return self._call("DELETE", f"/tokens/{token_id}")
+
+    def apply_site(self, config: dict, *, dry_run: bool, sync_slurm: bool) -> dict:
+        params = {"dry_run": dry_run, "sync_slurm": sync_slurm}
+        return self._call("POST", "/admin/site", json=config, params=params)
+
+    def export_site(self) -> dict:
+        return self._call("GET", "/admin/site")
+
+    def sync_slurm(self, *, dry_run: bool) -> dict:
+        return self._call("POST", "/admin/sync-slurm", params={"dry_run": dry_run})
 
     def health(self) -> dict:
         try:

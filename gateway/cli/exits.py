@@ -8,11 +8,21 @@ USAGE = 2  # bad option, bad spec, invalid request (422)
 RUN_CANCELLED = 3  # gw wait: the run was cancelled
 NOT_FOUND = 4
 CONFLICT = 5
+NO_PERMISSION = 77  # no valid token (401) or the role does not allow it (403) (EX_NOPERM)
 UNAVAILABLE = 69  # server, database or Slurm not answering (EX_UNAVAILABLE)
 SOFTWARE = 70  # the gateway failed internally (EX_SOFTWARE)
 WAIT_TIMEOUT = 124
 
-BY_STATUS = {0: UNAVAILABLE, 404: NOT_FOUND, 409: CONFLICT, 422: USAGE, 502: UNAVAILABLE, 503: UNAVAILABLE}
+BY_STATUS = {
+    0: UNAVAILABLE,
+    401: NO_PERMISSION,
+    403: NO_PERMISSION,
+    404: NOT_FOUND,
+    409: CONFLICT,
+    422: USAGE,
+    502: UNAVAILABLE,
+    503: UNAVAILABLE,
+}
 
 BY_END_STATE = {
     "succeeded": OK,

@@ -15,7 +15,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from gateway.cli import exits
+from gateway.cli import admin_cmds, exits
 from gateway.cli.client import ApiError, GatewayClient
 from gateway.cli.output import console, err_console, print_json, runs_table, show_run, state_text
 from gateway.errors import GatewayError, SpecError
@@ -325,6 +325,8 @@ def health(as_json: JsonOpt = False) -> None:
     if report.get("status") != "ok":
         raise typer.Exit(exits.UNAVAILABLE)
 
+
+admin_cmds.register(app, admin, _client, _fail)
 
 if __name__ == "__main__":
     app()

@@ -112,6 +112,17 @@ def show_run(run: dict, *, script: bool = False) -> None:
                 event["reason"] or "",
             )
         console.print(timeline)
+        if attempt.get("waits"):
+            waited = ", ".join(f"{w['reason']} {_fmt_duration(int(w['seconds']))}" for w in attempt["waits"])
+            console.print(f"  [dim]waited[/dim] {waited}")
+    waiting = run.get("waiting")
+    if waiting:
+        console.print()
+        console.print(f"[bold yellow]why it waits[/bold yellow] ({waiting['code']}): {waiting['summary']}")
+        for line in waiting["details"]:
+            console.print(f"  {line}", markup=False)
+        for line in waiting["actions"]:
+            console.print(f"  [green]->[/green] {line}")
     if script:
         console.print()
         console.print(run["script"], markup=False)

@@ -20,6 +20,12 @@ RESERVED_ENV_PREFIXES = ("SLURM_", "GW_")
 GPU_TYPE = re.compile(r"[a-z0-9][a-z0-9_.-]{0,31}")
 GPU_TYPE_HELP = "lower-case letters, digits, '_', '.' or '-' (a Slurm gres type such as a100)"
 
+# Slurm accounts (sacctmgr lower-cases names) and OS user names (useradd's rules).
+ACCOUNT = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
+ACCOUNT_HELP = "1-63 characters: lower-case letters, digits, '_' or '-', starting with a letter or digit"
+OS_USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+OS_USER_HELP = "1-32 characters: lower-case letters, digits, '_' or '-', not starting with a digit"
+
 TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:=/-]{0,127}")
 TAG_HELP = "1-128 characters: letters, digits and . _ : = / -, starting with a letter or digit"
 

@@ -42,6 +42,7 @@ SQUEUE_FIELDS: tuple[tuple[str, str], ...] = (
     ("cpus", "%C"),
     ("tres", "%b"),
     ("priority", "%Q"),
+    ("account", "%a"),
 )
 SQUEUE_FORMAT = US.join(code for _, code in SQUEUE_FIELDS)
 
@@ -195,6 +196,7 @@ def parse_squeue(text: str) -> list[JobStatus]:
                 cpus=_int(raw["cpus"]),
                 tres_per_node=_opt(raw["tres"]),
                 priority=_int(raw["priority"]),
+                account=_opt(raw["account"]),
             )
         )
     return jobs
@@ -346,6 +348,13 @@ def parse_nodes(text: str) -> list[NodeInfo]:
 
 
 _JOB_ID = re.compile(r"(\d+)(?:;[A-Za-z0-9_.-]+)?")
+_GPUS_PER_NODE = re.compile(r"gpu(?::[A-Za-z0-9_.-]+)?[:=](\d+)")
+
+
+def gpus_per_node(tres_per_node: str | None) -> int:
+    """GPUs per node from squeue's ``%b`` (``gres:gpu:fake:2``, ``gres/gpu:2``); 0 when none."""
+    match = _GPUS_PER_NODE.search(tres_per_node or "")
+    return int(match.group(1)) if match else 0
 
 
 def parse_sbatch_parsable(stdout: str) -> str | None:

@@ -27,8 +27,16 @@ class JobStatus:
     start_time: datetime | None  # actual start when running; Slurm's estimate when pending
     nodes: int | None
     cpus: int | None
-    tres_per_node: str | None  # e.g. "gres:gpu:2" or "gres/gpu:fake:2"
+    tres_per_node: str | None  # e.g. "gres:gpu:2" or "gres:gpu:fake:2"
     priority: int | None = None
+    account: str | None = None
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the job asks for per node times its nodes (a --gpus per-job request is not shown)."""
+        from gateway.core.slurm_parse import gpus_per_node
+
+        return gpus_per_node(self.tres_per_node) * (self.nodes or 1)
 
 
 @dataclass(frozen=True)

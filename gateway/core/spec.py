@@ -300,8 +300,8 @@ class RunSpec(_Strict):
 _UNION_TAG = re.compile(r"(str|int|float|bool|none|list\[.*\]|dict\[.*\])")
 
 
-def spec_issues(exc: ValidationError) -> list[SpecIssue]:
-    """Turn pydantic's errors into issues with dotted field paths."""
+def spec_issues(exc: ValidationError, root: type[BaseModel] | None = None) -> list[SpecIssue]:
+    """Turn pydantic's errors into issues with dotted field paths (``root``: the model validated)."""
     issues = []
     for err in exc.errors(include_url=False):
         # pydantic names the union member it tried ("command.list[str].3"): drop it.
@@ -309,20 +309,20 @@ def spec_issues(exc: ValidationError) -> list[SpecIssue]:
         path = ".".join(str(part) for part in loc)
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            message = unknown_field_message(err["loc"][:-1])
+            message = unknown_field_message(err["loc"][:-1], root or RunSpec)
         issues.append(SpecIssue(path=path, message=message, value=err.get("input")))
     return issues
 
 
-def unknown_field_message(parent_loc: tuple[Any, ...]) -> str:
-    """'unknown field; valid fields here: ...' for a field found under ``parent_loc`` of a RunSpec."""
-    parent = _model_at(parent_loc)
+def unknown_field_message(parent_loc: tuple[Any, ...], root: type[BaseModel] | None = None) -> str:
+    """'unknown field; valid fields here: ...' for a field found under ``parent_loc`` of ``root``."""
+    parent = _model_at(parent_loc, root or RunSpec)
     valid = ", ".join(parent.model_fields) if parent else ""
     return "unknown field" + (f"; valid fields here: {valid}" if valid else "")
 
 
-def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    model: type[BaseModel] = RunSpec
+def _model_at(loc: tuple[Any, ...], root: type[BaseModel]) -> type[BaseModel] | None:
+    model: type[BaseModel] = root
     for part in loc:
         if isinstance(part, int):
             continue
@@ -331,6 +331,8 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
             return None
         target = field.annotation
         candidates = getattr(target, "__args__", (target,))
+        # list[Model] and Model | None: look one level inside
+        candidates = tuple(a for c in candidates for a in (getattr(c, "__args__", None) or (c,)))
         nxt = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
         if nxt is None:
             return None

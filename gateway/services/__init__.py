@@ -12,11 +12,19 @@ import jinja2
 
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm import SlurmBackend, SlurmCLI
+from gateway.adapters.slurm.accounts import SlurmAccounts
 from gateway.core.render import build_template_env
+from gateway.services.auth import AuthService
 from gateway.services.refresh import Refresher
 from gateway.services.runs import RunService
+from gateway.services.site import SiteService
+from gateway.services.slurm_sync import SlurmSync
+from gateway.services.usage import UsageService
+from gateway.services.waiting import WaitingService
 from gateway.settings import Settings
 from gateway.store import Database, RunStore
+from gateway.store.access import AccessStore
+from gateway.store.audit import AuditStore
 
 
 @dataclass
@@ -25,6 +33,13 @@ class Services:
     db: Database
     slurm: SlurmBackend
     templates: jinja2.Environment
+    access: AccessStore
+    audit: AuditStore
+    auth: AuthService
+    site: SiteService
+    slurm_sync: SlurmSync
+    usage: UsageService
+    waiting: WaitingService
     runs: RunService
     refresher: Refresher
 
@@ -40,17 +55,30 @@ def build_services(
     if upgrade:
         db.upgrade()
     store = RunStore(db)
-    backend = slurm or SlurmCLI(
-        LocalRunner(),
-        query_timeout_s=settings.slurm_query_timeout_s,
-        submit_timeout_s=settings.slurm_submit_timeout_s,
-    )
+    access = AccessStore(db)
+    backend = slurm or _slurm_cli(settings)
+    usage = UsageService(access, backend)
     templates = build_template_env(settings.template_dir)
     return Services(
         settings=settings,
         db=db,
         slurm=backend,
         templates=templates,
-        runs=RunService(store, backend, templates, settings),
+        access=access,
+        audit=AuditStore(db),
+        auth=AuthService(access),
+        site=SiteService(access),
+        slurm_sync=SlurmSync(access, SlurmAccounts(LocalRunner(), timeout_s=settings.slurm_query_timeout_s)),
+        usage=usage,
+        waiting=WaitingService(access, usage, backend),
+        runs=RunService(store, access, backend, templates, settings),
         refresher=Refresher(store, backend, settings),
+    )
+
+
+def _slurm_cli(settings: Settings) -> SlurmCLI:
+    return SlurmCLI(
+        LocalRunner(),
+        query_timeout_s=settings.slurm_query_timeout_s,
+        submit_timeout_s=settings.slurm_submit_timeout_s,
     )

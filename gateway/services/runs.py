@@ -1,15 +1,23 @@
 """Submitting, cancelling and reading runs; every interface calls these.
 
 Submission is exactly-once (DESIGN.md): the attempt row with a unique tag is
-committed before ``sbatch`` runs, the tag travels in ``--comment``, and the
-job id is stored afterwards. A crash anywhere in between leaves an attempt in
-SUBMITTING that ``Refresher.reconcile`` resolves by looking the tag up in
-Slurm, so no run is submitted twice and none is lost.
+committed before ``sbatch`` runs (with the audit event, in one transaction),
+the tag travels in ``--comment``, and the job id is stored afterwards. A
+crash anywhere in between leaves an attempt in SUBMITTING that
+``Refresher.reconcile`` resolves by looking the tag up in Slurm, so no run is
+submitted twice and none is lost.
+
+Before anything is written, the caller must be a member of the project, the
+spec's queue must be one of the project's (it fills partition, account and
+QoS), the run must be able to fit the caps one day, and the caller must map
+to an OS user the job runs as.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import pwd
 import uuid
 from dataclasses import replace
 from pathlib import Path
@@ -17,13 +25,27 @@ from pathlib import Path
 import jinja2
 
 from gateway.adapters.slurm.protocol import SlurmBackend
-from gateway.core import names
+from gateway.core.quota import Ask, never_fits
 from gateway.core.render import SubmitTarget, render_sbatch
 from gateway.core.spec import RunSpec
 from gateway.core.states import TERMINAL, RunState
-from gateway.domain import Page, Run
-from gateway.errors import Conflict, GatewayError, SlurmUnavailable, SpecError, SpecIssue, SubmitRejected
+from gateway.domain import Page, Principal, Project, Run
+from gateway.errors import (
+    Conflict,
+    Forbidden,
+    GatewayError,
+    NotFound,
+    QuotaExceeded,
+    SlurmUnavailable,
+    SpecError,
+    SpecIssue,
+    SubmitRejected,
+)
+from gateway.services.policy import allowed, require, visible_projects
+from gateway.services.site import ALLOW_ROOT
 from gateway.settings import Settings
+from gateway.store.access import AccessStore
+from gateway.store.audit import AuditEntry
 from gateway.store.repo import RunStore
 
 log = logging.getLogger(__name__)
@@ -40,40 +62,39 @@ def attempt_tag(run_id: str, number: int) -> str:
 
 class RunService:
     def __init__(
-        self, store: RunStore, slurm: SlurmBackend, templates: jinja2.Environment, settings: Settings
+        self,
+        store: RunStore,
+        access: AccessStore,
+        slurm: SlurmBackend,
+        templates: jinja2.Environment,
+        settings: Settings,
     ) -> None:
         self.store = store
+        self.access = access
         self.slurm = slurm
         self.templates = templates
         self.settings = settings
 
-    def submit(self, spec: RunSpec, *, submitter: str) -> Run:
-        """Record, render and submit a run; returns it with its first attempt.
+    def submit(self, spec: RunSpec, *, principal: Principal) -> Run:
+        """Check, record, render and submit a run; returns it with its first attempt.
 
-        Raises SpecError for a spec that cannot be rendered, SubmitRejected
-        when Slurm refuses the job (the run stays on record as never
-        submitted). When Slurm does not answer, the run is returned still
-        SUBMITTING; reconciliation settles it.
+        Raises SpecError (bad queue, GPU type, walltime), QuotaExceeded (can
+        never fit), Forbidden (role, no OS user), SubmitRejected when Slurm
+        refuses (the run stays on record as never submitted). When Slurm does
+        not answer, the run is returned still SUBMITTING; reconciliation
+        settles it.
         """
-        if not names.TAG.fullmatch(submitter):
-            raise SpecError(
-                [SpecIssue("submitter", f"not a valid user name; use {names.TAG_HELP}", submitter)]
-            )
+        project, target = self._admit(spec, principal)
+        os_user = self._os_user(principal)
         run_id = new_run_id()
         run_dir = str(self.settings.runs_dir / run_id)
-        rendered = render_sbatch(
-            spec,
-            self.templates,
-            run_id=run_id,
-            run_dir=run_dir,
-            target=SubmitTarget(partition=spec.queue),
-        )
+        rendered = render_sbatch(spec, self.templates, run_id=run_id, run_dir=run_dir, target=target)
         run = self.store.create_run(
             run_id=run_id,
             name=spec.name,
             project=spec.project,
             queue=spec.queue,
-            submitter=submitter,
+            submitter=principal.user,
             tags=spec.tags,
             spec=spec.model_dump(mode="json"),
             spec_sha256=spec.spec_hash(),
@@ -84,26 +105,40 @@ class RunService:
             run_dir=run_dir,
             attempt_tag=attempt_tag(run_id, 1),
             array_size=len(spec.sweep.expand()) if spec.sweep else None,
+            audit=AuditEntry(
+                actor=principal.user,
+                action="run.submit",
+                target_type="run",
+                target_id=run_id,
+                project=project.name,
+                source=principal.source,
+                after={
+                    "queue": spec.queue,
+                    "partition": target.partition,
+                    "account": target.account,
+                    "os_user": os_user,
+                    "spec_sha256": spec.spec_hash(),
+                    "script_sha256": rendered.sha256,
+                },
+            ),
         )
         attempt = run.attempts[0]
         try:
-            Path(run_dir).mkdir(parents=True, exist_ok=True)
+            _make_run_dir(run_dir, os_user)
         except OSError as exc:
             self.store.mark_never_submitted(
                 attempt.id, f"cannot create run directory: {exc}", source="gateway"
             )
             raise GatewayError(f"cannot create the run directory {run_dir}: {exc.strerror}") from exc
         try:
-            job_id = self.slurm.submit(rendered.text, tag=attempt.tag)
+            job_id = self.slurm.submit(rendered.text, tag=attempt.tag, as_user=os_user)
         except SubmitRejected as exc:
             self.store.mark_never_submitted(attempt.id, str(exc), source="sbatch")
             exc.run_id = run_id  # type: ignore[attr-defined]
             raise
         except SlurmUnavailable as exc:
             # sbatch may or may not have queued the job: leave SUBMITTING for reconcile.
-            log.warning(
-                "sbatch did not answer for %s (%s); reconciliation will look up %s", run_id, exc, attempt.tag
-            )
+            log.warning("sbatch did not answer for %s (%s); reconcile looks up %s", run_id, exc, attempt.tag)
             self.store.add_note(attempt.id, f"sbatch did not answer: {exc}", source="sbatch")
             return self.store.get_run(run_id)
         event = self.store.record_job_id(attempt.id, job_id)
@@ -116,9 +151,70 @@ class RunService:
         )
         return replace(run, state=event.to_state, attempts=[queued])
 
-    def cancel(self, run_id: str, *, by: str) -> Run:
+    def _admit(self, spec: RunSpec, principal: Principal) -> tuple[Project, SubmitTarget]:
+        """The project and Slurm target of a spec, after every check that needs no Slurm call."""
+        if principal.role(spec.project) is None and not principal.is_admin:
+            raise NotFound(f"no project {spec.project!r} that {principal.user} is a member of")
+        require(principal, "run.submit", spec.project)
+        try:
+            project = self.access.project(spec.project)
+        except NotFound as exc:
+            raise NotFound(f"no project {spec.project!r}") from exc
+        queue = project.queue(spec.queue)
+        if queue is None:
+            valid = ", ".join(q.name for q in project.queues) or "none yet (ask an admin)"
+            raise SpecError(
+                [
+                    SpecIssue(
+                        "queue", f"project {project.name} has no such queue; its queues: {valid}", spec.queue
+                    )
+                ]
+            )
+        issues = []
+        res = spec.resources
+        if queue.gpu_types and res.gpus_per_node and res.gpu_type not in queue.gpu_types:
+            issues.append(
+                SpecIssue(
+                    "resources.gpu_type",
+                    f"queue {queue.name} allows GPU types {', '.join(queue.gpu_types)}; name one of them",
+                    res.gpu_type,
+                )
+            )
+        if queue.max_walltime_min is not None and res.walltime_min > queue.max_walltime_min:
+            issues.append(
+                SpecIssue(
+                    "resources.walltime_min",
+                    f"queue {queue.name} allows at most {queue.max_walltime_min} minutes",
+                    res.walltime_min,
+                )
+            )
+        if issues:
+            raise SpecError(issues)
+        caps = [(f"project {project.name}", project.quota)]
+        member = next((m for m in project.members if m.user == principal.user), None)
+        if member is not None:
+            caps.append((f"user {principal.user} in project {project.name}", member.quota))
+        problems = never_fits(Ask.of(spec), caps)
+        if problems:
+            raise QuotaExceeded("this run can never start: " + "; ".join(problems))
+        return project, SubmitTarget(partition=queue.partition, account=project.slurm_account, qos=queue.qos)
+
+    def _os_user(self, principal: Principal) -> str:
+        """The OS user jobs of ``principal`` run as; root only where the site file allows it."""
+        user = principal.os_user
+        if not user:
+            raise Forbidden(f"user {principal.user} has no OS user to run jobs as; ask an admin to map one")
+        if user == "root" and not self.access.option(ALLOW_ROOT, False):
+            raise Forbidden(
+                f"user {principal.user} maps to root, which this site does not allow (allow_root_mapping)"
+            )
+        return user
+
+    def cancel(self, run_id: str, *, principal: Principal) -> Run:
         """Ask Slurm to cancel the run's live attempt; an ended run is returned as it is."""
-        run = self.store.get_run(run_id)
+        run = self.get(run_id, principal=principal)
+        own = run.submitter == principal.user
+        require(principal, "run.cancel.own" if own else "run.cancel.any", run.project)
         attempt = run.latest
         if attempt is None or attempt.state in TERMINAL:
             return run
@@ -128,15 +224,33 @@ class RunService:
                 "cancel it once it has a job id"
             )
         self.slurm.cancel(attempt.job_id)
-        self.store.add_note(attempt.id, f"cancel requested by {by}", source="gateway")
+        self.store.add_note(
+            attempt.id,
+            f"cancel requested by {principal.user}",
+            source="gateway",
+            audit=AuditEntry(
+                actor=principal.user,
+                action="run.cancel",
+                target_type="run",
+                target_id=run_id,
+                project=run.project,
+                source=principal.source,
+                before={"state": run.state.value, "job_id": attempt.job_id},
+            ),
+        )
         return self.store.get_run(run_id)
 
-    def get(self, run_id: str) -> Run:
-        return self.store.get_run(run_id)
+    def get(self, run_id: str, *, principal: Principal) -> Run:
+        """The run, if ``principal`` may read its project (else NotFound, as if it did not exist)."""
+        run = self.store.get_run(run_id)
+        if not allowed(principal, "run.read", run.project):
+            raise NotFound(f"no run {run_id!r}")
+        return run
 
     def list(
         self,
         *,
+        principal: Principal,
         project: str | None = None,
         state: RunState | None = None,
         submitter: str | None = None,
@@ -144,6 +258,21 @@ class RunService:
         cursor: str | None = None,
         limit: int = 50,
     ) -> Page:
+        """Runs of the projects ``principal`` may read, newest first."""
         return self.store.list_runs(
-            project=project, state=state, submitter=submitter, tag=tag, cursor=cursor, limit=limit
+            projects=visible_projects(principal),
+            project=project,
+            state=state,
+            submitter=submitter,
+            tag=tag,
+            cursor=cursor,
+            limit=limit,
         )
+
+
+def _make_run_dir(path: str, os_user: str) -> None:
+    """Create the run directory, owned by the OS user the job runs as (it writes its output there)."""
+    Path(path).mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0 and os_user != "root":
+        entry = pwd.getpwnam(os_user)
+        os.chown(path, entry.pw_uid, entry.pw_gid)

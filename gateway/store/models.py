@@ -131,3 +131,96 @@ class StateEventRow(Base):
     slurm_state: Mapped[str | None] = mapped_column(String(32))
     reason: Mapped[str | None] = mapped_column(String(1024))
     source: Mapped[str] = mapped_column(String(16))
+
+
+class UserRow(Base):
+    __tablename__ = "users"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    os_user: Mapped[str | None] = mapped_column(String(64))
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class TokenRow(Base):
+    __tablename__ = "tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_name: Mapped[str] = mapped_column(ForeignKey("users.name", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(64))
+    prefix: Mapped[str] = mapped_column(String(16), index=True)  # shown to people; not secret
+    token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class ProjectRow(Base):
+    __tablename__ = "projects"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    slurm_account: Mapped[str] = mapped_column(String(64), unique=True)
+    gpu_cap: Mapped[int | None] = mapped_column(Integer)
+    gpu_hours_per_month: Mapped[int | None] = mapped_column(Integer)
+    max_queued_jobs: Mapped[int | None] = mapped_column(Integer)
+
+
+class MembershipRow(Base):
+    __tablename__ = "memberships"
+
+    project: Mapped[str] = mapped_column(ForeignKey("projects.name", ondelete="CASCADE"), primary_key=True)
+    user_name: Mapped[str] = mapped_column(ForeignKey("users.name", ondelete="CASCADE"), primary_key=True)
+    role: Mapped[str] = mapped_column(String(16))
+    gpu_cap: Mapped[int | None] = mapped_column(Integer)
+    gpu_hours_per_month: Mapped[int | None] = mapped_column(Integer)
+    max_queued_jobs: Mapped[int | None] = mapped_column(Integer)
+
+
+class QueueRow(Base):
+    __tablename__ = "queues"
+
+    project: Mapped[str] = mapped_column(ForeignKey("projects.name", ondelete="CASCADE"), primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    partition: Mapped[str] = mapped_column(String(64))
+    qos: Mapped[str | None] = mapped_column(String(64))
+    gpu_types: Mapped[list] = mapped_column(JSON, default=list)  # empty: any
+    max_walltime_min: Mapped[int | None] = mapped_column(Integer)
+
+
+class SiteOptionRow(Base):
+    __tablename__ = "site_options"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[Any] = mapped_column(JSON)
+
+
+class AuditRow(Base):
+    """Append-only, hash-chained: ``hash`` covers ``prev_hash`` and this event's fields."""
+
+    __tablename__ = "audit_events"
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+    actor: Mapped[str] = mapped_column(String(128), index=True)
+    action: Mapped[str] = mapped_column(String(64), index=True)
+    target_type: Mapped[str] = mapped_column(String(32))
+    target_id: Mapped[str] = mapped_column(String(128), index=True)
+    project: Mapped[str | None] = mapped_column(String(64), index=True)
+    source: Mapped[str | None] = mapped_column(String(128))
+    before: Mapped[dict | None] = mapped_column(JSON)
+    after: Mapped[dict | None] = mapped_column(JSON)
+    prev_hash: Mapped[str] = mapped_column(String(64))
+    hash: Mapped[str] = mapped_column(String(64))
+
+
+class AuditHeadRow(Base):
+    """One row: the chain's last sequence number and hash. Updating it first serialises appends."""
+
+    __tablename__ = "audit_head"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer)
+    hash: Mapped[str] = mapped_column(String(64))

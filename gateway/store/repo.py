@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, selectinload
 from gateway.core.states import LIVE, RunState
 from gateway.domain import Attempt, AttemptUpdate, Page, Run, StateEvent
 from gateway.errors import Conflict, NotFound, SpecError, SpecIssue
+from gateway.store.audit import AuditEntry, append
 from gateway.store.db import Database
 from gateway.store.models import AttemptRow, RunRow, RunTagRow, StateEventRow, utcnow
 
@@ -51,6 +52,7 @@ class RunStore:
         run_dir: str,
         attempt_tag: str,
         array_size: int | None = None,
+        audit: AuditEntry | None = None,
     ) -> Run:
         """Write a run and its first attempt (SUBMITTING) in one transaction.
 
@@ -103,6 +105,8 @@ class RunStore:
                 _INSERT_EVENT,
                 {"attempt_id": attempt_id, "at": now, "to_state": submitting, "source": "gateway"},
             ).scalar_one()
+            if audit is not None:
+                append(session, audit)
         event = StateEvent(event_id, attempt_id, now, None, RunState.SUBMITTING, None, None, "gateway")
         attempt = Attempt(
             id=attempt_id,
@@ -239,9 +243,11 @@ class RunStore:
                 transitions += int(changed)
         return transitions
 
-    def add_note(self, attempt_id: int, note: str, *, source: str) -> None:
+    def add_note(self, attempt_id: int, note: str, *, source: str, audit: AuditEntry | None = None) -> None:
         """Record an event that changes no state (a cancel request, a warning)."""
         with self.db.session() as session:
+            if audit is not None:
+                append(session, audit)
             row = _attempt_row(session, attempt_id)
             row.events.append(
                 StateEventRow(
@@ -290,6 +296,7 @@ class RunStore:
     def list_runs(
         self,
         *,
+        projects: Sequence[str] | None = None,
         project: str | None = None,
         state: RunState | None = None,
         submitter: str | None = None,
@@ -299,6 +306,8 @@ class RunStore:
     ) -> Page:
         """Runs, newest first, ``limit`` at a time; ``next_cursor`` fetches the next page."""
         query = select(RunRow).options(selectinload(RunRow.attempts), selectinload(RunRow.tags))
+        if projects is not None:
+            query = query.where(RunRow.project.in_(list(projects)))
         if project:
             query = query.where(RunRow.project == project)
         if state:

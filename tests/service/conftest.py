@@ -18,8 +18,9 @@ from sqlalchemy import create_engine, text
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm import SlurmCLI
 from gateway.core.states import TERMINAL
-from gateway.domain import Run
+from gateway.domain import Principal, Run
 from gateway.services import Services, build_services
+from gateway.services.site import parse_site
 from gateway.settings import Settings
 from tests.conftest import JOB_ROOT
 
@@ -68,32 +69,69 @@ def settings(database_url) -> Settings:
     return Settings(database_url=database_url, runs_dir=runs_dir, refresh_interval_s=1, submit_grace_s=5)
 
 
+PROJECT = "test"  # the project every service test submits to; tests tell their runs apart by tag
+
+SITE = """
+allow_root_mapping: true
+users:
+  - {{name: tester, os_user: root}}
+  - {{name: admin, os_user: root, admin: true}}
+  - {{name: watcher, os_user: root}}
+projects:
+  - name: test
+    slurm_account: {account}
+    members:
+      - {{user: tester, role: lead}}
+      - {{user: watcher, role: viewer}}
+    queues:
+      - {{name: cpu, partition: cpu}}
+      - {{name: gpu, partition: gpu, gpu_types: [fake]}}
+"""
+
+
 @pytest.fixture(scope="session")
 def services(settings, slurm) -> Iterator[Services]:
+    """The gateway's services on this backend, with project ``test`` (its own Slurm account) set up."""
     built = build_services(settings)
+    account = f"gwt{uuid.uuid4().hex[:10]}"
+    built.site.apply(None, parse_site(SITE.format(account=account)))
+    built.slurm_sync.sync(None)
     yield built
+    built.site.apply(None, parse_site("allow_root_mapping: true\nusers: []\nprojects: []\n"))
+    built.slurm_sync.sync(None)
     built.close()
 
 
+@pytest.fixture(scope="session")
+def principal(services) -> Principal:
+    """The lead of project ``test``, mapped to root (the tests run as root)."""
+    return services.access.principal("tester", source="pytest")
+
+
+@pytest.fixture(scope="session")
+def tester_token(services) -> str:
+    return services.auth.issue_token(None, "tester", name="pytest")[0]
+
+
 @pytest.fixture
-def counting_services(settings, slurm) -> Iterator[tuple[Services, CountingRunner]]:
+def counting_services(settings, services) -> Iterator[tuple[Services, CountingRunner]]:
     runner = CountingRunner()
-    built = build_services(settings, slurm=SlurmCLI(runner))
+    built = build_services(settings, slurm=SlurmCLI(runner), upgrade=False)
     yield built, runner
     built.close()
 
 
-def project_name() -> str:
-    return f"p{uuid.uuid4().hex[:10]}"
+def unique_tag() -> str:
+    return f"t{uuid.uuid4().hex[:12]}"
 
 
 def refresh_until(services: Services, run_id: str, *, states=TERMINAL, timeout_s: float = 90.0) -> Run:
     """Run refresh cycles (as `gw serve` would) until the run reaches one of ``states``."""
     deadline = time.monotonic() + timeout_s
-    run = services.runs.get(run_id)
+    run = services.runs.store.get_run(run_id)
     while time.monotonic() < deadline:
         services.refresher.refresh()
-        run = services.runs.get(run_id)
+        run = services.runs.store.get_run(run_id)
         if run.state in states:
             return run
         time.sleep(0.5)

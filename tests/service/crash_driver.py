@@ -37,7 +37,8 @@ def main() -> None:
     database_url, runs_dir, when, spec_json = sys.argv[1:5]
     settings = Settings(database_url=database_url, runs_dir=runs_dir)
     services = build_services(settings, slurm=SlurmCLI(KillingRunner(when)))
-    services.runs.submit(build_spec(json.loads(spec_json)), submitter="crash")
+    principal = services.access.principal("tester")
+    services.runs.submit(build_spec(json.loads(spec_json)), principal=principal)
     print("not killed", file=sys.stderr)
     sys.exit(3)
 

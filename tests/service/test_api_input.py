@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 import schemathesis
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 
 from gateway.api import create_app
-from tests.service.conftest import project_name
+from tests.service.conftest import PROJECT
 
-GOOD = {"name": "ok", "project": "p", "queue": "nosuchqueue", "command": "true"}
+GOOD = {"name": "ok", "project": PROJECT, "queue": "nosuchqueue", "command": "true"}
 
 
 @pytest.fixture(scope="module")
@@ -21,8 +21,9 @@ def app(services):
 
 
 @pytest.fixture(scope="module")
-def api(app):
+def api(app, tester_token):
     with TestClient(app) as client:
+        client.headers["Authorization"] = f"Bearer {tester_token}"
         yield client
 
 
@@ -77,9 +78,12 @@ def test_not_json_and_wrong_types(api):
     assert api.get("/runs", params={"tag": "a b"}).status_code == 422
 
 
-def test_hostile_user_header_is_refused(api):
-    response = api.post("/runs", json=GOOD, headers={"X-Gateway-User": "root; rm -rf /"})
-    assert "header.X-Gateway-User" in issues(response)
+def test_bad_or_missing_token_is_401(app):
+    with TestClient(app) as anonymous:
+        assert anonymous.get("/runs").status_code == 401
+        response = anonymous.get("/runs", headers={"Authorization": "Bearer root; rm -rf /"})
+        assert response.status_code == 401 and response.json()["error"] == "unauthorized"
+        assert anonymous.get("/healthz").status_code == 200  # health needs no token
 
 
 def test_openapi_is_complete(api):
@@ -101,31 +105,32 @@ def fuzz_schema(app):
 
 
 def test_fuzz_no_server_errors(fuzz_schema, services):
-    """schemathesis against our own OpenAPI: no 500 for any generated request."""
+    """schemathesis against our own OpenAPI: no 500 for any generated request.
+
+    It calls as project member ``tester`` with a token of its own; revoking
+    tokens is left out (a fuzzed id could revoke the very token it calls
+    with) and tested on purpose in test_access.
+    """
+    token = services.auth.issue_token(None, "tester", name="fuzz")[0]
+    operations = [
+        r.ok() for r in fuzz_schema.get_all_operations() if r.ok().label != "DELETE /tokens/{token_id}"
+    ]
     failures = []
     calls: dict[str, int] = {}
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
     def check(case):
         if case.path == "/runs" and case.method == "POST" and isinstance(case.body, dict):
             # Never run fuzzed commands on the cluster: aim every valid spec at a queue that does not exist.
             case.body["queue"] = "fuzz-no-such-queue"
-            case.body["project"] = project_name()
-        response = case.call()
-        calls[f"{case.method} {case.path}"] = calls.get(f"{case.method} {case.path}", 0) + 1
+            case.body["project"] = PROJECT
+        response = case.call(headers={"Authorization": f"Bearer {token}"})
+        calls[case.operation.label] = calls.get(case.operation.label, 0) + 1
         if response.status_code >= 500 and response.status_code != 503:
             failures.append((case.method, case.path, response.status_code, response.text[:300]))
 
-    for result in fuzz_schema.get_all_operations():
-        operation = result.ok()
-        check_operation = schemathesis_given(operation)(check)
-        check_operation()
+    for operation in operations:
+        given(operation.as_strategy())(check)()
     assert not failures, failures
-    assert len(calls) == 6, calls  # every operation was exercised
-    assert all(n >= 10 for op, n in calls.items() if op != "GET /healthz"), calls
-
-
-def schemathesis_given(operation):
-    from hypothesis import given
-
-    return lambda fn: given(operation.as_strategy())(fn)
+    assert len(calls) == len(operations), calls  # every operation was exercised
+    assert all(n >= 5 for op, n in calls.items() if op != "GET /healthz"), calls

@@ -13,16 +13,23 @@ from fastapi.testclient import TestClient
 
 from gateway.api import create_app
 from gateway.core.states import RunState
-from tests.service.conftest import project_name, refresh_until
+from tests.service.conftest import PROJECT, refresh_until, unique_tag
 
 pytestmark = pytest.mark.slurm
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def crash_submit(settings, when: str) -> str:
-    """Run the driver until it kills itself; return the project its run went to."""
-    project = project_name()
-    spec = {"name": "crash", "project": project, "queue": "cpu", "command": "sleep 1", "workdir": "/tmp"}
+    """Run the driver until it kills itself; return the tag of its run."""
+    tag = unique_tag()
+    spec = {
+        "name": "crash",
+        "project": PROJECT,
+        "queue": "cpu",
+        "command": "sleep 1",
+        "workdir": "/tmp",
+        "tags": [tag],
+    }
     proc = subprocess.run(
         [
             sys.executable,
@@ -40,19 +47,19 @@ def crash_submit(settings, when: str) -> str:
         check=False,
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
-    return project
+    return tag
 
 
 def test_killed_after_sbatch_is_adopted_exactly_once(settings, services, slurm):
-    project = crash_submit(settings, "after")
-    (run,) = services.runs.list(project=project).items
+    tag = crash_submit(settings, "after")
+    (run,) = services.runs.store.list_runs(tag=tag).items
     attempt = run.attempts[0]
     assert attempt.state is RunState.SUBMITTING and attempt.job_id is None
     jobs = slurm.find_by_tag(attempt.tag)
     assert len(jobs) == 1, "sbatch ran once before the kill"
     with TestClient(create_app(services=services)):  # a restart: start-up reconciliation runs
         pass
-    adopted = services.runs.get(run.id).latest
+    adopted = services.runs.store.get_run(run.id).latest
     assert adopted.job_id == jobs[0] and adopted.state is RunState.QUEUED
     assert adopted.events[-1].source == "reconcile"
     assert slurm.find_by_tag(attempt.tag) == jobs, "nothing was submitted again"
@@ -60,22 +67,22 @@ def test_killed_after_sbatch_is_adopted_exactly_once(settings, services, slurm):
 
 
 def test_killed_before_sbatch_is_marked_never_submitted(settings, services, slurm):
-    project = crash_submit(settings, "before")
-    (run,) = services.runs.list(project=project).items
+    tag = crash_submit(settings, "before")
+    (run,) = services.runs.store.list_runs(tag=tag).items
     attempt = run.attempts[0]
     assert attempt.state is RunState.SUBMITTING
     with TestClient(create_app(services=services)):
         pass
-    latest = services.runs.get(run.id).latest
+    latest = services.runs.store.get_run(run.id).latest
     assert latest.state is RunState.NEVER_SUBMITTED and "never submitted" in latest.reason
     assert slurm.find_by_tag(attempt.tag) == []
 
 
 def test_periodic_reconcile_leaves_young_submissions_alone(settings, services):
-    project = crash_submit(settings, "before")
-    (run,) = services.runs.list(project=project).items
+    tag = crash_submit(settings, "before")
+    (run,) = services.runs.store.list_runs(tag=tag).items
     report = services.refresher.reconcile()  # not start-up: only attempts older than the grace period
     assert run.attempts[0].tag not in report.never_submitted
-    assert services.runs.get(run.id).state is RunState.SUBMITTING
+    assert services.runs.store.get_run(run.id).state is RunState.SUBMITTING
     services.refresher.reconcile(startup=True)
-    assert services.runs.get(run.id).state is RunState.NEVER_SUBMITTED
+    assert services.runs.store.get_run(run.id).state is RunState.NEVER_SUBMITTED

@@ -8,22 +8,23 @@ from fastapi.testclient import TestClient
 from gateway.api import create_app
 from gateway.core.states import RunState
 from gateway.settings import Settings
-from tests.service.conftest import project_name, refresh_until
+from tests.service.conftest import PROJECT, refresh_until, unique_tag
 
 pytestmark = pytest.mark.slurm
 
 
 @pytest.fixture(scope="module")
-def api(services):
+def api(services, tester_token):
     with TestClient(create_app(services=services)) as client:
-        client.headers["X-Gateway-User"] = "alice"
+        client.headers["Authorization"] = f"Bearer {tester_token}"
         yield client
 
 
 def spec(**changes):
     base = {
         "name": "api-run",
-        "project": project_name(),
+        "project": PROJECT,
+        "tags": [unique_tag()],
         "queue": "cpu",
         "command": "echo out; echo err >&2",
         "workdir": "/tmp",
@@ -33,10 +34,11 @@ def spec(**changes):
 
 
 def test_run_completes_with_accounting(api, services):
-    response = api.post("/runs", json=spec(params={"lr": 0.5}, tags=["e2e"]))
+    tag = unique_tag()
+    response = api.post("/runs", json=spec(params={"lr": 0.5}, tags=[tag]))
     assert response.status_code == 201, response.text
     body = response.json()
-    assert body["state"] == "queued" and body["job_id"] and body["submitter"] == "alice"
+    assert body["state"] == "queued" and body["job_id"] and body["submitter"] == "tester"
     assert body["script"].startswith("#!/bin/bash") and len(body["script_sha256"]) == 64
     refresh_until(services, body["id"])
     run = api.get(f"/runs/{body['id']}").json()
@@ -52,7 +54,7 @@ def test_run_completes_with_accounting(api, services):
     assert (out["text"], err["text"]) == ("out\n", "err\n")
     follow = api.get(f"/runs/{body['id']}/logs", params={"offset": 2}).json()
     assert follow["text"] == "t\n" and follow["next_offset"] == 4
-    listed = api.get("/runs", params={"project": body["project"], "tag": "e2e"}).json()
+    listed = api.get("/runs", params={"project": body["project"], "tag": tag}).json()
     assert [r["id"] for r in listed["items"]] == [body["id"]]
 
 
@@ -69,7 +71,7 @@ def test_cancel_a_running_run(api, services):
     assert response.status_code == 200
     run = refresh_until(services, body["id"])
     assert run.state is RunState.CANCELLED and run.latest.cancelled_by_uid == 0
-    assert any(e.reason == "cancel requested by alice" for e in run.latest.events)
+    assert any(e.reason == "cancel requested by tester" for e in run.latest.events)
     again = api.post(f"/runs/{body['id']}/cancel")
     assert again.status_code == 200 and again.json()["state"] == "cancelled"
 
@@ -87,41 +89,51 @@ def test_array_sweep_run(api, services):
     assert task2["text"].strip() == '{"i": 2}'
 
 
+def test_unknown_queue_is_refused_before_slurm(api):
+    response = api.post("/runs", json=spec(queue="nosuchqueue"))
+    assert response.status_code == 422
+    (issue,) = response.json()["detail"]
+    assert issue["loc"] == ["body", "queue"] and "its queues: cpu, gpu" in issue["msg"]
+
+
 def test_slurm_rejection_is_422_and_kept_on_record(api):
-    response = api.post("/runs", json=spec(queue="nosuchpartition"))
+    # Slurm refuses a GPU count no node has: its message comes back, the run stays on record.
+    response = api.post(
+        "/runs", json=spec(queue="gpu", resources={"gpus_per_node": 5, "gpu_type": "fake", "mem_gb": 0.25})
+    )
     assert response.status_code == 422
     body = response.json()
-    assert body["error"] == "submit_rejected" and "invalid partition" in body["detail"].lower()
+    assert body["error"] == "submit_rejected" and "node configuration is not available" in body["detail"]
     run = api.get(f"/runs/{body['run_id']}").json()
     assert run["state"] == "never_submitted"
 
 
-def test_refresh_uses_at_most_two_slurm_calls(counting_services):
+def test_refresh_uses_at_most_two_slurm_calls(counting_services, principal):
     services, runner = counting_services
     from gateway.core.spec import build_spec
 
-    run = services.runs.submit(build_spec(spec(command="sleep 1")), submitter="alice")
+    run = services.runs.submit(build_spec(spec(command="sleep 1")), principal=principal)
     runner.calls.clear()
     services.refresher.refresh()
     assert len(runner.calls) <= 2 and {c[0] for c in runner.calls} <= {"squeue", "sacct"}
     refresh_until(services, run.id)
 
 
-def test_unreachable_slurm_flags_stale_never_failed(settings, services):
+def test_unreachable_slurm_flags_stale_never_failed(settings, services, principal):
     from gateway.core.spec import build_spec
     from gateway.services import build_services
 
-    run = services.runs.submit(build_spec(spec(command="sleep 2")), submitter="alice")
+    run = services.runs.submit(build_spec(spec(command="sleep 2")), principal=principal)
     impatient = build_services(
         Settings(**{**settings.model_dump(), "slurm_query_timeout_s": 0.0001}), upgrade=False
     )
     report = impatient.refresher.refresh()
     impatient.close()
     assert report.stale >= 1
-    latest = services.runs.get(run.id).latest
+    latest = services.runs.get(run.id, principal=principal).latest
     assert latest.stale and latest.state in {RunState.QUEUED, RunState.RUNNING}
     assert refresh_until(services, run.id).state is RunState.SUCCEEDED
-    assert not services.runs.get(run.id).latest.stale
+    assert not services.runs.get(run.id, principal=principal).latest.stale
 
 
 def test_healthz(api):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 
 import pytest
@@ -11,7 +12,10 @@ from gateway.core.states import RunState
 from gateway.domain import AttemptUpdate
 from gateway.errors import NotFound, SpecError, StoreError
 from gateway.store import Database, RunStore
-from tests.service.conftest import project_name
+
+
+def project_name() -> str:
+    return f"p{uuid.uuid4().hex[:10]}"
 
 
 @pytest.fixture(scope="module")

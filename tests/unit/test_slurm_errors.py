@@ -30,7 +30,7 @@ class ReplayRunner:
         self.raises = raises
         self.calls: list[tuple[str, ...]] = []
 
-    def run(self, argv, *, stdin=None, timeout_s=30.0, env=None):
+    def run(self, argv, *, stdin=None, timeout_s=30.0, env=None, as_user=None):
         self.calls.append(tuple(argv))
         assert env and env["TZ"] == "UTC"
         if self.raises:

@@ -38,7 +38,7 @@ def sacct_line(**fields: str) -> str:
 
 def squeue_line(**fields: str) -> str:
     defaults = {name: "" for name, _ in SQUEUE_FIELDS}
-    defaults.update(state="PENDING", reason="None", partition="cpu", user="u", name="n")
+    defaults.update(state="PENDING", reason="None", partition="cpu", user="u", name="n", account="acct")
     defaults.update(array_task_id="N/A", submit="2026-11-30T04:00:00", start="N/A")
     defaults.update(fields)
     return US.join(defaults[name] for name, _ in SQUEUE_FIELDS)
@@ -202,6 +202,7 @@ def test_squeue_odd_values():
     assert job.reason == "AssocGrpGRES" and job.comment is None and job.node_list is None
     assert job.start_time == datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
     assert job.priority == 4294901757
+    assert job.account == "acct" and job.gpus == 2
     (plain,) = parse_squeue(squeue_line(job_id="71", array_job_id="71", reason="None"))
     assert plain.array_job_id is None and plain.reason is None
 

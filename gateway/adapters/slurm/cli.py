@@ -81,11 +81,12 @@ class SlurmCLI:
         stdin: str | None = None,
         timeout_s: float | None = None,
         ok_errors: tuple[str, ...] = (),
+        as_user: str | None = None,
     ) -> CommandResult:
         command = " ".join(argv[:2])
         timeout = timeout_s or self.query_timeout_s
         try:
-            result = self.runner.run(argv, stdin=stdin, timeout_s=timeout, env=SLURM_ENV)
+            result = self.runner.run(argv, stdin=stdin, timeout_s=timeout, env=SLURM_ENV, as_user=as_user)
         except CommandTimeout as exc:
             raise SlurmUnavailable(
                 f"{argv[0]} did not answer within {timeout:g} s; job states are unknown until it does",
@@ -116,12 +117,12 @@ class SlurmCLI:
 
     # -- operations --------------------------------------------------------
 
-    def submit(self, script: str, *, tag: str) -> str:
+    def submit(self, script: str, *, tag: str, as_user: str | None = None) -> str:
         if not names.TAG.fullmatch(tag):
             raise SpecError([SpecIssue("tag", f"not a valid submission tag; use {names.TAG_HELP}", tag)])
         argv = ["sbatch", "--parsable", f"--comment={tag}"]
         try:
-            result = self._run(argv, stdin=script, timeout_s=self.submit_timeout_s)
+            result = self._run(argv, stdin=script, timeout_s=self.submit_timeout_s, as_user=as_user)
         except SlurmUnavailable:
             raise
         except SlurmError as exc:
@@ -177,6 +178,38 @@ class SlurmCLI:
         ]
         return parse_sacct(self._run(argv).stdout)
 
+    def jobs(
+        self, *, accounts: Sequence[str] = (), partitions: Sequence[str] = (), users: Sequence[str] = ()
+    ) -> list[JobStatus]:
+        """Every live job (pending, running, suspended ...) on the cluster, narrowed by the filters."""
+        argv = ["squeue", "--noheader", "--array", f"--format={SQUEUE_FORMAT}"]
+        for option, values in (("--accounts", accounts), ("--partition", partitions), ("--user", users)):
+            if values:
+                _check_names(values, option)
+                argv.append(f"{option}={','.join(values)}")
+        return parse_squeue(self._run(argv).stdout)
+
+    def usage(self, accounts: Sequence[str], *, since: datetime) -> list[AccountingRecord]:
+        """Allocations (no steps) charged to ``accounts`` since ``since``, requeued ones included."""
+        if not accounts:
+            return []
+        _check_names(accounts, "--accounts")
+        argv = [
+            "sacct",
+            "--noheader",
+            "--parsable2",
+            f"--delimiter={US}",
+            "--allocations",
+            "--duplicates",
+            "--allusers",
+            "--units=K",
+            f"--accounts={','.join(accounts)}",
+            f"--starttime={since.astimezone(UTC):%Y-%m-%dT%H:%M:%S}",
+            "--endtime=now",
+            f"--format={SACCT_FORMAT}",
+        ]
+        return parse_sacct(self._run(argv).stdout)
+
     def find_by_tag(self, tag: str, *, since: datetime | None = None) -> list[str]:
         found: set[str] = set()
         live = self._run(["squeue", "--noheader", "--all", "--states=all", f"--format=%F{US}%k"]).stdout
@@ -209,6 +242,12 @@ class SlurmCLI:
 
     def nodes(self) -> list[NodeInfo]:
         return parse_nodes(self._run(["scontrol", "show", "node", "--oneliner"]).stdout)
+
+
+def _check_names(values: Sequence[str], option: str) -> None:
+    bad = [v for v in values if not names.NAME.fullmatch(v)]
+    if bad:
+        raise SpecError([SpecIssue(option, f"not a valid Slurm name; use {names.NAME_HELP}", bad[0])])
 
 
 def _check_job_ids(job_ids: Sequence[str]) -> None:

@@ -15,8 +15,8 @@ from gateway.core.slurm_records import (
 
 
 class SlurmBackend(Protocol):
-    def submit(self, script: str, *, tag: str) -> str:
-        """Submit a batch script with ``tag`` in its comment; return the job id.
+    def submit(self, script: str, *, tag: str, as_user: str | None = None) -> str:
+        """Submit a batch script with ``tag`` in its comment, as OS user ``as_user``; return the job id.
 
         Raises SubmitRejected when Slurm refuses it, SlurmUnavailable when
         Slurm does not answer (the job may or may not exist: look it up by tag).
@@ -40,6 +40,16 @@ class SlurmBackend(Protocol):
 
     def find_by_tag(self, tag: str, *, since: datetime | None = None) -> list[str]:
         """Ids of the jobs whose comment is ``tag``, live or finished since ``since``."""
+        ...
+
+    def jobs(
+        self, *, accounts: Sequence[str] = (), partitions: Sequence[str] = (), users: Sequence[str] = ()
+    ) -> list[JobStatus]:
+        """Every live job on the cluster (gateway runs and others), narrowed by the filters."""
+        ...
+
+    def usage(self, accounts: Sequence[str], *, since: datetime) -> list[AccountingRecord]:
+        """Allocations charged to ``accounts`` since ``since`` (requeues included), in one call."""
         ...
 
     def partitions(self) -> list[PartitionInfo]: ...

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Path, Query, status
 
-from gateway.api.deps import ServicesDep, UserDep
+from gateway.api.deps import PrincipalDep, ServicesDep
 from gateway.api.schemas import ErrorPublic, LogChunkPublic, RunPublic, RunsPublic
 from gateway.core import names
 from gateway.core.spec import RunSpec
@@ -59,7 +59,9 @@ SPEC_EXAMPLES = {
     summary="Submit a run",
 )
 def submit_run(
-    spec: Annotated[RunSpec, Body(openapi_examples=SPEC_EXAMPLES)], services: ServicesDep, user: UserDep
+    spec: Annotated[RunSpec, Body(openapi_examples=SPEC_EXAMPLES)],
+    services: ServicesDep,
+    principal: PrincipalDep,
 ) -> RunPublic:
     """Record, render and submit a run to Slurm (exactly once).
 
@@ -68,12 +70,13 @@ def submit_run(
     by looking up the attempt's tag). A job Slurm refuses gives 422
     ``submit_rejected`` with Slurm's message; the run stays on record.
     """
-    return RunPublic.of(services.runs.submit(spec, submitter=user))
+    return RunPublic.of(services.runs.submit(spec, principal=principal))
 
 
 @router.get("", response_model=RunsPublic, responses={422: ERRORS[422]}, summary="List runs")
 def list_runs(
     services: ServicesDep,
+    principal: PrincipalDep,
     project: Annotated[str | None, Query(pattern=f"^{names.NAME.pattern}$")] = None,
     state: RunState | None = None,
     submitter: Annotated[str | None, Query(pattern=f"^{names.TAG.pattern}$")] = None,
@@ -85,15 +88,23 @@ def list_runs(
 ) -> RunsPublic:
     """Runs, newest first, filtered; follow ``next_cursor`` for more."""
     page = services.runs.list(
-        project=project, state=state, submitter=submitter, tag=tag, cursor=cursor, limit=limit
+        principal=principal,
+        project=project,
+        state=state,
+        submitter=submitter,
+        tag=tag,
+        cursor=cursor,
+        limit=limit,
     )
     return RunsPublic.of(page)
 
 
 @router.get("/{run_id}", response_model=RunPublic, responses={404: ERRORS[404]}, summary="Show a run")
-def get_run(run_id: RunId, services: ServicesDep) -> RunPublic:
-    """The spec as submitted, the rendered script, every attempt with its accounting and timeline."""
-    return RunPublic.of(services.runs.get(run_id))
+def get_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep) -> RunPublic:
+    """The spec as submitted, the rendered script, every attempt with its accounting and timeline,
+    and, while it waits, why (in words and numbers)."""
+    run = services.runs.get(run_id, principal=principal)
+    return RunPublic.of(run, waiting=services.waiting.explain(run))
 
 
 @router.post(
@@ -102,9 +113,10 @@ def get_run(run_id: RunId, services: ServicesDep) -> RunPublic:
     responses={404: ERRORS[404], 409: {"model": ErrorPublic, "description": "Still submitting"}},
     summary="Cancel a run",
 )
-def cancel_run(run_id: RunId, services: ServicesDep, user: UserDep) -> RunPublic:
-    """Ask Slurm to cancel the run's live attempt. A run that already ended comes back unchanged."""
-    return RunPublic.of(services.runs.cancel(run_id, by=user))
+def cancel_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep) -> RunPublic:
+    """Ask Slurm to cancel the run's live attempt. A run that already ended comes back unchanged.
+    Members cancel their own runs; leads any run of the project."""
+    return RunPublic.of(services.runs.cancel(run_id, principal=principal))
 
 
 @router.get(
@@ -116,15 +128,18 @@ def cancel_run(run_id: RunId, services: ServicesDep, user: UserDep) -> RunPublic
 def run_logs(
     run_id: RunId,
     services: ServicesDep,
+    principal: PrincipalDep,
     stream: Literal["stdout", "stderr"] = "stdout",
     attempt: Annotated[
         int | None, Query(ge=1, le=10_000, description="Attempt number; default latest")
     ] = None,
     task: Annotated[str | None, Query(pattern=r"^\d{1,7}$", description="Array task index")] = None,
     tail: Annotated[int, Query(ge=1, le=100_000, description="Lines from the end")] = 200,
-    offset: Annotated[int | None, Query(ge=0, description="Byte offset to read from (follow)")] = None,
+    offset: Annotated[
+        int | None, Query(ge=0, le=2**62, description="Byte offset to read from (follow)")
+    ] = None,
 ) -> LogChunkPublic:
     """The tail of the job's stdout or stderr, or (with ``offset``) what was written since."""
-    run = services.runs.get(run_id)
+    run = services.runs.get(run_id, principal=principal)
     chunk = read_log(run, stream=stream, attempt_number=attempt, task=task, tail_lines=tail, offset=offset)
     return LogChunkPublic.of(chunk)

@@ -1,0 +1,102 @@
+"""Site administration: the queue view, the site file, Slurm sync, and the audit log."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Query
+
+from gateway.api.deps import PrincipalDep, ServicesDep
+from gateway.api.schemas import ErrorPublic
+from gateway.api.schemas_admin import (
+    AuditEventPublic,
+    AuditPagePublic,
+    AuditVerifyPublic,
+    ChangesPublic,
+    QueueViewPublic,
+)
+from gateway.core import names
+from gateway.services.policy import require
+from gateway.services.site import SiteConfig
+
+router = APIRouter(tags=["admin"])
+FORBIDDEN = {403: {"model": ErrorPublic, "description": "Site admins only"}}
+
+
+@router.get("/queue", response_model=QueueViewPublic, responses=FORBIDDEN, summary="The admin's queue view")
+def queue_view(services: ServicesDep, principal: PrincipalDep) -> QueueViewPublic:
+    """Per partition: nodes with GPUs in use and free, running and pending jobs (gateway runs and others);
+    per project: usage against its caps."""
+    return QueueViewPublic.of(services.usage.queue(principal))
+
+
+@router.get("/admin/site", response_model=SiteConfig, responses=FORBIDDEN, summary="Export the site file")
+def export_site(services: ServicesDep, principal: PrincipalDep) -> SiteConfig:
+    """Users, projects, members, queues and caps, in the site file's format."""
+    return services.site.export(principal)
+
+
+@router.post("/admin/site", response_model=ChangesPublic, responses=FORBIDDEN, summary="Apply a site file")
+def apply_site(
+    config: Annotated[SiteConfig, Body()],
+    services: ServicesDep,
+    principal: PrincipalDep,
+    dry_run: Annotated[bool, Query(description="Only say what would change")] = False,
+    sync_slurm: Annotated[bool, Query(description="Also push the caps to Slurm")] = True,
+) -> ChangesPublic:
+    """Make the gateway match the site file (idempotently), then Slurm's associations; every change audited."""
+    changes = services.site.apply(principal, config, dry_run=dry_run)
+    slurm = services.slurm_sync.sync(principal, dry_run=dry_run) if sync_slurm else []
+    return ChangesPublic(changes=changes, slurm=slurm)
+
+
+@router.post(
+    "/admin/sync-slurm", response_model=ChangesPublic, responses=FORBIDDEN, summary="Push caps to Slurm"
+)
+def sync_slurm(
+    services: ServicesDep,
+    principal: PrincipalDep,
+    dry_run: Annotated[bool, Query(description="Only say what would change")] = False,
+) -> ChangesPublic:
+    """Add, change and remove Slurm accounts and associations so Slurm holds jobs to the same caps."""
+    return ChangesPublic(changes=[], slurm=services.slurm_sync.sync(principal, dry_run=dry_run))
+
+
+@router.get("/audit", response_model=AuditPagePublic, summary="Read the audit log")
+def audit_log(
+    services: ServicesDep,
+    principal: PrincipalDep,
+    project: Annotated[str | None, Query(pattern=f"^{names.NAME.pattern}$")] = None,
+    actor: Annotated[str | None, Query(pattern=f"^{names.TAG.pattern}$")] = None,
+    action: Annotated[str | None, Query(pattern=r"^[a-z_.]{1,64}$")] = None,
+    target: Annotated[str | None, Query(pattern=r"^[A-Za-z0-9._/:-]{1,128}$")] = None,
+    after: Annotated[
+        int | None, Query(ge=0, le=2**31 - 1, description="next_after of the previous page")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> AuditPagePublic:
+    """Audit events in order. Site admins see all; project leads see their projects' events."""
+    if project is not None:
+        require(principal, "audit.read", project, hide=True)
+        projects = [project]
+    elif principal.is_admin:
+        projects = None
+    else:
+        projects = [p for p, role in principal.roles.items() if role == "lead"]
+        if not projects:
+            require(principal, "site.admin")
+    events = services.audit.events(
+        projects=projects, actor=actor, action=action, target_id=target, after_seq=after, limit=limit
+    )
+    next_after = events[-1].seq if len(events) == limit else None
+    return AuditPagePublic(items=[AuditEventPublic.of(e) for e in events], next_after=next_after)
+
+
+@router.get(
+    "/audit/verify", response_model=AuditVerifyPublic, responses=FORBIDDEN, summary="Verify the audit chain"
+)
+def audit_verify(services: ServicesDep, principal: PrincipalDep) -> AuditVerifyPublic:
+    """Recompute the hash chain: names every edited or deleted event."""
+    require(principal, "site.admin")
+    problems = services.audit.verify()
+    return AuditVerifyPublic(ok=not problems, problems=[str(p) for p in problems])

@@ -1,0 +1,41 @@
+"""Projects (their queues and caps) and their usage."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path
+
+from gateway.api.deps import PrincipalDep, ServicesDep
+from gateway.api.schemas import ErrorPublic
+from gateway.api.schemas_admin import ProjectPublic, UsageReportPublic
+from gateway.core import names
+from gateway.services.policy import allowed, require
+
+router = APIRouter(prefix="/projects", tags=["projects"])
+ProjectName = Annotated[str, Path(pattern=f"^{names.NAME.pattern}$", description="A project name")]
+NOT_FOUND = {404: {"model": ErrorPublic, "description": "No such project (or not yours)"}}
+
+
+@router.get("", response_model=list[ProjectPublic], summary="List projects")
+def list_projects(services: ServicesDep, principal: PrincipalDep) -> list[ProjectPublic]:
+    """The projects the caller belongs to (all of them for a site admin)."""
+    return [
+        ProjectPublic.of(p) for p in services.access.projects() if allowed(principal, "project.read", p.name)
+    ]
+
+
+@router.get("/{project}", response_model=ProjectPublic, responses=NOT_FOUND, summary="Show a project")
+def get_project(project: ProjectName, services: ServicesDep, principal: PrincipalDep) -> ProjectPublic:
+    """A project: its Slurm account, caps, members and queues."""
+    require(principal, "project.read", project, hide=True)
+    return ProjectPublic.of(services.access.project(project))
+
+
+@router.get(
+    "/{project}/usage", response_model=UsageReportPublic, responses=NOT_FOUND, summary="A project's usage"
+)
+def project_usage(project: ProjectName, services: ServicesDep, principal: PrincipalDep) -> UsageReportPublic:
+    """GPUs in use now, GPU-hours this month (from Slurm accounting) and jobs in queue, against the caps,
+    for the project and each of its users."""
+    return UsageReportPublic.of(services.usage.project_usage(principal, project))

@@ -1,0 +1,133 @@
+"""Project usage against caps (GPUs now, GPU-hours this month, jobs in queue), and the admin's queue view."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.core.quota import gpu_hours, month_start
+from gateway.core.slurm_records import JobStatus, NodeInfo, PartitionInfo
+from gateway.core.states import RunState
+from gateway.domain import Principal, Project
+from gateway.services.policy import require
+from gateway.store.access import AccessStore
+
+
+@dataclass(frozen=True)
+class Use:
+    used: float
+    cap: float | None  # None: no cap
+
+    @property
+    def full(self) -> bool:
+        return self.cap is not None and self.used >= self.cap
+
+
+@dataclass(frozen=True)
+class UserUse:
+    user: str  # OS user, as Slurm knows them
+    gpus: Use
+    gpu_hours: Use
+    jobs_in_queue: Use
+
+
+@dataclass(frozen=True)
+class ProjectUsage:
+    project: str
+    account: str
+    since: datetime
+    gpus: Use
+    gpu_hours: Use
+    jobs_in_queue: Use
+    running_gpu_jobs: list[str]  # job ids holding GPUs now
+    users: list[UserUse] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    partition: PartitionInfo
+    nodes: list[NodeInfo]
+    running: list[JobStatus]
+    pending: list[JobStatus]
+
+
+@dataclass(frozen=True)
+class QueueView:
+    partitions: list[PartitionView]
+    projects: list[ProjectUsage]
+
+
+class UsageService:
+    def __init__(self, access: AccessStore, slurm: SlurmBackend) -> None:
+        self.access = access
+        self.slurm = slurm
+
+    def project_usage(
+        self, principal: Principal, project: str, *, now: datetime | None = None
+    ) -> ProjectUsage:
+        require(principal, "project.read", project, hide=True)
+        return self.usage(self.access.project(project), now=now)
+
+    def usage(self, project: Project, *, now: datetime | None = None) -> ProjectUsage:
+        """Two Slurm calls: sacct for this month's allocations, squeue for the jobs in queue."""
+        now = now or datetime.now(UTC)
+        since = month_start(now)
+        records = self.slurm.usage([project.slurm_account], since=since)
+        live = self.slurm.jobs(accounts=[project.slurm_account])
+        hours = gpu_hours(records, since=since, now=now)
+        running = [r for r in records if r.state is RunState.RUNNING and r.alloc_gpus]
+        gpus_by_user: dict[str, int] = {}
+        for record in running:
+            gpus_by_user[record.user] = gpus_by_user.get(record.user, 0) + record.alloc_gpus
+        jobs_by_user: dict[str, int] = {}
+        for job in live:
+            jobs_by_user[job.user] = jobs_by_user.get(job.user, 0) + 1
+        caps = {m.user: m.quota for m in project.members}
+        os_users = {u.name: u.os_user for u in self.access.users()}
+        user_caps = {os_users.get(name) or name: quota for name, quota in caps.items()}
+        users = []
+        for user in sorted(set(hours) | set(gpus_by_user) | set(jobs_by_user) | set(user_caps)):
+            quota = user_caps.get(user)
+            users.append(
+                UserUse(
+                    user=user,
+                    gpus=Use(gpus_by_user.get(user, 0), quota.gpus if quota else None),
+                    gpu_hours=Use(
+                        round(hours.get(user, 0.0), 3), quota.gpu_hours_per_month if quota else None
+                    ),
+                    jobs_in_queue=Use(jobs_by_user.get(user, 0), quota.jobs_in_queue if quota else None),
+                )
+            )
+        return ProjectUsage(
+            project=project.name,
+            account=project.slurm_account,
+            since=since,
+            gpus=Use(sum(gpus_by_user.values()), project.quota.gpus),
+            gpu_hours=Use(round(sum(hours.values()), 3), project.quota.gpu_hours_per_month),
+            jobs_in_queue=Use(len(live), project.quota.jobs_in_queue),
+            running_gpu_jobs=[r.job_id for r in running],
+            users=users,
+        )
+
+    def queue(self, principal: Principal, *, now: datetime | None = None) -> QueueView:
+        """Per partition: nodes with GPUs in use and free, running and pending jobs; per project: usage."""
+        require(principal, "site.admin")
+        nodes = self.slurm.nodes()
+        jobs = self.slurm.jobs()
+        views = []
+        for partition in self.slurm.partitions():
+            in_partition = [j for j in jobs if j.partition == partition.name]
+            views.append(
+                PartitionView(
+                    partition=partition,
+                    nodes=[n for n in nodes if partition.name in n.partitions],
+                    running=[j for j in in_partition if j.state is RunState.RUNNING],
+                    pending=sorted(
+                        (j for j in in_partition if j.state in (RunState.QUEUED, RunState.HELD)),
+                        key=lambda j: -(j.priority or 0),
+                    ),
+                )
+            )
+        projects = [self.usage(p, now=now) for p in self.access.projects()]
+        return QueueView(partitions=views, projects=projects)
