@@ -48,9 +48,10 @@ class CommandRunner(Protocol):
 class LocalRunner:
     """Runs programs on this machine.
 
-    As the gateway's own user, a program gets the gateway's environment plus
-    ``env``. As another user (``runuser -u USER --``), it gets a clean login-like
-    environment plus ``env``, so nothing of the gateway's leaks into a job.
+    Without ``as_user`` a program gets the gateway's environment plus ``env``.
+    With ``as_user`` (another user: through ``runuser -u USER --``) it gets a
+    clean login-like environment plus ``env``, so nothing of the gateway's
+    leaks into a job that sbatch exports the environment to.
     """
 
     def run(
@@ -62,9 +63,12 @@ class LocalRunner:
         env: Mapping[str, str] | None = None,
         as_user: str | None = None,
     ) -> CommandResult:
-        if as_user and as_user != _current_user():
+        if as_user:
+            # A job's environment starts clean, even as the gateway's own user: nothing of
+            # the gateway's (database URL, tokens) may leak into it.
             full_env = {**_user_env(as_user), **(env or {})}
-            argv = ["runuser", "-u", as_user, "--", *argv]
+            if as_user != _current_user():
+                argv = ["runuser", "-u", as_user, "--", *argv]
         else:
             full_env = {**os.environ, **(env or {})}
         started = time.monotonic()

@@ -84,7 +84,8 @@ def serve(
     try:
         settings = Settings()
     except ValueError as exc:
-        err_console.print(f"[red]invalid gateway settings[/red]: {exc}", markup=False)
+        err_console.print("[red]invalid gateway settings[/red]:")
+        err_console.print(str(exc), markup=False)
         raise typer.Exit(exits.USAGE) from exc
     uvicorn.run(create_app(settings, run_scheduler=True), host=host, port=port, log_level=log_level)
 
@@ -152,11 +153,12 @@ def submit(
 )
 def sbatch(ctx: typer.Context) -> None:
     """sbatch habits: gw sbatch OPTIONS... SCRIPT ARGS..., reading #SBATCH lines too."""
-    from gateway.cli.sbatch_options import sbatch_to_spec, split_gw_sbatch_args
+    from gateway.cli.sbatch_options import SUPPORTED_HELP, sbatch_to_spec, split_gw_sbatch_args
 
     args = list(ctx.args)
     if args in (["-h"], ["--help"], []):
         console.print(ctx.get_help())
+        console.print(f"Supported sbatch options: {SUPPORTED_HELP}", markup=False)
         raise typer.Exit(exits.OK if args else exits.USAGE)
     try:
         options, script_path, script_args = split_gw_sbatch_args(args)
@@ -190,17 +192,24 @@ def runs(
     submitter: Annotated[str | None, typer.Option(help="Only runs of this user.")] = None,
     tag: Annotated[str | None, typer.Option(help="Only runs with this tag.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many.")] = 50,
+    cursor: Annotated[
+        str | None, typer.Option(help="Next page: the cursor the previous page printed.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List runs, newest first."""
     try:
-        page = _client().runs(project=project, state=state, submitter=submitter, tag=tag, limit=limit)
+        page = _client().runs(
+            project=project, state=state, submitter=submitter, tag=tag, limit=limit, cursor=cursor
+        )
     except ApiError as exc:
         _fail(exc)
     if as_json:
         print_json(page)
     elif page["items"]:
         console.print(runs_table(page["items"]))
+        if page.get("next_cursor"):
+            err_console.print(f"more: gw runs --cursor {page['next_cursor']}")
     else:
         console.print("no runs")
 
@@ -231,6 +240,8 @@ def cancel(run_id: Annotated[str, typer.Argument(help="Run id.")], as_json: Json
         _fail(exc)
     if as_json:
         print_json(run)
+    elif run["state"] in TERMINAL:
+        console.print(f"run {run['id']} had already ended ({state_text(run['state'])}); nothing to cancel")
     else:
         console.print(f"run {run['id']}: cancel requested ({state_text(run['state'])})")
 

@@ -359,9 +359,10 @@ def _export(text: str, environ: Mapping[str, str]) -> dict[str, str] | None:
     """--export: ALL, or [ALL,]VAR=value,VAR (a bare VAR takes the caller's value)."""
     if text.upper() in ("NONE", "NIL"):
         raise ValueError(
-            "the gateway always starts the job from the submitting environment; give ALL or VAR=value,..."
+            "gw sbatch jobs always start from a clean login environment of your OS user plus the "
+            "variables you export; give ALL or VAR=value,..."
         )
-    env: dict[str, str] = {}  # empty for ALL: the job starts from the submitting environment anyway
+    env: dict[str, str] = {}  # empty for ALL: the job starts from a clean login environment
     for item in text.split(","):
         key, eq, val = item.partition("=")
         if not eq and key.upper() == "ALL":

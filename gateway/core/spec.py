@@ -282,6 +282,8 @@ class RunSpec(_Strict):
             raise ValueError("launcher 'torchrun' needs 'command' (the program torchrun starts)")
         if self.sweep is not None and self.resources.nodes > 1:
             raise ValueError("sweeps run one node per task; set resources.nodes to 1")
+        if self.sweep is not None and self.launcher != "single":
+            raise ValueError("sweeps run each task's command once (launcher 'single'); drop 'launcher'")
         if self.sweep is not None:
             try:
                 json.dumps(self.sweep.expand(), allow_nan=False)

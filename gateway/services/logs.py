@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from gateway.core.explain_text import expand_hostlist
 from gateway.domain import Attempt, Run
 from gateway.errors import NotFound, SpecError, SpecIssue
 
@@ -40,7 +41,8 @@ def log_path(run: Run, attempt: Attempt, stream: Stream, task: str | None) -> st
     own_id = job_id
     if array and task is not None:
         own_id = str(attempt.tasks.get(task, {}).get("job_id") or job_id)
-    first_node = (attempt.node_list or "").split(",")[0]
+    nodes = expand_hostlist(attempt.node_list or "")
+    first_node = nodes[0] if nodes else ""
     tokens = {
         "%A": job_id,
         "%a": task_id,

@@ -20,7 +20,7 @@ from gateway.core.aggregate import array_state
 from gateway.core.slurm_records import AccountingRecord, JobStatus
 from gateway.core.states import TERMINAL, RunState
 from gateway.domain import Attempt, AttemptUpdate
-from gateway.errors import SlurmUnavailable
+from gateway.errors import Conflict, SlurmUnavailable
 from gateway.settings import Settings
 from gateway.store.repo import RunStore
 
@@ -128,7 +128,10 @@ class Refresher:
                 undecided.append(attempt.tag)
                 continue
             if jobs:
-                self.store.record_job_id(attempt.id, jobs[0], source="reconcile")
+                try:
+                    self.store.record_job_id(attempt.id, jobs[0], source="reconcile")
+                except Conflict:
+                    continue  # the submitting process recorded it meanwhile
                 if len(jobs) > 1:
                     self.store.add_note(
                         attempt.id,
@@ -182,7 +185,19 @@ def _from_squeue(attempt: Attempt, status: JobStatus) -> AttemptUpdate:
     )
 
 
-def _from_sacct(attempt: Attempt, record: AccountingRecord) -> AttemptUpdate:
+def _settled(record: AccountingRecord) -> bool:
+    """False for the placeholder slurmdbd shows for a moment after a job ends.
+
+    Quirk (Slurm 22.05): for about half a second the record carries the name
+    "allocation" and no time limit; every batch job has a time limit, so a
+    finished record without one is read again on the next cycle.
+    """
+    return record.state not in TERMINAL or record.timelimit_min is not None
+
+
+def _from_sacct(attempt: Attempt, record: AccountingRecord) -> AttemptUpdate | None:
+    if not _settled(record):
+        return None
     ended = record.state in TERMINAL
     return AttemptUpdate(
         attempt_id=attempt.id,

@@ -145,3 +145,12 @@ def test_healthz(api):
 def test_not_found_and_conflict(api):
     assert api.get("/runs/r-0000000000000000").status_code == 404
     assert api.post("/runs/r-0000000000000000/cancel").json()["error"] == "not_found"
+
+
+def test_gateway_environment_does_not_leak_into_jobs(api, services, monkeypatch):
+    monkeypatch.setenv("GATEWAY_LEAK_PROBE", "database-password")
+    body = api.post("/runs", json=spec(command="env", env={"MINE": "kept"})).json()
+    refresh_until(services, body["id"])
+    seen = api.get(f"/runs/{body['id']}/logs", params={"tail": 1000}).json()["text"]
+    assert "GATEWAY_LEAK_PROBE" not in seen and "database-password" not in seen
+    assert "MINE=kept" in seen.splitlines() and "USER=root" in seen.splitlines()

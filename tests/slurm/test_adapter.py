@@ -246,3 +246,23 @@ def test_hostile_values_stay_inert_under_slurm(slurm, template_env, run_dir):
     assert not canary.exists(), "a hostile value was executed by the job"
     assert json.loads(read_stdout(directory, job_id)) == values[:4]
     assert json.loads((directory / "params.json").read_text()) == {f"p{i}": v for i, v in enumerate(values)}
+
+
+def test_array_sweep_with_a_script_runs_every_task(slurm, template_env, run_dir):
+    """Each task writes and runs its own copy of the script (no 'Text file busy' races)."""
+    job_id, directory, _ = submit(
+        slurm,
+        template_env,
+        run_dir,
+        {
+            "name": "sweepscript",
+            "script": '#!/bin/bash\necho "task $SLURM_ARRAY_TASK_ID $1"\n',
+            "script_args": ["arg"],
+            "sweep": {"params": [{"i": i} for i in range(8)]},
+            "resources": {"mem_gb": 0.1},
+        },
+    )
+    records = wait_for_accounting(slurm, job_id, count=8)
+    assert all(r.state is RunState.SUCCEEDED for r in records), [(r.job_id, r.exit_code) for r in records]
+    for task in range(8):
+        assert (directory / f"stdout-{job_id}_{task}.log").read_text() == f"task {task} arg\n"

@@ -238,7 +238,7 @@ def test_script_args_and_output_patterns(env):
     )
     text = render(env, data).text
     assert "#SBATCH --output=/logs/%x-%j.out" in text and "#SBATCH --error=/logs/%x-%j.err" in text
-    assert text.rstrip().endswith("\"$GW_RUN_DIR/user-script\" 'a b' '$(id)'")
+    assert text.rstrip().endswith("\"$GW_USER_SCRIPT\" 'a b' '$(id)'")
 
 
 def test_array_with_explicit_indices(env):

@@ -305,7 +305,7 @@ def test_export_of_an_unset_variable_is_refused():
 
 @pytest.mark.parametrize("value", ["NONE", "none", "NIL"])
 def test_export_none_is_refused_with_the_reason(value):
-    assert "submitting environment" in issues_of([f"--export={value}"])["option --export"]
+    assert "clean login environment" in issues_of([f"--export={value}"])["option --export"]
 
 
 def test_export_bad_and_reserved_names_are_refused():

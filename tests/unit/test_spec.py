@@ -186,3 +186,8 @@ def test_sweep_indices():
     assert spec.sweep.task_indices() == [3, 7]
     assert "2 param sets" in issues_of(sweep={"params": [{}, {}], "indices": [1]})["sweep"]
     assert "repeat" in issues_of(sweep={"params": [{}, {}], "indices": [1, 1]})["sweep"]
+
+
+def test_sweep_runs_with_the_single_launcher_only():
+    found = issues_of(sweep={"params": [{}]}, launcher="torchrun")
+    assert "launcher 'single'" in found[""]
