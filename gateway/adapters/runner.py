@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -68,7 +69,8 @@ class LocalRunner:
             # the gateway's (database URL, tokens) may leak into it.
             full_env = {**_user_env(as_user), **(env or {})}
             if as_user != _current_user():
-                argv = ["runuser", "-u", as_user, "--", *argv]
+                # runuser lives in /usr/sbin, which a user's PATH does not hold
+                argv = [shutil.which("runuser") or "/usr/sbin/runuser", "-u", as_user, "--", *argv]
         else:
             full_env = {**os.environ, **(env or {})}
         started = time.monotonic()

@@ -70,16 +70,17 @@ class UsageService:
         return self.usage(self.access.project(project), now=now)
 
     def usage(self, project: Project, *, now: datetime | None = None) -> ProjectUsage:
-        """Two Slurm calls: sacct for this month's allocations, squeue for the jobs in queue."""
+        """Two Slurm calls: sacct for this month's GPU-hours, squeue for GPUs in use and jobs in queue."""
         now = now or datetime.now(UTC)
         since = month_start(now)
         records = self.slurm.usage([project.slurm_account], since=since)
         live = self.slurm.jobs(accounts=[project.slurm_account])
         hours = gpu_hours(records, since=since, now=now)
-        running = [r for r in records if r.state is RunState.RUNNING and r.alloc_gpus]
+        # GPUs in use now come from squeue: slurmdbd learns of a start a few seconds late.
+        running = [j for j in live if j.state is RunState.RUNNING and j.gpus]
         gpus_by_user: dict[str, int] = {}
-        for record in running:
-            gpus_by_user[record.user] = gpus_by_user.get(record.user, 0) + record.alloc_gpus
+        for job in running:
+            gpus_by_user[job.user] = gpus_by_user.get(job.user, 0) + job.gpus
         jobs_by_user: dict[str, int] = {}
         for job in live:
             jobs_by_user[job.user] = jobs_by_user.get(job.user, 0) + 1

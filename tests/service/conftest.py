@@ -8,6 +8,7 @@ Every test here runs once per database backend. PostgreSQL comes from
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -71,35 +72,86 @@ def settings(database_url) -> Settings:
 
 PROJECT = "test"  # the project every service test submits to; tests tell their runs apart by tag
 
+# Users map to root (the tests run as root) except alice and bob, who get OS users of their own.
 SITE = """
 allow_root_mapping: true
 users:
   - {{name: tester, os_user: root}}
   - {{name: admin, os_user: root, admin: true}}
   - {{name: watcher, os_user: root}}
+  - {{name: mia, os_user: root}}
+  - {{name: outsider, os_user: root}}
+  - {{name: nomap}}
+  - {{name: alice, os_user: gwtalice}}
+  - {{name: bob, os_user: gwtbob}}
 projects:
   - name: test
     slurm_account: {account}
     members:
       - {{user: tester, role: lead}}
+      - {{user: mia, role: member}}
       - {{user: watcher, role: viewer}}
+      - {{user: nomap, role: member}}
     queues:
       - {{name: cpu, partition: cpu}}
       - {{name: gpu, partition: gpu, gpu_types: [fake]}}
+  - name: capped
+    slurm_account: {account}c
+    quota: {{gpus: 2}}
+    members: [{{user: tester, role: member}}]
+    queues: [{{name: gpu, partition: gpu, gpu_types: [fake]}}]
+  - name: other
+    slurm_account: {account}o
+    members: [{{user: outsider, role: lead}}]
+    queues: [{{name: cpu, partition: cpu}}]
+  - name: pa
+    slurm_account: {account}a
+    members: [{{user: alice, role: member}}]
+    queues: [{{name: cpu, partition: cpu}}]
+  - name: pb
+    slurm_account: {account}b
+    members: [{{user: bob, role: member}}]
+    queues: [{{name: cpu, partition: cpu}}]
 """
+OS_USERS = ("gwtalice", "gwtbob")
+
+
+def ensure_os_users() -> None:
+    """The two OS users the access tests submit as (created once; tests run as root)."""
+    for user in OS_USERS:
+        if subprocess.run(["id", "-u", user], capture_output=True, check=False).returncode != 0:
+            subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/bash", user], check=True)
 
 
 @pytest.fixture(scope="session")
 def services(settings, slurm) -> Iterator[Services]:
     """The gateway's services on this backend, with project ``test`` (its own Slurm account) set up."""
+    ensure_os_users()
     built = build_services(settings)
     account = f"gwt{uuid.uuid4().hex[:10]}"
     built.site.apply(None, parse_site(SITE.format(account=account)))
     built.slurm_sync.sync(None)
     yield built
+    accounts = [p.slurm_account for p in built.access.projects()]
+    drain_accounts(accounts)
     built.site.apply(None, parse_site("allow_root_mapping: true\nusers: []\nprojects: []\n"))
     built.slurm_sync.sync(None)
     built.close()
+
+
+def drain_accounts(accounts: list[str], timeout_s: float = 60) -> None:
+    """Cancel every job left in these Slurm accounts and wait until the queue holds none."""
+    if not accounts:
+        return
+    subprocess.run(["scancel", f"--account={','.join(accounts)}"], check=False, capture_output=True)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        left = subprocess.run(
+            ["squeue", "-h", f"--account={','.join(accounts)}", "-o", "%i"], capture_output=True, text=True
+        ).stdout.strip()
+        if not left:
+            return
+        time.sleep(0.5)
 
 
 @pytest.fixture(scope="session")
@@ -111,6 +163,14 @@ def principal(services) -> Principal:
 @pytest.fixture(scope="session")
 def tester_token(services) -> str:
     return services.auth.issue_token(None, "tester", name="pytest")[0]
+
+
+@pytest.fixture(scope="session")
+def tokens(services) -> dict[str, str]:
+    """A token for every user of the test site."""
+    return {
+        u.name: services.auth.issue_token(None, u.name, name="pytest")[0] for u in services.access.users()
+    }
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.conftest import JOB_ROOT, wait_for, wait_for_accounting
-from tests.service.conftest import SITE
+from tests.service.conftest import SITE, ensure_os_users
 
 pytestmark = pytest.mark.slurm
 GW = [sys.executable, "-m", "gateway.cli.main"]
@@ -38,6 +38,7 @@ def server(tmp_path_factory, slurm) -> Iterator[dict[str, str]]:
         "GATEWAY_RUNS_DIR": str(runs_dir),
         "GATEWAY_REFRESH_INTERVAL_S": "1",
     }
+    ensure_os_users()
     # Bootstrap as an operator would: the site file, then a token, on the gateway host.
     site = state / "site.yaml"
     site.write_text(SITE.format(account=f"gwtcli{port}"))

@@ -7,7 +7,18 @@ import zipfile
 
 def test_wheel_contains_templates_and_migrations(tmp_path):
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), "."],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            ".",
+        ],
         check=True,
         capture_output=True,
     )

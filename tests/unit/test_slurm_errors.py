@@ -136,3 +136,12 @@ def test_one_call_for_many_jobs():
     assert len(runner.calls) == 2
     assert runner.calls[0][0] == "squeue" and runner.calls[1][0] == "sacct"
     assert "--duplicates" in runner.calls[1]
+
+
+def test_sbatch_that_cannot_start_is_a_rejection_not_unknown():
+    slurm, _ = cli(raises=CommandError("cannot run sbatch: No such file or directory"))
+    with pytest.raises(SubmitRejected, match="could not run sbatch"):
+        slurm.submit("#!/bin/bash\n", tag="t")
+    slurm, _ = cli(raises=CommandTimeout("sbatch did not finish within 60 s"))
+    with pytest.raises(SlurmUnavailable):
+        slurm.submit("#!/bin/bash\n", tag="t")

@@ -123,7 +123,11 @@ class SlurmCLI:
         argv = ["sbatch", "--parsable", f"--comment={tag}"]
         try:
             result = self._run(argv, stdin=script, timeout_s=self.submit_timeout_s, as_user=as_user)
-        except SlurmUnavailable:
+        except SlurmUnavailable as exc:
+            cause = exc.__cause__
+            if isinstance(cause, CommandError) and not isinstance(cause, CommandTimeout):
+                # sbatch never started, so nothing can have been queued
+                raise SubmitRejected(f"could not run sbatch: {cause}", command="sbatch") from exc
             raise
         except SlurmError as exc:
             message = exc.stderr or str(exc)
