@@ -39,8 +39,9 @@ lint: venv
 	$(BIN)/ruff check gateway tests bench examples
 	$(BIN)/ruff format --check gateway tests bench examples
 
-bench: cluster-if-down
+bench: cluster-if-down ## submit (service, API vs sbatch) and refresh (10,000 attempts) benchmarks
 	$(BIN)/python -m bench.submit 50
+	$(BIN)/python -m bench.refresh 10000 500
 
 openapi: venv ## regenerate docs/openapi.json from the code
 	$(BIN)/python -m gateway.api.openapi > docs/openapi.json

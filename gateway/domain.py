@@ -52,6 +52,12 @@ class Attempt:
     created_at: datetime
     updated_at: datetime
     events: list[StateEvent] = field(default_factory=list)
+    failure: dict[str, Any] | None = None  # class, summary, action, evidence (once it failed)
+    origin: str = "submit"  # submit, retry (the gateway's policy) or requeue (Slurm's, same job id)
+    excluded_nodes: list[str] | None = None
+    slurm_record: int = 0  # which of sacct --duplicates' records of the job this attempt is
+    superseded: bool = False  # Slurm requeued its job: a later attempt carries on with the same job id
+    retry_at: datetime | None = None  # when the gateway's retry policy resubmits it
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,8 @@ class Run:
     created_at: datetime
     updated_at: datetime
     attempts: list[Attempt] = field(default_factory=list)
+    parent_run_id: str | None = None  # the run this one was derived from (rerun)
+    derived_diff: list[dict[str, Any]] | None = None  # the spec changes against the parent
 
     @property
     def latest(self) -> Attempt | None:
@@ -147,6 +155,7 @@ class Queue:
     qos: str | None
     gpu_types: list[str]
     max_walltime_min: int | None
+    retry: dict[str, Any] | None = None  # the queue's retry policy (classes, max_attempts, backoff_s)
 
 
 @dataclass(frozen=True)

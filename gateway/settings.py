@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -61,6 +61,16 @@ class Settings(BaseSettings):
         default=60.0, gt=0, description="Longest wait for sbatch before the submission is looked up by tag."
     )
 
+    @model_validator(mode="after")
+    def _grace_covers_sbatch(self) -> Settings:
+        if self.submit_grace_s <= self.slurm_submit_timeout_s:
+            raise ValueError(
+                f"submit_grace_s ({self.submit_grace_s:g}) must be longer than slurm_submit_timeout_s "
+                f"({self.slurm_submit_timeout_s:g}): reconciliation must never judge a submission "
+                "still in flight"
+            )
+        return self
+
 
 CLIENT_CONFIG_FILE = Path.home() / ".config" / "gw" / "config.toml"
 
@@ -68,16 +78,15 @@ CLIENT_CONFIG_FILE = Path.home() / ".config" / "gw" / "config.toml"
 class ClientSettings(BaseSettings):
     """What the ``gw`` CLI needs to reach the API.
 
-    Read from ``GW_URL``, ``GW_TOKEN``, ``GW_USER`` (environment wins), else
-    from ``~/.config/gw/config.toml`` (``GW_CONFIG`` names another file) with
-    keys ``url``, ``token``, ``user``.
+    Read from ``GW_URL`` and ``GW_TOKEN`` (environment wins), else from
+    ``~/.config/gw/config.toml`` (``GW_CONFIG`` names another file) with keys
+    ``url`` and ``token``.
     """
 
     model_config = SettingsConfigDict(env_prefix="GW_", extra="ignore")
 
     url: str = Field(default="http://127.0.0.1:8000", description="Base URL of the gateway API.")
     token: str | None = Field(default=None, description="API token (sent as a Bearer token).")
-    user: str | None = Field(default=None, description="User name sent to the API; default: $USER.")
     timeout_s: float = Field(default=30.0, gt=0, description="HTTP timeout of one request.")
 
     @classmethod
@@ -94,11 +103,4 @@ class ClientSettings(BaseSettings):
         explicit = {k for k in cls.model_fields if f"GW_{k.upper()}" in os.environ}
         merged = {**values, **{k: getattr(env, k) for k in explicit}}
         settings = cls.model_validate({**env.model_dump(), **merged})
-        if settings.user is None:
-            import getpass
-
-            try:
-                settings.user = getpass.getuser()
-            except (KeyError, OSError):
-                settings.user = "anonymous"
         return settings

@@ -40,21 +40,23 @@ def create_app(
         built = services or build_services(settings or Settings())
         app.state.services = built
         try:
-            report = built.refresher.reconcile(startup=True)
+            report = built.refresher.reconcile()
             if report.adopted or report.never_submitted:
                 log.info("start-up reconciliation: %s", report)
         except GatewayError as exc:
             log.warning("start-up reconciliation skipped: %s", exc)
-        scheduler = None
+        scheduler = leader = None
         if run_scheduler:
             from gateway.scheduler import start_scheduler
 
-            scheduler = start_scheduler(built)
+            scheduler, leader = start_scheduler(built)
+        app.state.leader = leader
         try:
             yield
         finally:
             if scheduler is not None:
                 scheduler.shutdown(wait=True)
+                leader.lease.release()
             if owned:
                 built.close()
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.core.explain import Explanation
+from gateway.core.spec import RunSpec
 from gateway.core.states import RunState
 from gateway.core.timeline import wait_by_reason
 from gateway.domain import Attempt, Page, Run, StateEvent
@@ -77,6 +78,11 @@ class AttemptPublic(BaseModel):
     timelimit_min: int | None
     array_size: int | None
     tasks: dict[str, dict[str, Any]]
+    origin: str = Field(description="submit, retry (the gateway's retry policy) or requeue (Slurm's)")
+    excluded_nodes: list[str] | None
+    failure: dict[str, Any] | None = Field(
+        description="Why it failed: class, summary, action and evidence (exit code, failing step, log tail)"
+    )
     events: list[StateEventPublic]
     waits: list[WaitPublic] = Field(description="Seconds spent waiting, per pending reason")
 
@@ -101,6 +107,7 @@ class RunSummary(BaseModel):
     state: RunState
     job_id: str | None = Field(description="Slurm job id of the latest attempt")
     attempt_count: int
+    parent_run_id: str | None = Field(default=None, description="The run this one was derived from (rerun)")
     created_at: datetime
     updated_at: datetime
 
@@ -117,6 +124,7 @@ class RunSummary(BaseModel):
             state=run.state,
             job_id=latest.job_id if latest else None,
             attempt_count=len(run.attempts),
+            parent_run_id=run.parent_run_id,
             created_at=run.created_at,
             updated_at=run.updated_at,
         )
@@ -132,9 +140,15 @@ class RunPublic(RunSummary):
     run_dir: str
     attempts: list[AttemptPublic] = Field(description="Every attempt (Slurm job), oldest first")
     waiting: WaitingPublic | None = Field(default=None, description="Why it waits, while it waits")
+    derived_diff: list[dict[str, Any]] | None = Field(
+        default=None, description="For a rerun: the spec changes against the parent, path by path"
+    )
+    children: list[str] = Field(default_factory=list, description="Runs derived from this one (reruns)")
 
     @classmethod
-    def of(cls, run: Run, waiting: Explanation | None = None) -> RunPublic:  # type: ignore[override]
+    def of(  # type: ignore[override]
+        cls, run: Run, waiting: Explanation | None = None, children: list[str] | None = None
+    ) -> RunPublic:
         summary = RunSummary.of(run).model_dump()
         return cls(
             **summary,
@@ -147,7 +161,22 @@ class RunPublic(RunSummary):
             run_dir=run.run_dir,
             attempts=[AttemptPublic.of(a) for a in run.attempts],
             waiting=WaitingPublic.of(waiting) if waiting else None,
+            derived_diff=run.derived_diff,
+            children=children or [],
         )
+
+
+class RerunRequest(BaseModel):
+    """Changes for a rerun: ``set`` edits of the parent's spec, or a whole new ``spec``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    set: list[str] = Field(
+        default_factory=list,
+        max_length=100,
+        description="KEY.PATH=VALUE edits, e.g. resources.mem_gb=4, params.lr=0.01 (values read as YAML)",
+    )
+    spec: RunSpec | None = Field(default=None, description="A whole spec instead of edits")
 
 
 class RunsPublic(BaseModel):

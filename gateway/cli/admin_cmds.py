@@ -2,7 +2,7 @@
 
 ``gw admin ...`` runs on the gateway host against its database and Slurm
 directly (GATEWAY_* settings), so it works before any token exists:
-bootstrap with ``gw admin apply site.yaml`` and ``gw admin token issue``.
+bootstrap with ``gw admin apply site.yaml`` and ``gw admin token USER``.
 """
 
 from __future__ import annotations

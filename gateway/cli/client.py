@@ -57,6 +57,9 @@ class GatewayClient:
     def run(self, run_id: str) -> dict:
         return self._call("GET", f"/runs/{run_id}")
 
+    def rerun(self, run_id: str, body: dict) -> dict:
+        return self._call("POST", f"/runs/{run_id}/rerun", json=body)
+
     def cancel(self, run_id: str) -> dict:
         return self._call("POST", f"/runs/{run_id}/cancel")
 

@@ -247,6 +247,41 @@ def cancel(run_id: Annotated[str, typer.Argument(help="Run id.")], as_json: Json
 
 
 @app.command()
+def rerun(
+    run_id: Annotated[str, typer.Argument(help="The run to derive from (it keeps its evidence).")],
+    set_: Annotated[
+        list[str] | None, typer.Option("--set", help="KEY.PATH=VALUE change to its spec; repeat for more.")
+    ] = None,
+    spec_file: Annotated[
+        Path | None, typer.Option("--spec", help="A whole new spec instead of --set.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Fix and rerun: a new run from RUN's spec with changes, linked both ways."""
+    body: dict[str, Any] = {"set": list(set_ or [])}
+    if spec_file is not None:
+        from gateway.core.spec import load_spec_file
+
+        try:
+            body["spec"] = load_spec_file(spec_file).model_dump(mode="json")
+        except SpecError as exc:
+            _spec_error(exc)
+    client = _client()
+    try:
+        run = client.rerun(run_id, body)
+    except ApiError as exc:
+        _fail(exc)
+    if as_json:
+        print_json(run)
+        return
+    _submitted(run, False)
+    for change in run.get("derived_diff") or []:
+        console.print(
+            f"  changed {change['path']}: {change['before']!r} -> {change['after']!r}", markup=False
+        )
+
+
+@app.command()
 def logs(
     run_id: Annotated[str, typer.Argument(help="Run id.")],
     stderr: Annotated[bool, typer.Option("--stderr", help="Read stderr instead of stdout.")] = False,

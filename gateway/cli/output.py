@@ -68,10 +68,17 @@ def show_run(run: dict, *, script: bool = False) -> None:
         f"template {run['template_name']} @ {run['template_version']}"
     )
     console.print(f"run dir {run['run_dir']}")
+    if run.get("parent_run_id"):
+        console.print(f"derived from {run['parent_run_id']}:")
+        for change in run.get("derived_diff") or []:
+            console.print(f"  {change['path']}: {change['before']!r} -> {change['after']!r}", markup=False)
+    if run.get("children"):
+        console.print(f"reruns: {', '.join(run['children'])}")
     for attempt in run["attempts"]:
         console.print()
+        origin = "" if attempt.get("origin", "submit") == "submit" else f" ({attempt['origin']})"
         console.print(
-            f"[bold]attempt {attempt['number']}[/bold]  job {attempt['job_id'] or '-'}  "
+            f"[bold]attempt {attempt['number']}{origin}[/bold]  job {attempt['job_id'] or '-'}  "
             f"{state_text(attempt['state'], attempt['stale'])}"
             + (f"  reason: {attempt['reason']}" if attempt["reason"] else "")
         )
@@ -112,6 +119,18 @@ def show_run(run: dict, *, script: bool = False) -> None:
                 event["reason"] or "",
             )
         console.print(timeline)
+        failure = attempt.get("failure")
+        if failure:
+            console.print(f"  [red]failure: {failure['class']}[/red] {failure['summary']}", highlight=False)
+            console.print(f"  [green]->[/green] {failure['action']}")
+            evidence = failure.get("evidence") or {}
+            shown = {k: v for k, v in evidence.items() if k != "log_tail" and v not in (None, "", [])}
+            if shown:
+                console.print("  evidence: " + ", ".join(f"{k}={v}" for k, v in shown.items()), markup=False)
+            if evidence.get("log_tail"):
+                console.print("  last lines of stderr:", style="dim")
+                for line in str(evidence["log_tail"]).splitlines()[-10:]:
+                    console.print(f"    {line}", markup=False)
         if attempt.get("waits"):
             waited = ", ".join(f"{w['reason']} {_fmt_duration(int(w['seconds']))}" for w in attempt["waits"])
             console.print(f"  [dim]waited[/dim] {waited}")

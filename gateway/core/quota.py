@@ -39,7 +39,8 @@ def never_fits(ask: Ask, caps: Iterable[tuple[str, Quota]]) -> list[str]:
             )
         if quota.gpu_hours_per_month is not None and ask.gpu_hours > quota.gpu_hours_per_month:
             problems.append(
-                f"it may use {ask.gpu_hours:g} GPU-hours ({ask.gpus} GPUs x its walltime); the monthly cap of "
+                f"it may use {ask.gpu_hours:g} GPU-hours ({ask.gpus} GPUs x its walltime); "
+                "the monthly cap of "
                 f"{scope} is {quota.gpu_hours_per_month}: shorten the walltime or use fewer GPUs"
             )
         if quota.jobs_in_queue is not None and quota.jobs_in_queue == 0:
@@ -54,7 +55,8 @@ def month_start(now: datetime) -> datetime:
 
 
 def gpu_hours(records: Iterable[AccountingRecord], *, since: datetime, now: datetime) -> dict[str, float]:
-    """GPU-hours per user: allocated GPUs x the part of each allocation after ``since`` (running ones to now)."""
+    """GPU-hours per user: allocated GPUs x the part of each allocation after ``since``
+    (running ones count up to ``now``)."""
     used: dict[str, float] = {}
     for record in records:
         if not record.alloc_gpus or record.start_time is None:

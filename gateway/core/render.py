@@ -27,7 +27,7 @@ import jinja2
 import jinja2.meta
 
 from gateway import __version__
-from gateway.core import names
+from gateway.core import names, preflight
 from gateway.core.spec import MAX_TEXT, RunSpec
 from gateway.errors import SpecError, SpecIssue, TemplateError
 
@@ -230,8 +230,10 @@ def _context(spec: RunSpec, *, run_id: str, run_dir: str, target: SubmitTarget) 
         "stdout": spec.stdout,
         "stderr": spec.stderr,
         "hold": spec.hold,
+        "requeue": spec.requeue,
         "array_tasks": tasks,
         "array_spec": array_spec,
+        **preflight.template_context(spec),  # run.preflight: checks, modules, venv, exit codes
     }
 
 

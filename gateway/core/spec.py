@@ -31,6 +31,8 @@ from gateway.errors import SpecError, SpecIssue
 
 MAX_ARRAY_TASKS = 1000
 MAX_TEXT = 64 * 1024  # longest command, script body or environment value accepted
+MODULE_NAME = re.compile(r"[A-Za-z0-9._/+-]{1,128}")  # an environment module, as `module load` takes it
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 JsonScalar = str | int | float | bool | None
 
@@ -152,10 +154,18 @@ class RunSpec(_Strict):
     container_image: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     datasets: list[str] = Field(default_factory=list)
+    # sha256 (hex) of a dataset file, by its absolute path in ``datasets``; checked in the job's pre-flight
+    dataset_digests: dict[str, str] = Field(default_factory=dict)
+    modules: list[str] = Field(default_factory=list)  # `module load NAME` before the command, in order
+    venv: str | None = None  # absolute path of a Python virtual environment the job activates
     tags: list[str] = Field(default_factory=list)
     resources: Resources = Field(default_factory=Resources)
     sweep: Sweep | None = None
     hold: bool = False  # submit held: Slurm keeps the job pending until it is released
+    # requeue: Slurm may requeue the job itself after a node failure or preemption (its default);
+    # false leaves retries to the gateway's retry policy (a new job, kept off the failed node).
+    requeue: bool = True
+    resumable: bool = False  # the job resumes from its checkpoint: a time limit is worth a retry
 
     _hash: str | None = PrivateAttr(default=None)
 
@@ -264,6 +274,40 @@ class RunSpec(_Strict):
                 raise ValueError("a dataset reference is empty")
         return value
 
+    @field_validator("dataset_digests")
+    @classmethod
+    def _digests(cls, value: dict[str, str]) -> dict[str, str]:
+        checked = {}
+        for path, digest in value.items():
+            _check_text(path, allow_newlines=False)
+            if not path.startswith("/"):
+                raise ValueError(f"key {path!r} must be an absolute dataset path (starting with '/')")
+            if not SHA256_HEX.fullmatch(digest.lower()):
+                raise ValueError(f"digest for {path!r} must be 64 hex digits (sha256), not {digest!r}")
+            checked[path] = digest.lower()
+        return checked
+
+    @field_validator("modules")
+    @classmethod
+    def _modules(cls, value: list[str]) -> list[str]:
+        for module in value:
+            if not MODULE_NAME.fullmatch(module):
+                raise ValueError(
+                    f"module {module!r} is not valid; use 1-128 letters, digits and . _ / + - "
+                    "(e.g. cuda/12.4)"
+                )
+        return value
+
+    @field_validator("venv")
+    @classmethod
+    def _venv(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        _check_text(value, allow_newlines=False)
+        if not value.startswith("/"):
+            raise ValueError("must be the absolute path of a virtual environment (starting with '/')")
+        return value
+
     @field_validator("tags")
     @classmethod
     def _tags(cls, value: list[str]) -> list[str]:
@@ -282,6 +326,9 @@ class RunSpec(_Strict):
             raise ValueError("launcher 'torchrun' needs 'command' (the program torchrun starts)")
         if self.sweep is not None and self.resources.nodes > 1:
             raise ValueError("sweeps run one node per task; set resources.nodes to 1")
+        unlisted = sorted(set(self.dataset_digests) - set(self.datasets))
+        if unlisted:
+            raise ValueError(f"dataset_digests names paths that are not in datasets: {', '.join(unlisted)}")
         if self.sweep is not None and self.launcher != "single":
             raise ValueError("sweeps run each task's command once (launcher 'single'); drop 'launcher'")
         if self.sweep is not None:

@@ -16,6 +16,7 @@ from gateway.adapters.slurm.accounts import SlurmAccounts
 from gateway.core.render import build_template_env
 from gateway.services.auth import AuthService
 from gateway.services.refresh import Refresher
+from gateway.services.retry import RetryService
 from gateway.services.runs import RunService
 from gateway.services.site import SiteService
 from gateway.services.slurm_sync import SlurmSync
@@ -42,6 +43,7 @@ class Services:
     waiting: WaitingService
     runs: RunService
     refresher: Refresher
+    retries: RetryService
 
     def close(self) -> None:
         self.db.dispose()
@@ -58,6 +60,7 @@ def build_services(
     access = AccessStore(db)
     backend = slurm or _slurm_cli(settings)
     usage = UsageService(access, backend)
+    retries = RetryService(store, access, backend)
     templates = build_template_env(settings.template_dir)
     return Services(
         settings=settings,
@@ -72,7 +75,8 @@ def build_services(
         usage=usage,
         waiting=WaitingService(access, usage, backend),
         runs=RunService(store, access, backend, templates, settings),
-        refresher=Refresher(store, backend, settings),
+        refresher=Refresher(store, backend, settings, retries),
+        retries=retries,
     )
 
 

@@ -112,6 +112,7 @@ class AuthService:
             raise Unauthorized(f"token {token.prefix}... expired at {token.expires_at:%Y-%m-%d %H:%M} UTC")
         if user.disabled:
             raise Unauthorized(f"user {user.name} is disabled")
+        self.access.touch_token(token.id)
         return self.access.principal(user.name, source=source)
 
     def trusted(self, user: str, *, source: str | None = None) -> Principal:

@@ -30,8 +30,10 @@ class LogChunk:
     text: str
 
 
-def log_path(run: Run, attempt: Attempt, stream: Stream, task: str | None) -> str:
-    """The file Slurm writes ``stream`` of ``attempt`` to, with its tokens expanded."""
+def log_path(run: Run, attempt: Attempt, stream: Stream, task: str | None, os_user: str | None = None) -> str:
+    """The file Slurm writes ``stream`` of ``attempt`` to, with its tokens expanded.
+
+    ``os_user`` is the account the job ran as (for ``%u``)."""
     pattern = run.spec.get(stream)
     array = attempt.array_size is not None
     if pattern is None:
@@ -49,7 +51,7 @@ def log_path(run: Run, attempt: Attempt, stream: Stream, task: str | None) -> st
         "%j": own_id,
         "%J": own_id,
         "%x": run.name,
-        "%u": os.environ.get("USER", "root"),
+        "%u": os_user or os.environ.get("USER", "root"),
         "%N": first_node,
         "%n": "0",
     }
@@ -73,6 +75,7 @@ def read_log(
     task: str | None = None,
     tail_lines: int | None = 200,
     offset: int | None = None,
+    os_user: str | None = None,
 ) -> LogChunk:
     """The last ``tail_lines`` lines, or (when ``offset`` is given) what follows ``offset``."""
     if stream not in ("stdout", "stderr"):
@@ -87,7 +90,7 @@ def read_log(
     if attempt.array_size is not None and task is None:
         indices = run.spec.get("sweep", {}).get("indices") or [0]
         task = str(indices[0])
-    path = log_path(run, attempt, stream, task)
+    path = log_path(run, attempt, stream, task, os_user)
     file = Path(path)
     if not file.exists():
         return LogChunk(run.id, number, attempt.job_id, task, stream, path, False, 0, 0, 0, "")

@@ -20,7 +20,8 @@ from gateway.core.aggregate import array_state
 from gateway.core.slurm_records import AccountingRecord, JobStatus
 from gateway.core.states import TERMINAL, RunState
 from gateway.domain import Attempt, AttemptUpdate
-from gateway.errors import Conflict, SlurmUnavailable
+from gateway.errors import Conflict, GatewayError, SlurmUnavailable
+from gateway.services.retry import RetryService
 from gateway.settings import Settings
 from gateway.store.repo import RunStore
 
@@ -43,10 +44,13 @@ class ReconcileReport:
 
 
 class Refresher:
-    def __init__(self, store: RunStore, slurm: SlurmBackend, settings: Settings) -> None:
+    def __init__(
+        self, store: RunStore, slurm: SlurmBackend, settings: Settings, retries: RetryService | None = None
+    ) -> None:
         self.store = store
         self.slurm = slurm
         self.settings = settings
+        self.retries = retries  # diagnoses failures and schedules retries (None: records states only)
 
     # -- the periodic cycle ----------------------------------------------------
 
@@ -71,7 +75,8 @@ class Refresher:
         ask_sacct: list[str] = []
         for job_id, attempt in by_job.items():
             statuses = queued.get(job_id, [])
-            if attempt.array_size is None and statuses and statuses[0].state not in TERMINAL:
+            requeued = attempt.start_time is not None and statuses and statuses[0].state in WAITING
+            if attempt.array_size is None and statuses and statuses[0].state not in TERMINAL and not requeued:
                 updates.append(_from_squeue(attempt, statuses[0]))
             elif attempt.array_size is not None and len(statuses) >= attempt.array_size:
                 update = _array_update(attempt, statuses, [])
@@ -80,6 +85,7 @@ class Refresher:
                 ask_sacct.append(job_id)
 
         stale: list[int] = []
+        requeues: list[tuple[Attempt, AccountingRecord]] = []
         if ask_sacct:
             calls += 1
             try:
@@ -97,8 +103,14 @@ class Refresher:
                     found = [r for r in accounted.get(job_id, []) if _is_ours(r, attempt)]
                     if attempt.array_size is not None:
                         update = _array_update(attempt, queued.get(job_id, []), found)
+                    elif len(found) > attempt.slurm_record + 1:
+                        # Slurm requeued the job: this attempt's record has ended, the next one is
+                        # a new attempt with the same job id.
+                        update = _from_sacct(attempt, found[attempt.slurm_record])
+                        if update is not None:
+                            requeues.append((attempt, found[attempt.slurm_record + 1]))
                     elif found:
-                        update = _from_sacct(attempt, found[-1])  # the newest record: the latest requeue
+                        update = _from_sacct(attempt, found[-1])
                     else:
                         update = None  # left squeue, not in accounting yet (slurmdbd lags a little)
                     if update is None:
@@ -107,18 +119,51 @@ class Refresher:
                         updates.append(update)
         transitions = self.store.apply_updates(updates)
         self.store.mark_stale(stale)
+        for attempt, record in requeues:
+            transitions += self._requeued(attempt, record)
+        ended = {a.id for a, _ in requeues}
+        failed = [
+            u.attempt_id
+            for u in updates
+            if u.state in TERMINAL and u.state is not RunState.SUCCEEDED and u.attempt_id not in ended
+        ]
+        if failed and self.retries is not None:
+            for attempt in self.store.attempts(failed):
+                try:
+                    self.retries.diagnose(self.store.get_run(attempt.run_id), attempt)
+                except GatewayError as exc:
+                    log.warning("cannot diagnose %s attempt %d: %s", attempt.run_id, attempt.number, exc)
         return RefreshReport(len(by_job), transitions, len(stale), calls)
+
+    def _requeued(self, attempt: Attempt, record: AccountingRecord) -> int:
+        """Record Slurm's requeue of ``attempt``'s job as the next attempt, carrying the same job id."""
+        try:
+            new = self.store.add_attempt(
+                attempt.run_id,
+                tag=f"{attempt.tag.split(REQUEUE_MARK)[0]}{REQUEUE_MARK}{attempt.slurm_record + 1}",
+                origin="requeue",
+                after=attempt.number,
+                job_id=attempt.job_id,
+                slurm_record=attempt.slurm_record + 1,
+            )
+        except Conflict:
+            return 0
+        if self.retries is not None:
+            self.retries.requeued(self.store.get_run(attempt.run_id), self.store.attempts([attempt.id])[0])
+        update = _from_sacct(new, record)
+        return 1 + (self.store.apply_updates([update]) if update else 0)
 
     # -- crash recovery --------------------------------------------------------
 
-    def reconcile(self, *, startup: bool = False) -> ReconcileReport:
+    def reconcile(self) -> ReconcileReport:
         """Settle attempts left SUBMITTING by a crash, by their tag in squeue/sacct.
 
-        At start-up every SUBMITTING attempt is orphaned (no submission is in
-        flight in this process yet); later only those older than
-        ``submit_grace_s`` are, so an in-flight sbatch is never second-guessed.
+        Only attempts older than ``submit_grace_s`` count as orphaned: that is
+        longer than sbatch may take (the settings insist), so no process,
+        this one or another ``gw serve`` on the same database, can still have
+        their sbatch in flight. Younger ones are left for a later cycle.
         """
-        cutoff = None if startup else datetime.now(UTC) - timedelta(seconds=self.settings.submit_grace_s)
+        cutoff = datetime.now(UTC) - timedelta(seconds=self.settings.submit_grace_s)
         adopted, never, undecided = [], [], []
         for attempt in self.store.submitting_attempts(created_before=cutoff):
             try:
@@ -149,6 +194,10 @@ class Refresher:
         return ReconcileReport(adopted, never, undecided)
 
 
+# A requeue attempt's tag: the submission's tag (which its Slurm job still carries) + "~r" + N.
+REQUEUE_MARK = "~r"
+WAITING = (RunState.QUEUED, RunState.HELD)
+
 # Slurm stamps submit times in whole seconds; allow for that and a little clock skew.
 _SUBMIT_SLACK = timedelta(minutes=2)
 
@@ -162,7 +211,7 @@ def _is_ours(record: AccountingRecord, attempt: Attempt) -> bool:
     than the attempt.
     """
     if record.comment is not None:
-        return record.comment == attempt.tag
+        return record.comment == attempt.tag.split(REQUEUE_MARK)[0]
     return record.submit_time is None or record.submit_time >= attempt.created_at - _SUBMIT_SLACK
 
 

@@ -19,6 +19,7 @@ import logging
 import os
 import pwd
 import uuid
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,7 +28,8 @@ import jinja2
 from gateway.adapters.slurm.protocol import SlurmBackend
 from gateway.core.quota import Ask, never_fits
 from gateway.core.render import SubmitTarget, render_sbatch
-from gateway.core.spec import RunSpec
+from gateway.core.spec import RunSpec, build_spec
+from gateway.core.specdiff import diff, parse_assignment, set_path
 from gateway.core.states import TERMINAL, RunState
 from gateway.domain import Page, Principal, Project, Run
 from gateway.errors import (
@@ -75,7 +77,35 @@ class RunService:
         self.templates = templates
         self.settings = settings
 
-    def submit(self, spec: RunSpec, *, principal: Principal) -> Run:
+    def rerun(
+        self,
+        run_id: str,
+        *,
+        principal: Principal,
+        changes: Sequence[str] = (),
+        spec: RunSpec | None = None,
+    ) -> Run:
+        """A new run derived from ``run_id``: its spec with ``changes`` (``key.path=value``), or ``spec``.
+
+        The new run records its parent and the changes as a diff against the
+        parent's spec; the parent keeps all its evidence untouched.
+        """
+        parent = self.get(run_id, principal=principal)
+        base = dict(parent.spec)
+        if spec is not None:
+            data = spec.model_dump(mode="json")
+        else:
+            data = base
+            for change in changes:
+                path, value = parse_assignment(change)
+                data = set_path(data, path, value)
+        new_spec = build_spec(data, source=f"rerun of {run_id}")
+        changed = diff(base, new_spec.model_dump(mode="json"))
+        return self.submit(new_spec, principal=principal, derived_from=(parent.id, changed))
+
+    def submit(
+        self, spec: RunSpec, *, principal: Principal, derived_from: tuple[str, list[dict]] | None = None
+    ) -> Run:
         """Check, record, render and submit a run; returns it with its first attempt.
 
         Raises SpecError (bad queue, GPU type, walltime), QuotaExceeded (can
@@ -105,9 +135,11 @@ class RunService:
             run_dir=run_dir,
             attempt_tag=attempt_tag(run_id, 1),
             array_size=len(spec.sweep.expand()) if spec.sweep else None,
+            parent_run_id=derived_from[0] if derived_from else None,
+            derived_diff=derived_from[1] if derived_from else None,
             audit=AuditEntry(
                 actor=principal.user,
-                action="run.submit",
+                action="run.rerun" if derived_from else "run.submit",
                 target_type="run",
                 target_id=run_id,
                 project=project.name,
@@ -119,6 +151,9 @@ class RunService:
                     "os_user": os_user,
                     "spec_sha256": spec.spec_hash(),
                     "script_sha256": rendered.sha256,
+                    **(
+                        {"parent_run_id": derived_from[0], "changes": derived_from[1]} if derived_from else {}
+                    ),
                 },
             ),
         )
@@ -208,6 +243,13 @@ class RunService:
             raise Forbidden(
                 f"user {principal.user} maps to root, which this site does not allow (allow_root_mapping)"
             )
+        try:
+            pwd.getpwnam(user)
+        except KeyError as exc:
+            raise Forbidden(
+                f"user {principal.user} maps to OS user {user!r}, which does not exist on this host; "
+                "ask an admin to fix the mapping or create the account"
+            ) from exc
         return user
 
     def cancel(self, run_id: str, *, principal: Principal) -> Run:

@@ -22,6 +22,18 @@ from gateway.store.access import AccessStore
 from gateway.store.audit import AuditEntry
 
 ALLOW_ROOT = "allow_root_mapping"
+FailureClass = Literal[
+    "data_access",
+    "environment",
+    "out_of_memory",
+    "time_limit",
+    "preempted",
+    "node_failure",
+    "user_code",
+    "cancelled",
+    "submit_rejected",
+    "unknown",
+]
 
 
 class _Strict(BaseModel):
@@ -68,12 +80,22 @@ class MemberSpec(_Strict):
     quota: QuotaSpec = QuotaSpec()
 
 
+class RetrySpec(_Strict):
+    """A queue's retry policy (see gateway/core/retry.py)."""
+
+    classes: list[FailureClass] = ["preempted", "node_failure"]
+    max_attempts: Annotated[int, Field(ge=1, le=20)] = 3
+    backoff_s: Annotated[float, Field(ge=0, le=86_400)] = 30.0
+    exclude_failed_nodes: bool = True
+
+
 class QueueSpec(_Strict):
     name: str
     partition: str
     qos: str | None = None
     gpu_types: list[str] = Field(default_factory=list)
     max_walltime_min: Annotated[int, Field(ge=1)] | None = None
+    retry: RetrySpec | None = None
 
     @field_validator("name", "partition", "qos")
     @classmethod
@@ -124,7 +146,14 @@ class ProjectSpec(_Strict):
             ),
             queues=sorted(
                 (
-                    Queue(q.name, q.partition, q.qos, list(q.gpu_types), q.max_walltime_min)
+                    Queue(
+                        q.name,
+                        q.partition,
+                        q.qos,
+                        list(q.gpu_types),
+                        q.max_walltime_min,
+                        q.retry.model_dump() if q.retry else None,
+                    )
                     for q in self.queues
                 ),
                 key=lambda q: q.name,
@@ -193,6 +222,7 @@ def _project_dict(project: Project) -> dict[str, Any]:
                 qos=q.qos,
                 gpu_types=q.gpu_types,
                 max_walltime_min=q.max_walltime_min,
+                retry=RetrySpec(**q.retry) if q.retry else None,
             )
             for q in project.queues
         ],

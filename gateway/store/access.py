@@ -85,14 +85,20 @@ class AccessStore:
             return _token(row)
 
     def token_owner(self, token_sha256: str) -> tuple[Token, User] | None:
-        """The token with this digest and its user, marking it used; None when unknown."""
+        """The token with this digest and its user; None when unknown."""
         with self.db.session() as session:
             row = session.scalar(select(TokenRow).where(TokenRow.token_sha256 == token_sha256))
             if row is None:
                 return None
             user = session.get(UserRow, row.user_name)
-            row.last_used_at = utcnow()
             return _token(row), _user(user)
+
+    def touch_token(self, token_id: int) -> None:
+        """Mark a token used now (after it was accepted)."""
+        with self.db.session() as session:
+            row = session.get(TokenRow, token_id)
+            if row is not None:
+                row.last_used_at = utcnow()
 
     def tokens(self, user: str | None = None) -> list[Token]:
         query = select(TokenRow).order_by(TokenRow.id)
@@ -155,6 +161,7 @@ class AccessStore:
                         qos=queue.qos,
                         gpu_types=list(queue.gpu_types),
                         max_walltime_min=queue.max_walltime_min,
+                        retry=queue.retry,
                     )
                 )
             _audit(session, audit)
@@ -235,6 +242,7 @@ def _project(session: Session, name: str) -> Project:
             for m in members
         ],
         queues=[
-            Queue(q.name, q.partition, q.qos, list(q.gpu_types or []), q.max_walltime_min) for q in queues
+            Queue(q.name, q.partition, q.qos, list(q.gpu_types or []), q.max_walltime_min, q.retry)
+            for q in queues
         ],
     )

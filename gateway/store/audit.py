@@ -38,7 +38,7 @@ class AuditEntry:
     """What happened, before it is chained: the caller fills this in."""
 
     actor: str
-    action: str  # e.g. run.submit, run.cancel, site.apply, project.quota, token.issue
+    action: str  # e.g. run.submit, run.cancel, project.change, user.add, token.issue, slurm.add_account
     target_type: str
     target_id: str
     project: str | None = None

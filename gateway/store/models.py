@@ -65,6 +65,9 @@ class RunRow(Base):
     template_name: Mapped[str] = mapped_column(String(128))
     template_version: Mapped[str] = mapped_column(String(32))
     run_dir: Mapped[str] = mapped_column(String(1024))
+    # A rerun points at the run it was derived from, with the spec changes as a diff.
+    parent_run_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    derived_diff: Mapped[list | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
@@ -109,6 +112,16 @@ class AttemptRow(Base):
     tasks: Mapped[dict] = mapped_column(JSON, default=dict)
     array_size: Mapped[int | None] = mapped_column(Integer)
     expected_start: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Why it failed (class, summary, action, evidence), once it ended without succeeding.
+    failure: Mapped[dict | None] = mapped_column(JSON)
+    # How the attempt came to be: submit, retry (by policy), requeue (Slurm requeued the same job id).
+    origin: Mapped[str] = mapped_column(String(16), default="submit")
+    excluded_nodes: Mapped[list | None] = mapped_column(JSON)
+    slurm_record: Mapped[int] = mapped_column(Integer, default=0)  # which sacct --duplicates record
+    superseded: Mapped[bool] = mapped_column(
+        Boolean, default=False
+    )  # Slurm requeued its job: a later attempt
+    retry_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)  # a retry is due then
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
@@ -188,6 +201,7 @@ class QueueRow(Base):
     qos: Mapped[str | None] = mapped_column(String(64))
     gpu_types: Mapped[list] = mapped_column(JSON, default=list)  # empty: any
     max_walltime_min: Mapped[int | None] = mapped_column(Integer)
+    retry: Mapped[dict | None] = mapped_column(JSON)  # the queue's retry policy; None: the default
 
 
 class SiteOptionRow(Base):
@@ -224,3 +238,13 @@ class AuditHeadRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     seq: Mapped[int] = mapped_column(Integer)
     hash: Mapped[str] = mapped_column(String(64))
+
+
+class LeaseRow(Base):
+    """A named lease: who holds it until when (the periodic jobs run where the lease is held)."""
+
+    __tablename__ = "leases"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(128))
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -67,7 +67,13 @@ def database_url(request, tmp_path_factory) -> Iterator[str]:
 def settings(database_url) -> Settings:
     runs_dir = JOB_ROOT / f"runs-{uuid.uuid4().hex[:8]}"
     runs_dir.mkdir(parents=True, exist_ok=True)
-    return Settings(database_url=database_url, runs_dir=runs_dir, refresh_interval_s=1, submit_grace_s=5)
+    return Settings(
+        database_url=database_url,
+        runs_dir=runs_dir,
+        refresh_interval_s=1,
+        submit_grace_s=5,
+        slurm_submit_timeout_s=4,
+    )
 
 
 PROJECT = "test"  # the project every service test submits to; tests tell their runs apart by tag
@@ -93,7 +99,7 @@ projects:
       - {{user: watcher, role: viewer}}
       - {{user: nomap, role: member}}
     queues:
-      - {{name: cpu, partition: cpu}}
+      - {{name: cpu, partition: cpu, retry: {{backoff_s: 1}}}}
       - {{name: gpu, partition: gpu, gpu_types: [fake]}}
   - name: capped
     slurm_account: {account}c

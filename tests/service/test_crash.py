@@ -6,6 +6,8 @@ import json
 import signal
 import subprocess
 import sys
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -57,6 +59,7 @@ def test_killed_after_sbatch_is_adopted_exactly_once(settings, services, slurm):
     assert attempt.state is RunState.SUBMITTING and attempt.job_id is None
     jobs = slurm.find_by_tag(attempt.tag)
     assert len(jobs) == 1, "sbatch ran once before the kill"
+    past_grace(settings, attempt)
     with TestClient(create_app(services=services)):  # a restart: start-up reconciliation runs
         pass
     adopted = services.runs.store.get_run(run.id).latest
@@ -71,6 +74,7 @@ def test_killed_before_sbatch_is_marked_never_submitted(settings, services, slur
     (run,) = services.runs.store.list_runs(tag=tag).items
     attempt = run.attempts[0]
     assert attempt.state is RunState.SUBMITTING
+    past_grace(settings, attempt)
     with TestClient(create_app(services=services)):
         pass
     latest = services.runs.store.get_run(run.id).latest
@@ -81,8 +85,15 @@ def test_killed_before_sbatch_is_marked_never_submitted(settings, services, slur
 def test_periodic_reconcile_leaves_young_submissions_alone(settings, services):
     tag = crash_submit(settings, "before")
     (run,) = services.runs.store.list_runs(tag=tag).items
-    report = services.refresher.reconcile()  # not start-up: only attempts older than the grace period
+    report = services.refresher.reconcile()  # younger than the grace period: its sbatch may be in flight
     assert run.attempts[0].tag not in report.never_submitted
     assert services.runs.store.get_run(run.id).state is RunState.SUBMITTING
-    services.refresher.reconcile(startup=True)
+    past_grace(settings, run.attempts[0])
+    services.refresher.reconcile()
     assert services.runs.store.get_run(run.id).state is RunState.NEVER_SUBMITTED
+
+
+def past_grace(settings, attempt) -> None:
+    """Wait until ``attempt`` is older than the submit grace period."""
+    left = settings.submit_grace_s - (datetime.now(UTC) - attempt.created_at).total_seconds()
+    time.sleep(max(left, 0) + 0.2)

@@ -117,10 +117,15 @@ class SlurmCLI:
 
     # -- operations --------------------------------------------------------
 
-    def submit(self, script: str, *, tag: str, as_user: str | None = None) -> str:
+    def submit(
+        self, script: str, *, tag: str, as_user: str | None = None, exclude_nodes: Sequence[str] = ()
+    ) -> str:
         if not names.TAG.fullmatch(tag):
             raise SpecError([SpecIssue("tag", f"not a valid submission tag; use {names.TAG_HELP}", tag)])
         argv = ["sbatch", "--parsable", f"--comment={tag}"]
+        if exclude_nodes:
+            _check_names(exclude_nodes, "--exclude")
+            argv.append(f"--exclude={','.join(exclude_nodes)}")
         try:
             result = self._run(argv, stdin=script, timeout_s=self.submit_timeout_s, as_user=as_user)
         except SlurmUnavailable as exc:

@@ -15,8 +15,11 @@ from gateway.core.slurm_records import (
 
 
 class SlurmBackend(Protocol):
-    def submit(self, script: str, *, tag: str, as_user: str | None = None) -> str:
-        """Submit a batch script with ``tag`` in its comment, as OS user ``as_user``; return the job id.
+    def submit(
+        self, script: str, *, tag: str, as_user: str | None = None, exclude_nodes: Sequence[str] = ()
+    ) -> str:
+        """Submit a batch script with ``tag`` in its comment, as OS user ``as_user``, kept off
+        ``exclude_nodes``; return the job id.
 
         Raises SubmitRejected when Slurm refuses it, SlurmUnavailable when
         Slurm does not answer (the job may or may not exist: look it up by tag).

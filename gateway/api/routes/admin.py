@@ -44,7 +44,8 @@ def apply_site(
     dry_run: Annotated[bool, Query(description="Only say what would change")] = False,
     sync_slurm: Annotated[bool, Query(description="Also push the caps to Slurm")] = True,
 ) -> ChangesPublic:
-    """Make the gateway match the site file (idempotently), then Slurm's associations; every change audited."""
+    """Make the gateway match the site file (idempotently), then Slurm's associations.
+    Every change is audited."""
     changes = services.site.apply(principal, config, dry_run=dry_run)
     slurm = services.slurm_sync.sync(principal, dry_run=dry_run) if sync_slurm else []
     return ChangesPublic(changes=changes, slurm=slurm)

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Body, Path, Query, status
 
 from gateway.api.deps import PrincipalDep, ServicesDep
-from gateway.api.schemas import ErrorPublic, LogChunkPublic, RunPublic, RunsPublic
+from gateway.api.schemas import ErrorPublic, LogChunkPublic, RerunRequest, RunPublic, RunsPublic
 from gateway.core import names
 from gateway.core.spec import RunSpec
 from gateway.core.states import RunState
@@ -104,7 +104,9 @@ def get_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep) -> Ru
     """The spec as submitted, the rendered script, every attempt with its accounting and timeline,
     and, while it waits, why (in words and numbers)."""
     run = services.runs.get(run_id, principal=principal)
-    return RunPublic.of(run, waiting=services.waiting.explain(run))
+    return RunPublic.of(
+        run, waiting=services.waiting.explain(run), children=services.runs.store.children(run_id)
+    )
 
 
 @router.post(
@@ -117,6 +119,28 @@ def cancel_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep) ->
     """Ask Slurm to cancel the run's live attempt. A run that already ended comes back unchanged.
     Members cancel their own runs; leads any run of the project."""
     return RunPublic.of(services.runs.cancel(run_id, principal=principal))
+
+
+@router.post(
+    "/{run_id}/rerun",
+    status_code=status.HTTP_201_CREATED,
+    response_model=RunPublic,
+    responses={404: ERRORS[404], 422: ERRORS[422]},
+    summary="Fix and rerun",
+)
+def rerun(
+    run_id: RunId,
+    body: Annotated[
+        RerunRequest,
+        Body(openapi_examples={"more memory": {"value": {"set": ["resources.mem_gb=4"]}}}),
+    ],
+    services: ServicesDep,
+    principal: PrincipalDep,
+) -> RunPublic:
+    """A new run derived from this one, with the changes recorded as a diff and a link both ways.
+    The original run keeps all its evidence."""
+    run = services.runs.rerun(run_id, principal=principal, changes=body.set, spec=body.spec)
+    return RunPublic.of(run)
 
 
 @router.get(
@@ -141,5 +165,8 @@ def run_logs(
 ) -> LogChunkPublic:
     """The tail of the job's stdout or stderr, or (with ``offset``) what was written since."""
     run = services.runs.get(run_id, principal=principal)
-    chunk = read_log(run, stream=stream, attempt_number=attempt, task=task, tail_lines=tail, offset=offset)
+    os_user = next((u.os_user for u in services.access.users() if u.name == run.submitter), None)
+    chunk = read_log(
+        run, stream=stream, attempt_number=attempt, task=task, tail_lines=tail, offset=offset, os_user=os_user
+    )
     return LogChunkPublic.of(chunk)

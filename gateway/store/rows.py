@@ -1,0 +1,198 @@
+"""Rows to domain values, and the statements and steps the run store is built from."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from datetime import datetime
+
+from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy.orm import Session, selectinload
+
+from gateway.core.states import RunState
+from gateway.domain import Attempt, Run, StateEvent
+from gateway.errors import NotFound, SpecError, SpecIssue
+from gateway.store.models import AttemptRow, RunRow, RunTagRow, StateEventRow, utcnow
+
+RUNS, RUN_TAGS = RunRow.__table__, RunTagRow.__table__
+ATTEMPTS, EVENTS = AttemptRow.__table__, StateEventRow.__table__
+
+
+def load_run(session: Session, run_id: str) -> Run:
+    row = session.scalar(
+        select(RunRow)
+        .where(RunRow.id == run_id)
+        .options(
+            selectinload(RunRow.attempts).selectinload(AttemptRow.events),
+            selectinload(RunRow.tags),
+        )
+        .execution_options(populate_existing=True)
+    )
+    if row is None:
+        raise NotFound(f"no run {run_id!r}")
+    return to_run(row, with_events=True)
+
+
+def attempt_row(session: Session, attempt_id: int) -> AttemptRow:
+    row = session.get(AttemptRow, attempt_id)
+    if row is None:
+        raise NotFound(f"no attempt {attempt_id}")
+    return row
+
+
+def transition(
+    session: Session,
+    row: AttemptRow,
+    state: RunState,
+    *,
+    slurm_state: str | None,
+    reason: str | None,
+    source: str,
+    at: datetime,
+) -> bool:
+    """Set an attempt's state; record an event when state or reason changed.
+
+    Writes the event and the run's state with plain statements, so a
+    transition never loads the attempt's timeline or the run's other attempts.
+    """
+    previous = RunState(row.state)
+    changed = previous is not state or (row.reason or None) != (reason or None)
+    row.slurm_state = slurm_state
+    row.reason = reason
+    row.stale = False
+    if changed:
+        row.state = state.value
+        session.add(
+            StateEventRow(
+                attempt_id=row.id,
+                at=at,
+                from_state=previous.value,
+                to_state=state.value,
+                slurm_state=slurm_state,
+                reason=reason,
+                source=source,
+            )
+        )
+        set_run_state(session, row.run_id, row.number, state.value)
+    return changed
+
+
+def set_run_state(session: Session | Connection, run_id: str, number: int, state: str) -> None:
+    """A run's state is its latest attempt's: set it unless a later attempt exists."""
+    session.execute(SET_RUN_STATE, {"run_id": run_id, "number": number, "state": state, "now": utcnow()})
+
+
+# Statements on the submit path, built once (building them per call costs more than running them).
+INSERT_RUN = insert(RUNS)
+INSERT_TAG = insert(RUN_TAGS)
+INSERT_ATTEMPT = insert(ATTEMPTS).returning(ATTEMPTS.c.id)
+INSERT_EVENT = insert(EVENTS).returning(EVENTS.c.id)
+RECORD_JOB_ID = (
+    update(ATTEMPTS)
+    .where(ATTEMPTS.c.id == bindparam("attempt_id"), ATTEMPTS.c.state == bindparam("from_state"))
+    .values(
+        job_id=bindparam("job_id"),
+        state=bindparam("to_state"),
+        slurm_state="PENDING",
+        reason=None,
+        stale=False,
+        updated_at=bindparam("now"),
+    )
+    .returning(ATTEMPTS.c.run_id, ATTEMPTS.c.number)
+)
+LATER_ATTEMPT = select(ATTEMPTS.c.id).where(
+    ATTEMPTS.c.run_id == bindparam("run_id"), ATTEMPTS.c.number > bindparam("number")
+)
+SET_RUN_STATE = (
+    update(RUNS)
+    .where(RUNS.c.id == bindparam("run_id"), ~LATER_ATTEMPT.exists())
+    .values(state=bindparam("state"), updated_at=bindparam("now"))
+)
+
+
+def to_event(row: StateEventRow) -> StateEvent:
+    return StateEvent(
+        id=row.id,
+        attempt_id=row.attempt_id,
+        at=row.at,
+        from_state=RunState(row.from_state) if row.from_state else None,
+        to_state=RunState(row.to_state),
+        slurm_state=row.slurm_state,
+        reason=row.reason,
+        source=row.source,
+    )
+
+
+def to_attempt(row: AttemptRow, *, with_events: bool = False) -> Attempt:
+    return Attempt(
+        id=row.id,
+        run_id=row.run_id,
+        number=row.number,
+        tag=row.tag,
+        job_id=row.job_id,
+        state=RunState(row.state),
+        slurm_state=row.slurm_state,
+        reason=row.reason,
+        stale=bool(row.stale),
+        node_list=row.node_list,
+        submit_time=row.submit_time,
+        start_time=row.start_time,
+        end_time=row.end_time,
+        exit_code=row.exit_code,
+        exit_signal=row.exit_signal,
+        elapsed_s=row.elapsed_s,
+        alloc_tres=dict(row.alloc_tres or {}),
+        max_rss_kb=row.max_rss_kb,
+        cancelled_by_uid=row.cancelled_by_uid,
+        timelimit_min=row.timelimit_min,
+        tasks=dict(row.tasks or {}),
+        array_size=row.array_size,
+        expected_start=row.expected_start,
+        failure=row.failure,
+        origin=row.origin or "submit",
+        excluded_nodes=row.excluded_nodes,
+        slurm_record=row.slurm_record or 0,
+        superseded=bool(row.superseded),
+        retry_at=row.retry_at,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        events=[to_event(e) for e in row.events] if with_events else [],
+    )
+
+
+def to_run(row: RunRow, *, with_events: bool = False) -> Run:
+    return Run(
+        id=row.id,
+        name=row.name,
+        project=row.project,
+        queue=row.queue,
+        submitter=row.submitter,
+        tags=[t.tag for t in row.tags],
+        state=RunState(row.state),
+        spec=dict(row.spec),
+        spec_sha256=row.spec_sha256,
+        script=row.script,
+        script_sha256=row.script_sha256,
+        template_name=row.template_name,
+        template_version=row.template_version,
+        run_dir=row.run_dir,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        attempts=[to_attempt(a, with_events=with_events) for a in row.attempts],
+        parent_run_id=row.parent_run_id,
+        derived_diff=row.derived_diff,
+    )
+
+
+def encode_cursor(created: datetime, run_id: str) -> str:
+    return base64.urlsafe_b64encode(f"{created.isoformat()}|{run_id}".encode()).decode()
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        created, _, run_id = base64.urlsafe_b64decode(cursor.encode()).decode().partition("|")
+        return datetime.fromisoformat(created), run_id
+    except (ValueError, UnicodeDecodeError, binascii.Error) as exc:
+        raise SpecError(
+            [SpecIssue("cursor", "not a cursor this gateway gave out", cursor)], location="query"
+        ) from exc
