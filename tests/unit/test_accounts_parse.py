@@ -10,12 +10,12 @@ from __future__ import annotations
 import pytest
 
 from gateway.adapters.runner import CommandResult
-from gateway.adapters.slurm.accounts import (
+from gateway.adapters.slurm.accounts import SlurmAccounts
+from gateway.adapters.slurm.associations import (
     AccountSpec,
     AssocRow,
     Change,
     Limits,
-    SlurmAccounts,
     diff,
     managed_specs,
     parse_accounts,
