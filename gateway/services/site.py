@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gateway.core import names
+from gateway.core.failures import CLASSES as FAILURE_CLASSES
 from gateway.core.spec import spec_issues
 from gateway.domain import Member, Principal, Project, Queue, Quota, User
 from gateway.errors import SpecError, SpecIssue
@@ -22,18 +23,6 @@ from gateway.store.access import AccessStore
 from gateway.store.audit import AuditEntry
 
 ALLOW_ROOT = "allow_root_mapping"
-FailureClass = Literal[
-    "data_access",
-    "environment",
-    "out_of_memory",
-    "time_limit",
-    "preempted",
-    "node_failure",
-    "user_code",
-    "cancelled",
-    "submit_rejected",
-    "unknown",
-]
 
 
 class _Strict(BaseModel):
@@ -83,10 +72,20 @@ class MemberSpec(_Strict):
 class RetrySpec(_Strict):
     """A queue's retry policy (see gateway/core/retry.py)."""
 
-    classes: list[FailureClass] = ["preempted", "node_failure"]
+    classes: list[str] = ["preempted", "node_failure"]
     max_attempts: Annotated[int, Field(ge=1, le=20)] = 3
     backoff_s: Annotated[float, Field(ge=0, le=86_400)] = 30.0
     exclude_failed_nodes: bool = True
+
+    @field_validator("classes")
+    @classmethod
+    def _classes(cls, value: list[str]) -> list[str]:
+        unknown = [c for c in value if c not in FAILURE_CLASSES]
+        if unknown:
+            raise ValueError(
+                f"unknown failure class {unknown[0]!r}; classes are: {', '.join(FAILURE_CLASSES)}"
+            )
+        return value
 
 
 class QueueSpec(_Strict):
