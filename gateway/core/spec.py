@@ -31,6 +31,7 @@ from gateway.core.spec_parts import (
     SHA256_HEX,
     JsonScalar,
     Resources,
+    RetryOverride,
     Sweep,
     _check_name,
     _check_text,
@@ -85,6 +86,7 @@ class RunSpec(_Strict):
     # false leaves retries to the gateway's retry policy (a new job, kept off the failed node).
     requeue: bool = True
     resumable: bool = False  # the job resumes from its checkpoint: a time limit is worth a retry
+    retry: RetryOverride | None = None  # this run's own retry policy, over its queue's
 
     _hash: str | None = PrivateAttr(default=None)
 

@@ -75,6 +75,24 @@ class Resources(_Strict):
         return math.ceil(self.mem_gb * 1024)
 
 
+class RetryOverride(_Strict):
+    """A run's own retry policy; what it leaves out comes from its queue's (gateway/core/retry.py)."""
+
+    classes: list[str] | None = None
+    max_attempts: Annotated[int, Field(ge=1, le=20)] | None = None
+    backoff_s: Annotated[float, Field(ge=0, le=86_400)] | None = None
+
+    @field_validator("classes")
+    @classmethod
+    def _classes(cls, value: list[str] | None) -> list[str] | None:
+        from gateway.core.failures import CLASSES
+
+        for item in value or []:
+            if item not in CLASSES:
+                raise ValueError(f"unknown failure class {item!r}; classes are: {', '.join(CLASSES)}")
+        return value
+
+
 class Sweep(_Strict):
     """An array sweep: a list of param sets, or a grid (every combination).
 

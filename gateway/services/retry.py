@@ -123,11 +123,14 @@ class RetryService:
         self.store.set_failure(attempt.id, failure)
 
     def _policy(self, run: Run) -> RetryPolicy:
+        """The queue's retry policy, with the run's own ``retry`` settings over it."""
         try:
             queue = self.access.project(run.project).queue(run.queue)
         except NotFound:
             queue = None
-        return RetryPolicy.from_dict(queue.retry if queue else None)
+        merged = dict(queue.retry or {}) if queue else {}
+        merged.update({k: v for k, v in (run.spec.get("retry") or {}).items() if v is not None})
+        return RetryPolicy.from_dict(merged or None)
 
     # -- retries that are due -----------------------------------------------------
 

@@ -3,7 +3,10 @@
 Used by test_crash.py as a subprocess: the real service, the real sbatch; the
 only addition is a runner that kills its own process at the chosen moment.
 
-    python -m tests.service.crash_driver DATABASE_URL RUNS_DIR before|after SPEC_JSON
+    python -m tests.service.crash_driver DATABASE_URL RUNS_DIR before|after SPEC_JSON|retry
+
+With ``retry`` instead of a spec it processes the due retries (the retry
+path's sbatch is the one it dies around).
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ def main() -> None:
     database_url, runs_dir, when, spec_json = sys.argv[1:5]
     settings = Settings(database_url=database_url, runs_dir=runs_dir)
     services = build_services(settings, slurm=SlurmCLI(KillingRunner(when)))
+    if spec_json == "retry":
+        services.retries.process_due()
+        print("not killed", file=sys.stderr)
+        sys.exit(3)
     principal = services.access.principal("tester")
     services.runs.submit(build_spec(json.loads(spec_json)), principal=principal)
     print("not killed", file=sys.stderr)

@@ -76,6 +76,10 @@ def expectations(run_id: str, spare_token: int, site: dict) -> dict[str, tuple[d
             {"admin": 200, "lead": 200, "member": 403, "viewer": 403, "outsider": 404, "anonymous": 401},
         ),
         "GET /runs/{run_id}/logs": ({"path": {"run_id": run_id}}, in_project),
+        "POST /runs/{run_id}/rerun": (
+            {"path": {"run_id": run_id}, "json": {"set": ["queue=no-such-queue"]}},
+            {"admin": 422, "lead": 422, "member": 422, "viewer": 403, "outsider": 404, "anonymous": 401},
+        ),
         "GET /projects": ({}, read_all),
         "GET /projects/{project}": ({"path": {"project": PROJECT}}, in_project),
         "GET /projects/{project}/usage": ({"path": {"project": PROJECT}}, in_project),

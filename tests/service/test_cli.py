@@ -187,3 +187,33 @@ def test_server_down_is_a_clear_message(tmp_path):
     result = gw(down, "runs")
     assert result.returncode == 69
     assert "cannot reach the gateway" in result.stderr and "gw serve" in result.stderr
+
+
+def test_gw_rerun_fixes_and_links_back(server, tmp_path):
+    data = tmp_path / "input.txt"
+    data.write_text("fixed\n")
+    tmp_path.chmod(0o755)
+    failed = run_id_of(
+        gw(
+            server,
+            "submit",
+            str(
+                write_spec(
+                    tmp_path,
+                    command='cat "$GW_RUN_DIR/../x" 2>/dev/null; echo ok',
+                    datasets=["/no/such/input.txt"],
+                )
+            ),
+        ).stdout
+    )
+    assert gw(server, "wait", failed, "--poll-s", "0.5").returncode == 1
+    shown = json.loads(gw(server, "show", failed, "--json").stdout)
+    assert shown["attempts"][0]["failure"]["class"] == "data_access"
+    rerun = gw(server, "rerun", failed, "--set", f"datasets=[{data}]")
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"changed datasets: ['/no/such/input.txt'] -> ['{data}']" in rerun.stdout
+    child = run_id_of(rerun.stdout)
+    assert gw(server, "wait", child, "--poll-s", "0.5").returncode == 0
+    parent = json.loads(gw(server, "show", failed, "--json").stdout)
+    assert parent["children"] == [child]
+    assert json.loads(gw(server, "show", child, "--json").stdout)["parent_run_id"] == failed

@@ -97,3 +97,62 @@ def past_grace(settings, attempt) -> None:
     """Wait until ``attempt`` is older than the submit grace period."""
     left = settings.submit_grace_s - (datetime.now(UTC) - attempt.created_at).total_seconds()
     time.sleep(max(left, 0) + 0.2)
+
+
+def test_killed_after_a_retrys_sbatch_the_retry_is_adopted_exactly_once(settings, services, principal, slurm):
+    from datetime import timedelta
+
+    from gateway.core.spec import build_spec
+
+    run = services.runs.submit(
+        build_spec(
+            {
+                "name": "retrycrash",
+                "project": PROJECT,
+                "queue": "cpu",
+                "command": "exit 1",
+                "workdir": "/tmp",
+                "tags": [unique_tag()],
+            }
+        ),
+        principal=principal,
+    )
+    failed = refresh_until(services, run.id).latest
+    # The policy's decision, due now (as for a node failure); the retry's submission is the real path.
+    services.runs.store.set_failure(
+        failed.id,
+        {
+            "class": "node_failure",
+            "summary": "test",
+            "action": "none",
+            "evidence": {},
+            "retry": {"retry": True, "why": "test", "exclude_nodes": []},
+        },
+        retry_at=datetime.now(UTC) - timedelta(seconds=1),
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.service.crash_driver",
+            settings.database_url,
+            str(settings.runs_dir),
+            "after",
+            "retry",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    retry = services.runs.store.get_run(run.id).latest
+    assert retry.number == 2 and retry.origin == "retry" and retry.state is RunState.SUBMITTING
+    jobs = slurm.find_by_tag(retry.tag)
+    assert len(jobs) == 1
+    past_grace(settings, retry)
+    services.refresher.reconcile()
+    adopted = services.runs.store.get_run(run.id).latest
+    assert adopted.job_id == jobs[0] and slurm.find_by_tag(retry.tag) == jobs
+    assert services.runs.store.due_retries(datetime.now(UTC)) == []  # nothing left to retry twice

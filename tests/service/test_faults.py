@@ -132,3 +132,22 @@ def test_node_down_mid_run_is_retried_off_that_node(app, services):
     assert second.state is RunState.SUCCEEDED
     events = [e.action for e in services.audit.events(target_id=run.id)]
     assert events == ["run.submit", "run.retry"]
+
+
+def test_a_runs_own_retry_policy_overrides_its_queues(app, services):
+    body = app.post(
+        "/runs",
+        json=spec(command="exit 1", retry={"classes": ["user_code"], "max_attempts": 2, "backoff_s": 0}),
+    ).json()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        services.refresher.refresh()
+        services.retries.process_due()
+        run = services.runs.store.get_run(body["id"])
+        if len(run.attempts) == 2 and run.latest.failure:
+            break
+        time.sleep(0.5)
+    first, second = run.attempts
+    assert first.failure["class"] == "user_code" and first.failure["retry"]["retry"] is True
+    assert second.origin == "retry" and second.state is RunState.FAILED
+    assert second.failure["retry"]["retry"] is False and "2 of 2" in second.failure["retry"]["why"]
