@@ -81,7 +81,8 @@ def wait_for_accounting(
             and (r.submit_time is None or r.submit_time >= SESSION_START)
         ]
         # A finished record without a time limit is slurmdbd's placeholder of the first half second.
-        if len(records) >= count and all(r.state in TERMINAL and r.timelimit_min is not None for r in records):
+        settled = all(r.state in TERMINAL and r.timelimit_min is not None for r in records)
+        if len(records) >= count and settled:
             return records
         time.sleep(0.5)
     raise AssertionError(f"job {job_id} did not end within {timeout_s} s; last sacct: {records}")
