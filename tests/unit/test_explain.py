@@ -2,36 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
-from gateway.core.explain import Explanation, NodeState, QuotaUse, WaitContext, explain_wait
+from gateway.core.explain import QuotaUse
 from gateway.core.explain_text import (
     parse_limit_code,
 )
-
-NOW = datetime(2026, 3, 2, 12, 45, tzinfo=UTC)
-PROJECT_GPUS = QuotaUse("project vision", "GPUs at once", 2, 2)
-ALICE_GPUS = QuotaUse("user alice in project vision", "GPUs at once", 4, 4)
-PROJECT_GPU_HOURS = QuotaUse("project vision", "GPU-hours this month", 495, 500)
-PROJECT_QUEUE = QuotaUse("project vision", "jobs in queue", 100, 100)
-NODES = (
-    NodeState("g1", "MIXED", 64, 60, 4, 4),
-    NodeState("g2", "MIXED", 64, 32, 4, 3),
-    NodeState("g3", "DOWN*", 64, 0, 4, 0, "Not responding"),
-    NodeState("g4", "IDLE+DRAIN", 64, 0, 4, 0, "ECC errors on GPU 2"),
+from tests.unit.explain_helpers import (  # noqa: F401 - shared by the explain tests
+    ALICE_GPUS,
+    NODES,
+    NOW,
+    PROJECT_GPU_HOURS,
+    PROJECT_GPUS,
+    PROJECT_QUEUE,
+    explain,
+    text,
 )
-
-
-def explain(reason: str | None, **facts) -> Explanation:
-    facts.setdefault("partition", "gpu")
-    return explain_wait(WaitContext(reason=reason, **facts))
-
-
-def text(found: Explanation) -> str:
-    return "\n".join([found.summary, *found.details, *found.actions])
-
 
 # ---- quotas -------------------------------------------------------------------------------------
 
