@@ -24,7 +24,7 @@ from pathlib import Path
 
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm import SlurmCLI
-from gateway.core.slurm_parse import SACCT_FORMAT, SQUEUE_FORMAT, US
+from gateway.adapters.slurm.cli import sacct_argv, squeue_argv
 from gateway.core.states import RunState
 from gateway.domain import AttemptUpdate
 from gateway.services import build_services
@@ -131,32 +131,8 @@ def main(total: int, live: int) -> int:
             calls = runner.calls if calls is None else max(calls, runner.calls)
             counted.close()
             t0 = time.perf_counter()
-            subprocess.run(
-                [
-                    "squeue",
-                    "--noheader",
-                    "--array",
-                    f"--format={SQUEUE_FORMAT}",
-                    f"--jobs={','.join(held + ended)}",
-                ],
-                capture_output=True,
-                check=False,
-            )
-            subprocess.run(
-                [
-                    "sacct",
-                    "--noheader",
-                    "--parsable2",
-                    f"--delimiter={US}",
-                    "--duplicates",
-                    "--allusers",
-                    "--units=K",
-                    f"--format={SACCT_FORMAT}",
-                    f"--jobs={','.join(ended)}",
-                ],
-                capture_output=True,
-                check=False,
-            )
+            subprocess.run(squeue_argv(held + ended), capture_output=True, check=False)
+            subprocess.run(sacct_argv(ended), capture_output=True, check=False)
             raws.append(time.perf_counter() - t0)
             print(
                 f"cycle: polled {report.polled}, transitions {report.transitions}, Slurm calls {runner.calls}"

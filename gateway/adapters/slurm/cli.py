@@ -158,14 +158,7 @@ class SlurmCLI:
         if not job_ids:
             return []
         _check_job_ids(job_ids)
-        argv = [
-            "squeue",
-            "--noheader",
-            "--array",
-            f"--format={SQUEUE_FORMAT}",
-            f"--jobs={','.join(job_ids)}",
-        ]
-        result = self._run(argv, ok_errors=(_INVALID_JOB,))
+        result = self._run(squeue_argv(job_ids), ok_errors=(_INVALID_JOB,))
         if _INVALID_JOB in result.stderr:
             return []
         return parse_squeue(result.stdout)
@@ -174,18 +167,7 @@ class SlurmCLI:
         if not job_ids:
             return []
         _check_job_ids(job_ids)
-        argv = [
-            "sacct",
-            "--noheader",
-            "--parsable2",
-            f"--delimiter={US}",
-            "--duplicates",
-            "--allusers",
-            "--units=K",
-            f"--format={SACCT_FORMAT}",
-            f"--jobs={','.join(job_ids)}",
-        ]
-        return parse_sacct(self._run(argv).stdout)
+        return parse_sacct(self._run(sacct_argv(job_ids)).stdout)
 
     def jobs(
         self, *, accounts: Sequence[str] = (), partitions: Sequence[str] = (), users: Sequence[str] = ()
@@ -251,6 +233,26 @@ class SlurmCLI:
 
     def nodes(self) -> list[NodeInfo]:
         return parse_nodes(self._run(["scontrol", "show", "node", "--oneliner"]).stdout)
+
+
+def squeue_argv(job_ids: Sequence[str]) -> list[str]:
+    """The one squeue command a refresh runs for live jobs (array tasks one by one)."""
+    return ["squeue", "--noheader", "--array", f"--format={SQUEUE_FORMAT}", f"--jobs={','.join(job_ids)}"]
+
+
+def sacct_argv(job_ids: Sequence[str]) -> list[str]:
+    """The one sacct command a refresh runs for jobs that left the queue (requeues included)."""
+    return [
+        "sacct",
+        "--noheader",
+        "--parsable2",
+        f"--delimiter={US}",
+        "--duplicates",
+        "--allusers",
+        "--units=K",
+        f"--format={SACCT_FORMAT}",
+        f"--jobs={','.join(job_ids)}",
+    ]
 
 
 def _check_names(values: Sequence[str], option: str) -> None:
