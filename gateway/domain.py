@@ -81,6 +81,8 @@ class Run:
     attempts: list[Attempt] = field(default_factory=list)
     parent_run_id: str | None = None  # the run this one was derived from (rerun)
     derived_diff: list[dict[str, Any]] | None = None  # the spec changes against the parent
+    code: dict[str, Any] | None = None  # git repo, commit, branch, dirty, diff_sha256 (at submission)
+    environment: dict[str, Any] | None = None  # container image and digest, venv packages, modules
 
     @property
     def latest(self) -> Attempt | None:
@@ -202,3 +204,73 @@ class AuditEvent:
     after: dict[str, Any] | None
     prev_hash: str
     hash: str
+
+
+# -- datasets and lineage ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DatasetVersion:
+    """One immutable version of a dataset, identified by its manifest digest."""
+
+    id: str
+    dataset_id: str
+    project: str  # the owning project
+    name: str
+    number: int  # 1, 2, ... in registration order within the dataset
+    digest: str  # sha256 over the manifest (gateway.core.manifest)
+    kind: str  # directory | file
+    path: str | None  # where jobs read it (absolute path on the cluster)
+    source_uri: str
+    file_count: int
+    total_bytes: int
+    description: str
+    license: str
+    registered_by: str
+    registered_at: datetime
+    parent_id: str | None = None
+    made_by_run_id: str | None = None
+    made_by_command: str | None = None
+
+    @property
+    def ref(self) -> str:
+        return f"{self.project}/{self.name}@{self.number}"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    id: str
+    project: str
+    name: str
+    description: str
+    created_by: str
+    created_at: datetime
+    shared_with: list[str] = field(default_factory=list)  # projects that may read it
+    latest: DatasetVersion | None = None
+    version_count: int = 0
+
+
+@dataclass(frozen=True)
+class RunInput:
+    """A dataset version a run was submitted with, and the path its job was given."""
+
+    position: int
+    ref: str  # as the spec named it
+    version: DatasetVersion
+    path: str
+    verify: str  # exists | digest
+    env_var: str  # the job's variable holding the path
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A file a run declared as output, as one attempt left it."""
+
+    id: int
+    run_id: str
+    attempt_id: int
+    attempt_number: int
+    path: str  # relative to the run directory
+    size: int
+    sha256: str
+    created_at: datetime

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,19 +99,45 @@ def command_started(steps: Iterable[StepRecord]) -> bool:
     return any(s.step == "user_command" and s.status == "started" for s in steps)
 
 
-def template_context(spec: RunSpec) -> dict[str, Any]:
-    """What the templates' pre-flight section needs from a spec.
+@dataclass(frozen=True)
+class InputCheck:
+    """A registered dataset version resolved for one run: what its job is given and checks."""
+
+    name: str  # the dataset's name
+    ref: str  # the exact version: project/name@number
+    digest: str  # the version's manifest digest
+    path: str  # where the job reads it
+    env_var: str  # GW_DATASET_<NAME>, holding ``path``
+    kind: str  # directory | file
+    file_count: int
+    manifest: str | None = None  # verify: digest -- the sha256sum manifest the gateway wrote for the job
+
+
+def template_context(spec: RunSpec, inputs: Sequence[InputCheck] = ()) -> dict[str, Any]:
+    """What the templates' pre-flight section needs from a spec and its resolved datasets.
 
     Paths come twice: as they are (the template shell-quotes them) and as
     JSON string content (escaped here, ASCII only), so that a hostile path
-    cannot break a steps line.
+    cannot break a steps line. A plain path is checked for existence (and its
+    sha256 when ``dataset_digests`` gives one); a registered version also
+    against its manifest when it was asked for with ``verify: digest``.
     """
     checks = [
-        {"path": ref, "json": _json_content(ref), "sha256": spec.dataset_digests.get(ref, "")}
-        for ref in spec.datasets
-        # "name@version" references are resolved to paths by the gateway later; only paths are checked.
-        if ref.startswith("/")
+        {"path": p, "json": _json_content(p), "sha256": spec.dataset_digests.get(p, ""), "manifest": None}
+        for p in spec.dataset_paths()
     ]
+    for item in inputs:
+        check: dict[str, Any] = {"path": item.path, "json": _json_content(item.path), "sha256": ""}
+        if item.manifest:
+            check["manifest"] = {
+                "file": item.manifest,
+                "kind": item.kind,
+                "count": item.file_count,
+                "ref_json": _json_content(item.ref),
+            }
+        else:
+            check["manifest"] = None
+        checks.append(check)
     image = spec.container_image
     return {
         "preflight": {

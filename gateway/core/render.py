@@ -19,6 +19,7 @@ import functools
 import hashlib
 import json
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -158,11 +159,13 @@ def render_sbatch(
     run_dir: str,
     target: SubmitTarget,
     template: str | None = None,
+    inputs: Sequence[preflight.InputCheck] = (),
 ) -> RenderedScript:
     """Render ``spec`` into an sbatch script for ``run_id``.
 
     ``run_dir`` (chosen by the gateway) receives the job's output and params
-    files; ``target`` names the partition, account and QoS of the queue.
+    files; ``target`` names the partition, account and QoS of the queue;
+    ``inputs`` are the spec's registered datasets, resolved by the gateway.
     Raises SpecError for a value that cannot go into a script, TemplateError
     for a missing or broken template.
     """
@@ -172,7 +175,7 @@ def render_sbatch(
         raise SpecError([SpecIssue("run_dir", names.SAFE_PATH_HELP, run_dir)])
     name = template or template_for(spec)
     version = template_version(env, name)
-    context = _context(spec, run_id=run_id, run_dir=run_dir, target=target)
+    context = _context(spec, run_id=run_id, run_dir=run_dir, target=target, inputs=inputs)
     context.update(template_name=name, template_version=version, gateway_version=__version__)
     try:
         text = env.get_template(name).render(run=context)
@@ -186,7 +189,9 @@ def render_sbatch(
     )
 
 
-def _context(spec: RunSpec, *, run_id: str, run_dir: str, target: SubmitTarget) -> dict[str, Any]:
+def _context(
+    spec: RunSpec, *, run_id: str, run_dir: str, target: SubmitTarget, inputs: Sequence[preflight.InputCheck]
+) -> dict[str, Any]:
     res = spec.resources
     gres = None
     if res.gpus_per_node:
@@ -219,7 +224,12 @@ def _context(spec: RunSpec, *, run_id: str, run_dir: str, target: SubmitTarget) 
         "gpus_per_node": res.gpus_per_node,
         "env": dict(spec.env),
         "params": _param_set(spec.params),
-        "datasets_json": json.dumps(spec.datasets),
+        # GW_DATASETS: every dataset the job reads, as JSON; registered ones also as GW_DATASET_<NAME>.
+        "datasets_json": json.dumps(
+            [{"path": p} for p in spec.dataset_paths()]
+            + [{"name": i.name, "ref": i.ref, "digest": i.digest, "path": i.path} for i in inputs]
+        ),
+        "dataset_vars": {i.env_var: i.path for i in inputs},
         "workdir": spec.workdir,
         "container_image": spec.container_image,
         "launcher": spec.launcher,
@@ -233,7 +243,7 @@ def _context(spec: RunSpec, *, run_id: str, run_dir: str, target: SubmitTarget) 
         "requeue": spec.requeue,
         "array_tasks": tasks,
         "array_spec": array_spec,
-        **preflight.template_context(spec),  # run.preflight: checks, modules, venv, exit codes
+        **preflight.template_context(spec, inputs),  # run.preflight: checks, modules, venv, exit codes
     }
 
 

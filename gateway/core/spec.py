@@ -24,6 +24,14 @@ from pydantic import (
 )
 
 from gateway.core import names
+from gateway.core.lineage_spec import (
+    IMAGE_DIGEST,
+    MAX_OUTPUT_PATTERNS,
+    CodeRef,
+    DatasetUse,
+    check_relative,
+    parse_dataset_ref,
+)
 from gateway.core.spec_parts import (
     MAX_ARRAY_TASKS,
     MAX_TEXT,
@@ -72,8 +80,13 @@ class RunSpec(_Strict):
     stderr: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     container_image: str | None = None
+    container_digest: str | None = None  # sha256:<hex> of the image (gw submit fills it for a local file)
     params: dict[str, Any] = Field(default_factory=dict)
-    datasets: list[str] = Field(default_factory=list)
+    # Registered dataset versions ("name@latest", or {ref, verify}) and/or absolute paths.
+    datasets: list[str | DatasetUse] = Field(default_factory=list)
+    outputs: list[str] = Field(default_factory=list)  # glob patterns under the run directory
+    metrics: list[str] = Field(default_factory=list)  # metrics files under the run directory (.json/.jsonl)
+    code: CodeRef | None = None  # git repo, commit, dirty flag (gw submit fills it from git)
     # sha256 (hex) of a dataset file, by its absolute path in ``datasets``; checked in the job's pre-flight
     dataset_digests: dict[str, str] = Field(default_factory=dict)
     modules: list[str] = Field(default_factory=list)  # `module load NAME` before the command, in order
@@ -188,12 +201,47 @@ class RunSpec(_Strict):
 
     @field_validator("datasets")
     @classmethod
-    def _datasets(cls, value: list[str]) -> list[str]:
-        for ref in value:
+    def _datasets(cls, value: list[str | DatasetUse]) -> list[str | DatasetUse]:
+        seen: dict[str, str] = {}
+        for item in value:
+            ref = item.ref if isinstance(item, DatasetUse) else item
             _check_text(ref, allow_newlines=False)
             if not ref.strip():
                 raise ValueError("a dataset reference is empty")
+            if ref.startswith("/"):
+                continue  # a plain path, checked by the pre-flight as it is
+            name = parse_dataset_ref(ref).name
+            if name in seen:
+                raise ValueError(
+                    f"datasets {seen[name]!r} and {ref!r} share the name {name!r}; use each once"
+                )
+            seen[name] = ref
         return value
+
+    @field_validator("outputs")
+    @classmethod
+    def _outputs(cls, value: list[str]) -> list[str]:
+        if len(value) > MAX_OUTPUT_PATTERNS:
+            raise ValueError(f"has {len(value)} patterns; at most {MAX_OUTPUT_PATTERNS}")
+        return [check_relative(v, "output pattern", glob=True) for v in value]
+
+    @field_validator("metrics")
+    @classmethod
+    def _metrics(cls, value: list[str]) -> list[str]:
+        if len(value) > MAX_OUTPUT_PATTERNS:
+            raise ValueError(f"has {len(value)} files; at most {MAX_OUTPUT_PATTERNS}")
+        for item in value:
+            check_relative(item, "metrics file", glob=False)
+            if not item.endswith((".json", ".jsonl")):
+                raise ValueError(f"metrics file {item!r} must end in .json (summary) or .jsonl (per step)")
+        return value
+
+    @field_validator("container_digest")
+    @classmethod
+    def _container_digest(cls, value: str | None) -> str | None:
+        if value is not None and not IMAGE_DIGEST.fullmatch(value.lower()):
+            raise ValueError("must be 'sha256:' and 64 hex digits")
+        return value.lower() if value else value
 
     @field_validator("dataset_digests")
     @classmethod
@@ -247,9 +295,11 @@ class RunSpec(_Strict):
             raise ValueError("launcher 'torchrun' needs 'command' (the program torchrun starts)")
         if self.sweep is not None and self.resources.nodes > 1:
             raise ValueError("sweeps run one node per task; set resources.nodes to 1")
-        unlisted = sorted(set(self.dataset_digests) - set(self.datasets))
+        unlisted = sorted(set(self.dataset_digests) - set(self.dataset_paths()))
         if unlisted:
             raise ValueError(f"dataset_digests names paths that are not in datasets: {', '.join(unlisted)}")
+        if self.container_digest is not None and self.container_image is None:
+            raise ValueError("container_digest is set without container_image")
         if self.sweep is not None and self.launcher != "single":
             raise ValueError("sweeps run each task's command once (launcher 'single'); drop 'launcher'")
         if self.sweep is not None:
@@ -258,6 +308,18 @@ class RunSpec(_Strict):
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"sweep values must be plain JSON values: {exc}") from exc
         return self
+
+    def dataset_paths(self) -> list[str]:
+        """The datasets given as plain absolute paths."""
+        return [d for d in self.datasets if isinstance(d, str) and d.startswith("/")]
+
+    def dataset_uses(self) -> list[DatasetUse]:
+        """The registered datasets the run reads, in spec order (a bare ref string: verify 'exists')."""
+        return [
+            d if isinstance(d, DatasetUse) else DatasetUse(ref=d)
+            for d in self.datasets
+            if isinstance(d, DatasetUse) or not d.startswith("/")
+        ]
 
     def spec_hash(self) -> str:
         """sha256 of the spec's canonical JSON (sorted keys, defaults included); computed once."""

@@ -68,6 +68,9 @@ class RunRow(Base):
     # A rerun points at the run it was derived from, with the spec changes as a diff.
     parent_run_id: Mapped[str | None] = mapped_column(String(64), index=True)
     derived_diff: Mapped[list | None] = mapped_column(JSON)
+    # Inputs beyond datasets (run_inputs): the code (git repo, commit, dirty) and the environment.
+    code: Mapped[dict | None] = mapped_column(JSON)
+    environment: Mapped[dict | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
@@ -122,6 +125,9 @@ class AttemptRow(Base):
         Boolean, default=False
     )  # Slurm requeued its job: a later attempt
     retry_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)  # a retry is due then
+    # When the run's declared outputs of this (ended) attempt were registered, and what was skipped.
+    outputs_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
+    outputs_note: Mapped[str | None] = mapped_column(String(1024))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

@@ -22,6 +22,7 @@ from gateway.store.models import AttemptRow, RunRow, RunTagRow, utcnow
 from gateway.store.rows import (
     INSERT_ATTEMPT,
     INSERT_EVENT,
+    INSERT_INPUT,
     INSERT_RUN,
     INSERT_TAG,
     RECORD_JOB_ID,
@@ -66,6 +67,9 @@ class RunStore(AttemptWrites):
         audit: AuditEntry | None = None,
         parent_run_id: str | None = None,
         derived_diff: list[dict] | None = None,
+        code: dict | None = None,
+        environment: dict | None = None,
+        inputs: Sequence[dict] = (),
     ) -> Run:
         """Write a run and its first attempt (SUBMITTING) in one transaction.
 
@@ -95,12 +99,16 @@ class RunStore(AttemptWrites):
                     "run_dir": run_dir,
                     "parent_run_id": parent_run_id,
                     "derived_diff": derived_diff,
+                    "code": code,
+                    "environment": environment,
                     "created_at": now,
                     "updated_at": now,
                 },
             )
             if unique_tags:
                 session.execute(INSERT_TAG, [{"run_id": run_id, "tag": t} for t in unique_tags])
+            if inputs:
+                session.execute(INSERT_INPUT, [{"run_id": run_id, **row} for row in inputs])
             attempt_id = session.execute(
                 INSERT_ATTEMPT,
                 {
@@ -171,6 +179,8 @@ class RunStore(AttemptWrites):
             attempts=[attempt],
             parent_run_id=parent_run_id,
             derived_diff=derived_diff,
+            code=code,
+            environment=environment,
         )
 
     def record_job_id(self, attempt_id: int, job_id: str, *, source: str = "gateway") -> StateEvent:

@@ -13,6 +13,7 @@ from gateway.core.states import RunState
 from gateway.domain import Attempt, Run, StateEvent
 from gateway.errors import NotFound, SpecError, SpecIssue
 from gateway.store.models import AttemptRow, RunRow, RunTagRow, StateEventRow, utcnow
+from gateway.store.models_lineage import RunInputRow
 
 RUNS, RUN_TAGS = RunRow.__table__, RunTagRow.__table__
 ATTEMPTS, EVENTS = AttemptRow.__table__, StateEventRow.__table__
@@ -85,6 +86,7 @@ def set_run_state(session: Session | Connection, run_id: str, number: int, state
 # Statements on the submit path, built once (building them per call costs more than running them).
 INSERT_RUN = insert(RUNS)
 INSERT_TAG = insert(RUN_TAGS)
+INSERT_INPUT = insert(RunInputRow.__table__)
 INSERT_ATTEMPT = insert(ATTEMPTS).returning(ATTEMPTS.c.id)
 INSERT_EVENT = insert(EVENTS).returning(EVENTS.c.id)
 RECORD_JOB_ID = (
@@ -181,6 +183,8 @@ def to_run(row: RunRow, *, with_events: bool = False) -> Run:
         attempts=[to_attempt(a, with_events=with_events) for a in row.attempts],
         parent_run_id=row.parent_run_id,
         derived_diff=row.derived_diff,
+        code=row.code,
+        environment=row.environment,
     )
 
 

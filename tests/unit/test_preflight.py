@@ -116,11 +116,11 @@ def test_venv_must_be_absolute_without_control_characters(venv):
 
 
 def test_template_context_checks_only_absolute_paths():
-    spec = build_spec(
-        {**BASE, "datasets": ["ds@3", '/d/ü"x', "rel/path"], "dataset_digests": {'/d/ü"x': "c" * 64}}
-    )
+    spec = build_spec({**BASE, "datasets": ["ds@3", '/d/ü"x'], "dataset_digests": {'/d/ü"x': "c" * 64}})
     ctx = preflight.template_context(spec)["preflight"]
-    assert ctx["inputs"] == [{"path": '/d/ü"x', "json": '/d/\\u00fc\\"x', "sha256": "c" * 64}]
+    assert ctx["inputs"] == [
+        {"path": '/d/ü"x', "json": '/d/\\u00fc\\"x', "sha256": "c" * 64, "manifest": None}
+    ]
     assert (ctx["exit_data_access"], ctx["exit_environment"], ctx["exit_output"]) == (80, 81, 82)
     assert ctx["container_runtime"] is None and ctx["image_path"] is None
 

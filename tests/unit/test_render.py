@@ -17,6 +17,7 @@ from gateway.core.render import (
     slurm_field,
     template_for,
 )
+from gateway.core.preflight import InputCheck
 from gateway.core.spec import build_spec
 from gateway.errors import SpecError, TemplateError
 
@@ -32,7 +33,7 @@ SPECS = {
         "workdir": "/srv/projects/vision",
         "env": {"HF_HOME": "/data/hf", "OMP_NUM_THREADS": "2"},
         "params": {"lr": 0.001, "batch_size": 32, "optimizer": "adamw", "schedule": {"warmup": 100}},
-        "datasets": ["imagenet-mini@3"],
+        "datasets": [{"ref": "imagenet-mini@3", "verify": "digest"}],
         "tags": ["baseline", "team=vision"],
         "resources": {"cpus_per_task": 4, "mem_gb": 8, "walltime_min": 90},
     },
@@ -69,6 +70,23 @@ SPECS = {
 }
 
 
+# What the gateway resolves "imagenet-mini@3" to at submission (gateway/services/inputs.py).
+INPUTS = {
+    "single": [
+        InputCheck(
+            name="imagenet-mini",
+            ref="vision/imagenet-mini@3",
+            digest="ab" * 32,
+            path="/data/imagenet-mini",
+            env_var="GW_DATASET_IMAGENET_MINI",
+            kind="directory",
+            file_count=3,
+            manifest="/var/lib/gateway/runs/r-golden/inputs/imagenet-mini@3.sha256",
+        )
+    ]
+}
+
+
 @pytest.fixture(scope="module")
 def env():
     return build_template_env()
@@ -81,7 +99,7 @@ def render(env, data, run_id="r-golden", run_dir="/var/lib/gateway/runs/r-golden
 
 @pytest.mark.parametrize("case", sorted(SPECS))
 def test_golden(env, case):
-    rendered = render(env, SPECS[case])
+    rendered = render(env, SPECS[case], inputs=INPUTS.get(case, ()))
     golden = GOLDEN / f"{case}.sbatch"
     if UPDATE or not golden.exists():
         golden.write_text(rendered.text)
@@ -201,7 +219,7 @@ def hostile_spec(canary: str, tmp_path: Path) -> dict:
         "workdir": str(tmp_path),
         "env": {f"V{i}": v for i, v in enumerate(values)},
         "params": {f"p{i}": v for i, v in enumerate(values)} | {"nested": {"deep": values[:-1]}},
-        "datasets": [v for v in values if "\n" not in v],
+        # (hostile dataset paths: tests/unit/test_preflight.py, which checks them as paths)
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
+from gateway.store import models_lineage  # noqa: F401 - registers the lineage tables
 from gateway.store.models import Base
 
 config = context.config

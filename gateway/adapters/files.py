@@ -1,0 +1,222 @@
+"""Reading datasets from disk: stream-hash files and scan directory trees into manifests.
+
+``scan`` turns a file or a directory into ``FileEntry`` values (see
+``gateway.core.manifest``) the way ``find -L ROOT -type f`` sees the tree:
+symlinks to files and to directories are followed, and only regular files
+are listed. Fifos, sockets, devices and dangling symlinks are never opened;
+their names go to ``ScanResult.skipped``. Memory does not grow with file
+size: each file is read through one reusable buffer.
+
+Names come from the OS as ``os.fsdecode`` gives them: a name that is not
+valid UTF-8 keeps its bytes as lone surrogates (``surrogateescape``), so
+``os.fsencode`` and ``manifest.path_bytes`` give back the bytes on disk.
+
+Every failure is a ``SpecError`` (what="dataset path") with one issue at
+"path" naming the file and the OS reason: a path that does not exist, is not
+a regular file or directory, or cannot be read; a symlink loop; a directory
+loop (a directory that contains itself through a symlink); a file that
+changed size while it was scanned; more than ``MAX_FILES`` files.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from gateway.core.manifest import MAX_FILES, MAX_PATH_CHARS, FileEntry, path_bytes
+from gateway.errors import SpecError, SpecIssue
+
+BUFFER_BYTES = 1 << 20
+
+
+def _fail(message: str, value: object) -> SpecError:
+    return SpecError([SpecIssue("path", message, value)], what="dataset path")
+
+
+def _os_reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def sha256_file(
+    path: str | os.PathLike[str],
+    *,
+    progress: Callable[[int], None] | None = None,
+    buffer_bytes: int = BUFFER_BYTES,
+) -> tuple[str, int]:
+    """SHA-256 hex and size in bytes of one regular file, read in ``buffer_bytes`` chunks.
+
+    One buffer is allocated and reused, so memory does not depend on file
+    size. ``progress(n_bytes)`` is called after each chunk with that chunk's
+    size. Raises SpecError when the path is not a readable regular file (a
+    fifo or device is refused before it is opened).
+    """
+    name = os.fspath(path)
+    try:
+        if not stat.S_ISREG(os.stat(name).st_mode):
+            raise _fail(f"{name!r} is not a regular file", name)
+        # O_NONBLOCK: should the name have become a fifo since the stat, open() does not hang.
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _fail(f"cannot read {name!r}: {_os_reason(exc)}", name) from exc
+    digest = hashlib.sha256()
+    buffer = bytearray(buffer_bytes)
+    view = memoryview(buffer)
+    size = 0
+    with open(fd, "rb", buffering=0) as handle:
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise _fail(f"{name!r} is not a regular file", name)
+            while n := handle.readinto(view):
+                digest.update(view[:n])
+                size += n
+                if progress is not None:
+                    progress(n)
+        except OSError as exc:
+            raise _fail(f"cannot read {name!r}: {_os_reason(exc)}", name) from exc
+    return digest.hexdigest(), size
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    """What ``scan`` found.
+
+    root: absolute, resolved path of the directory (or of the file).
+    kind: "directory" or "file".
+    entries: one per regular file, sorted by the bytes of their names.
+    skipped: relative names of things that are not regular files (fifos,
+    sockets, devices, dangling symlinks), sorted the same way; never opened.
+    """
+
+    root: str
+    kind: Literal["directory", "file"]
+    entries: list[FileEntry]
+    skipped: list[str]
+
+
+ScanProgress = Callable[[int, int, str], None]
+
+
+def scan(path: str | os.PathLike[str], *, progress: ScanProgress | None = None) -> ScanResult:
+    """Manifest entries for a file or a directory tree, following symlinks like ``find -L``.
+
+    A file gives one entry named by the basename of ``path`` as given. A
+    directory gives one entry per regular file below it, named relative to
+    it with '/'. Two passes: a stat walk (names, sizes, total bytes), then
+    hashing. ``progress(done_bytes, total_bytes, relative_name)`` is called
+    after each chunk and after each file (empty ones too); the last call has
+    done_bytes == total_bytes. Raises SpecError (see the module docstring).
+    """
+    given = os.path.abspath(os.fspath(path))
+    try:
+        top = os.stat(given)
+        root = os.path.realpath(given, strict=True)
+    except OSError as exc:
+        raise _fail(f"cannot read {given!r}: {_os_reason(exc)}", given) from exc
+    if stat.S_ISREG(top.st_mode):
+        kind: Literal["directory", "file"] = "file"
+        listed, skipped = [(os.path.basename(given), top.st_size)], []
+    elif stat.S_ISDIR(top.st_mode):
+        kind = "directory"
+        listed, skipped = _walk(root, top)
+    else:
+        raise _fail(f"{given!r} is neither a regular file nor a directory", given)
+
+    total = sum(size for _, size in listed)
+    done = 0
+    entries = []
+    for rel, listed_size in listed:
+        full = given if kind == "file" else os.path.join(root, rel)
+
+        def step(n: int, rel: str = rel) -> None:
+            nonlocal done
+            done += n
+            if progress is not None:
+                progress(done, total, rel)
+
+        sha, size = sha256_file(full, progress=step)
+        if size != listed_size:
+            raise _fail(
+                f"{full!r} changed while it was scanned ({listed_size} bytes when listed, {size} when "
+                "hashed); scan again once nothing writes to it",
+                full,
+            )
+        if size == 0 and progress is not None:
+            progress(done, total, rel)
+        entries.append(FileEntry(path=rel, size=size, sha256=sha))
+    return ScanResult(root=root, kind=kind, entries=entries, skipped=sorted(skipped, key=path_bytes))
+
+
+def _walk(root: str, top: os.stat_result) -> tuple[list[tuple[str, int]], list[str]]:
+    """(relative name, size) of every regular file below root, sorted by name bytes, and skipped names.
+
+    Depth-first with an explicit stack (deep trees do not hit Python's
+    recursion limit); a directory is listed in full and closed before its
+    children are entered, so open descriptors do not grow with depth.
+    """
+    files: list[tuple[str, int]] = []
+    skipped: list[str] = []
+    # Directories on the current path, by identity: meeting one again below itself is a loop.
+    ancestors: dict[tuple[int, int], str] = {(top.st_dev, top.st_ino): "."}
+    stack: list[tuple[list[os.DirEntry[str]], str, tuple[int, int]]] = [
+        (_list_dir(root, "."), "", (top.st_dev, top.st_ino))
+    ]
+    while stack:
+        children, prefix, key = stack[-1]
+        if not children:
+            stack.pop()
+            del ancestors[key]
+            continue
+        child = children.pop()
+        rel = prefix + child.name
+        if len(rel) > MAX_PATH_CHARS:
+            raise _fail(f"{rel!r} is longer than {MAX_PATH_CHARS} characters, the most a manifest holds", rel)
+        info = _stat(child, rel)
+        if info is None or not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+            skipped.append(rel)
+        elif stat.S_ISREG(info.st_mode):
+            files.append((rel, info.st_size))
+            if len(files) > MAX_FILES:
+                raise _fail(f"{root!r} holds more than {MAX_FILES:,} files, the most a manifest holds", root)
+        else:
+            ident = (info.st_dev, info.st_ino)
+            if ident in ancestors:
+                raise _fail(
+                    f"directory loop: {rel!r} is the directory {ancestors[ident]!r} again "
+                    "(a symlink points to a directory above itself); remove or replace that symlink",
+                    rel,
+                )
+            ancestors[ident] = rel
+            stack.append((_list_dir(child.path, rel), rel + "/", ident))
+    files.sort(key=lambda item: path_bytes(item[0]))
+    return files, skipped
+
+
+def _list_dir(path: str, rel: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(path) as it:
+            return list(it)
+    except OSError as exc:
+        raise _fail(f"cannot list directory {rel!r} ({path!r}): {_os_reason(exc)}", rel) from exc
+
+
+def _stat(child: os.DirEntry[str], rel: str) -> os.stat_result | None:
+    """The followed stat of a directory entry; None for a dangling symlink (``find -L`` skips it)."""
+    try:
+        return child.stat(follow_symlinks=True)
+    except FileNotFoundError:
+        if child.is_symlink():
+            return None
+        raise _fail(f"{rel!r} vanished while it was scanned", rel) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _fail(
+                f"symlink loop: {rel!r} leads back to itself through symlinks ({_os_reason(exc)}); "
+                "remove or replace that symlink",
+                rel,
+            ) from exc
+        raise _fail(f"cannot read {rel!r}: {_os_reason(exc)}", rel) from exc
