@@ -1,4 +1,5 @@
-"""Periodic jobs inside ``gw serve``: the refresh cycle and crash reconciliation (APScheduler)."""
+"""Periodic jobs inside ``gw serve``: the refresh cycle (then due retries and output harvests) and crash
+reconciliation (APScheduler)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,13 @@ def _refresh(services: Services, leader: Leader) -> None:
         return
     if retried:
         log.info("retried: %s", ", ".join(retried))
+    try:
+        harvested = services.harvester.harvest_due()
+    except GatewayError as exc:
+        log.warning("output harvest skipped: %s", exc)
+        return
+    if harvested.artifacts or harvested.problems:
+        log.info("outputs: %s", harvested)
 
 
 def _reconcile(services: Services, leader: Leader) -> None:

@@ -10,7 +10,7 @@ from fastapi import FastAPI
 
 from gateway import __version__
 from gateway.api.errors import install_error_handlers
-from gateway.api.routes import admin, health, projects, runs, tokens
+from gateway.api.routes import admin, datasets, health, lineage, projects, runs, tokens
 from gateway.errors import GatewayError
 from gateway.services import Services, build_services
 from gateway.settings import Settings
@@ -69,6 +69,8 @@ def create_app(
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(runs.router)
+    app.include_router(lineage.router)
+    app.include_router(datasets.router)
     app.include_router(projects.router)
     app.include_router(tokens.router)
     app.include_router(admin.router)

@@ -144,6 +144,12 @@ class RunPublic(RunSummary):
         default=None, description="For a rerun: the spec changes against the parent, path by path"
     )
     children: list[str] = Field(default_factory=list, description="Runs derived from this one (reruns)")
+    code: dict[str, Any] | None = Field(
+        default=None, description="git repo, commit, branch, dirty, diff_sha256"
+    )
+    environment: dict[str, Any] | None = Field(
+        default=None, description="container image and digest, venv package list hash, modules"
+    )
 
     @classmethod
     def of(  # type: ignore[override]
@@ -163,6 +169,8 @@ class RunPublic(RunSummary):
             waiting=WaitingPublic.of(waiting) if waiting else None,
             derived_diff=run.derived_diff,
             children=children or [],
+            code=run.code,
+            environment=run.environment,
         )
 
 

@@ -15,6 +15,9 @@ from gateway.adapters.slurm import SlurmBackend, SlurmCLI
 from gateway.adapters.slurm.accounts import SlurmAccounts
 from gateway.core.render import build_template_env
 from gateway.services.auth import AuthService
+from gateway.services.datasets import DatasetService
+from gateway.services.lineage import LineageService
+from gateway.services.outputs import OutputHarvester
 from gateway.services.refresh import Refresher
 from gateway.services.retry import RetryService
 from gateway.services.runs import RunService
@@ -26,6 +29,8 @@ from gateway.settings import Settings
 from gateway.store import Database, RunStore
 from gateway.store.access import AccessStore
 from gateway.store.audit import AuditStore
+from gateway.store.datasets import DatasetStore
+from gateway.store.lineage import LineageStore
 
 
 @dataclass
@@ -44,6 +49,9 @@ class Services:
     runs: RunService
     refresher: Refresher
     retries: RetryService
+    datasets: DatasetService
+    lineage: LineageService
+    harvester: OutputHarvester
 
     def close(self) -> None:
         self.db.dispose()
@@ -62,6 +70,8 @@ def build_services(
     usage = UsageService(access, backend)
     retries = RetryService(store, access, backend)
     templates = build_template_env(settings.template_dir)
+    datasets = DatasetService(DatasetStore(db), access, store)
+    lineage_store = LineageStore(db)
     return Services(
         settings=settings,
         db=db,
@@ -74,9 +84,12 @@ def build_services(
         slurm_sync=SlurmSync(access, SlurmAccounts(LocalRunner(), timeout_s=settings.slurm_query_timeout_s)),
         usage=usage,
         waiting=WaitingService(access, usage, backend),
-        runs=RunService(store, access, backend, templates, settings),
+        runs=RunService(store, access, backend, templates, settings, datasets),
         refresher=Refresher(store, backend, settings, retries),
         retries=retries,
+        datasets=datasets,
+        lineage=LineageService(lineage_store, datasets, store),
+        harvester=OutputHarvester(lineage_store),
     )
 
 

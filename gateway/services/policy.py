@@ -16,6 +16,9 @@ ACTIONS: dict[str, str | None] = {
     "run.submit": "member",
     "run.cancel.own": "member",
     "run.cancel.any": "lead",
+    "dataset.read": "viewer",  # datasets of the project, and those shared with it (read-only)
+    "dataset.register": "member",  # register a version of one of the project's datasets
+    "dataset.share": "lead",  # let another project read one of the project's datasets
     "project.read": "viewer",  # the project, its queues and usage
     "audit.read": "lead",  # the project's audit events
     "site.admin": None,  # apply/export the site file, sync Slurm, the queue view, all audit, tokens of others

@@ -43,6 +43,8 @@ from gateway.errors import (
     SpecIssue,
     SubmitRejected,
 )
+from gateway.services.datasets import DatasetService
+from gateway.services.inputs import environment_of, resolve_inputs, write_manifests
 from gateway.services.policy import allowed, require, visible_projects
 from gateway.services.site import ALLOW_ROOT
 from gateway.settings import Settings
@@ -70,12 +72,14 @@ class RunService:
         slurm: SlurmBackend,
         templates: jinja2.Environment,
         settings: Settings,
+        datasets: DatasetService | None = None,
     ) -> None:
         self.store = store
         self.access = access
         self.slurm = slurm
         self.templates = templates
         self.settings = settings
+        self.datasets = datasets
 
     def rerun(
         self,
@@ -118,7 +122,15 @@ class RunService:
         os_user = self._os_user(principal)
         run_id = new_run_id()
         run_dir = str(self.settings.runs_dir / run_id)
-        rendered = render_sbatch(spec, self.templates, run_id=run_id, run_dir=run_dir, target=target)
+        inputs = resolve_inputs(spec, run_dir, principal=principal, datasets=self.datasets)
+        rendered = render_sbatch(
+            spec,
+            self.templates,
+            run_id=run_id,
+            run_dir=run_dir,
+            target=target,
+            inputs=[i.check for i in inputs],
+        )
         run = self.store.create_run(
             run_id=run_id,
             name=spec.name,
@@ -137,6 +149,9 @@ class RunService:
             array_size=len(spec.sweep.expand()) if spec.sweep else None,
             parent_run_id=derived_from[0] if derived_from else None,
             derived_diff=derived_from[1] if derived_from else None,
+            code=spec.code.model_dump(mode="json") if spec.code else None,
+            environment=environment_of(spec),
+            inputs=[i.row() for i in inputs],
             audit=AuditEntry(
                 actor=principal.user,
                 action="run.rerun" if derived_from else "run.submit",
@@ -151,6 +166,7 @@ class RunService:
                     "os_user": os_user,
                     "spec_sha256": spec.spec_hash(),
                     "script_sha256": rendered.sha256,
+                    **({"datasets": [i.version.ref for i in inputs]} if inputs else {}),
                     **(
                         {"parent_run_id": derived_from[0], "changes": derived_from[1]} if derived_from else {}
                     ),
@@ -160,11 +176,13 @@ class RunService:
         attempt = run.attempts[0]
         try:
             _make_run_dir(run_dir, os_user)
+            if inputs:
+                write_manifests(inputs, self.datasets)
         except OSError as exc:
             self.store.mark_never_submitted(
-                attempt.id, f"cannot create run directory: {exc}", source="gateway"
+                attempt.id, f"cannot prepare the run directory: {exc}", source="gateway"
             )
-            raise GatewayError(f"cannot create the run directory {run_dir}: {exc.strerror}") from exc
+            raise GatewayError(f"cannot prepare the run directory {run_dir}: {exc.strerror}") from exc
         try:
             job_id = self.slurm.submit(rendered.text, tag=attempt.tag, as_user=os_user)
         except SubmitRejected as exc:

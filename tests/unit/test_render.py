@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.core.preflight import InputCheck
 from gateway.core.render import (
     SubmitTarget,
     build_template_env,
@@ -17,7 +18,6 @@ from gateway.core.render import (
     slurm_field,
     template_for,
 )
-from gateway.core.preflight import InputCheck
 from gateway.core.spec import build_spec
 from gateway.errors import SpecError, TemplateError
 

@@ -1,0 +1,123 @@
+"""A run's inputs at submission: its dataset versions resolved, its environment described.
+
+``resolve_inputs`` turns the spec's dataset references into exact versions
+the submitting project may use (``latest`` becomes a number), with the path
+and variable each job gets. ``write_manifests`` puts the manifest of every
+``verify: digest`` input in the run directory, where the job's pre-flight
+checks the files against it. ``environment_of`` records the container image
+(and digest), the venv's package list hash and the modules.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gateway.adapters.provenance import image_info, python_env_info
+from gateway.core.lineage_spec import dataset_env_var
+from gateway.core.manifest import sha256sum_text
+from gateway.core.preflight import InputCheck
+from gateway.core.spec import RunSpec
+from gateway.domain import DatasetVersion, Principal
+from gateway.errors import SpecError, SpecIssue
+from gateway.services.datasets import DatasetService
+
+INPUTS_DIR = "inputs"  # under the run directory: the manifests the pre-flight checks
+
+
+@dataclass(frozen=True)
+class ResolvedInput:
+    position: int
+    ref: str  # as the spec wrote it
+    version: DatasetVersion
+    verify: str
+    check: InputCheck
+
+    def row(self) -> dict[str, Any]:
+        """The run_inputs row (without run_id)."""
+        return {
+            "position": self.position,
+            "ref": self.ref,
+            "version_id": self.version.id,
+            "path": self.check.path,
+            "verify": self.verify,
+            "env_var": self.check.env_var,
+        }
+
+
+def resolve_inputs(
+    spec: RunSpec, run_dir: str, *, principal: Principal, datasets: DatasetService | None
+) -> list[ResolvedInput]:
+    """Every registered dataset of ``spec``, resolved for its project; SpecError/Forbidden/NotFound."""
+    uses = spec.dataset_uses()
+    if not uses:
+        return []
+    if datasets is None:
+        raise SpecError([SpecIssue("datasets", "this gateway has no dataset registry configured")])
+    resolved = []
+    for position, use in enumerate(uses):
+        version = datasets.resolve(
+            use.ref, project=spec.project, principal=principal, for_project=spec.project
+        )
+        if not version.path:
+            raise SpecError(
+                [
+                    SpecIssue(
+                        "datasets",
+                        f"{version.ref} was registered without a path on the cluster ({version.source_uri}); "
+                        "register it from the directory jobs read",
+                        use.ref,
+                    )
+                ]
+            )
+        manifest = None
+        if use.verify == "digest":
+            manifest = f"{run_dir}/{INPUTS_DIR}/{version.name}@{version.number}.sha256"
+        check = InputCheck(
+            name=version.name,
+            ref=version.ref,
+            digest=version.digest,
+            path=version.path,
+            env_var=dataset_env_var(version.name),
+            kind=version.kind,
+            file_count=version.file_count,
+            manifest=manifest,
+        )
+        resolved.append(ResolvedInput(position, use.ref, version, use.verify, check))
+    return resolved
+
+
+def write_manifests(inputs: list[ResolvedInput], datasets: DatasetService) -> None:
+    """Write the sha256sum manifest of every ``verify: digest`` input where its job reads it."""
+    for item in inputs:
+        if item.check.manifest is None:
+            continue
+        path = Path(item.check.manifest)
+        path.parent.mkdir(mode=0o755, exist_ok=True)
+        text = sha256sum_text(datasets.files(item.version))
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(text.encode("utf-8", "surrogateescape"))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+
+
+def environment_of(spec: RunSpec) -> dict[str, Any]:
+    """What the job runs in: container image and digest, venv packages, modules (JSON-ready).
+
+    An image digest comes from the spec (``container_digest``, which ``gw
+    submit`` computes for a local image file) or from an ``@sha256:``
+    reference; the gateway does not hash image files on the submit path.
+    """
+    env: dict[str, Any] = {}
+    if spec.container_image:
+        image = image_info(spec.container_image) if "@sha256:" in spec.container_image else {}
+        env["container_image"] = spec.container_image
+        env["image_digest"] = spec.container_digest or image.get("digest")
+    if spec.venv:
+        env["python_env"] = python_env_info(spec.venv)
+    if spec.modules:
+        env["modules"] = list(spec.modules)
+    env["kind"] = "container" if spec.container_image else "venv" if spec.venv else "host"
+    return env

@@ -1,0 +1,318 @@
+"""Reading and writing datasets, their versions (with manifests) and shares.
+
+A version is written once, with its manifest, in one transaction (and its
+audit event); registering content whose digest the dataset already has
+returns that version and writes nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy import func, insert, select
+from sqlalchemy.orm import Session
+
+from gateway.core.manifest import FileEntry
+from gateway.domain import Dataset, DatasetVersion
+from gateway.errors import NotFound, StoreError
+from gateway.store.audit import AuditEntry, append
+from gateway.store.db import Database
+from gateway.store.models import utcnow
+from gateway.store.models_lineage import DatasetFileRow, DatasetRow, DatasetShareRow, DatasetVersionRow
+
+INSERT_FILE = insert(DatasetFileRow.__table__)
+FILE_BATCH = 5000
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:16]}"
+
+
+class DatasetStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def register(
+        self,
+        *,
+        project: str,
+        name: str,
+        entries: Sequence[FileEntry],
+        digest: str,
+        kind: str,
+        path: str | None,
+        source_uri: str,
+        description: str,
+        license: str,  # noqa: A002 - the field's name
+        registered_by: str,
+        parent_id: str | None,
+        made_by_run_id: str | None,
+        made_by_command: str | None,
+        audit: AuditEntry,
+    ) -> tuple[DatasetVersion, bool]:
+        """The version with ``digest`` of dataset ``project/name``, and whether it was created now.
+
+        Creates the dataset on its first version. Two registrations racing
+        for the same number: the loser's transaction fails on the unique
+        number and is tried once more.
+        """
+        for attempt in range(2):
+            try:
+                return self._register_once(
+                    project=project,
+                    name=name,
+                    entries=entries,
+                    digest=digest,
+                    kind=kind,
+                    path=path,
+                    source_uri=source_uri,
+                    description=description,
+                    license=license,
+                    registered_by=registered_by,
+                    parent_id=parent_id,
+                    made_by_run_id=made_by_run_id,
+                    made_by_command=made_by_command,
+                    audit=audit,
+                )
+            except StoreError:
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _register_once(
+        self, *, project, name, entries, digest, audit, **fields
+    ) -> tuple[DatasetVersion, bool]:  # noqa: ANN001
+        with self.db.session() as session:
+            dataset = session.scalar(
+                select(DatasetRow).where(DatasetRow.project == project, DatasetRow.name == name)
+            )
+            if dataset is None:
+                dataset = DatasetRow(
+                    id=new_id("ds"),
+                    project=project,
+                    name=name,
+                    description=fields["description"],
+                    created_by=fields["registered_by"],
+                )
+                session.add(dataset)
+                session.flush()
+            else:
+                found = session.scalar(
+                    select(DatasetVersionRow).where(
+                        DatasetVersionRow.dataset_id == dataset.id, DatasetVersionRow.digest == digest
+                    )
+                )
+                if found is not None:
+                    return to_version(found, dataset), False
+            number = (
+                session.scalar(
+                    select(func.max(DatasetVersionRow.number)).where(
+                        DatasetVersionRow.dataset_id == dataset.id
+                    )
+                )
+                or 0
+            ) + 1
+            row = DatasetVersionRow(
+                id=new_id("dv"),
+                dataset_id=dataset.id,
+                number=number,
+                digest=digest,
+                file_count=len(entries),
+                total_bytes=sum(e.size for e in entries),
+                registered_at=utcnow(),
+                **fields,
+            )
+            session.add(row)
+            session.flush()
+            connection = session.connection()
+            for start in range(0, len(entries), FILE_BATCH):
+                connection.execute(
+                    INSERT_FILE,
+                    [
+                        {"version_id": row.id, "path": e.path, "size": e.size, "sha256": e.sha256}
+                        for e in entries[start : start + FILE_BATCH]
+                    ],
+                )
+            append(session, _with_target(audit, row, dataset))
+            return to_version(row, dataset), True
+
+    def share(self, dataset_id: str, project: str, *, by: str, audit: AuditEntry) -> None:
+        with self.db.session() as session:
+            if session.get(DatasetShareRow, (dataset_id, project)) is None:
+                session.add(DatasetShareRow(dataset_id=dataset_id, project=project, shared_by=by))
+                session.flush()
+                append(session, audit)
+
+    def unshare(self, dataset_id: str, project: str, *, audit: AuditEntry) -> None:
+        with self.db.session() as session:
+            row = session.get(DatasetShareRow, (dataset_id, project))
+            if row is not None:
+                session.delete(row)
+                session.flush()
+                append(session, audit)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def dataset(self, project: str, name: str) -> Dataset:
+        with self.db.session() as session:
+            row = session.scalar(
+                select(DatasetRow).where(DatasetRow.project == project, DatasetRow.name == name)
+            )
+            if row is None:
+                raise NotFound(f"no dataset {project}/{name}")
+            return _dataset(session, row)
+
+    def datasets(self, projects: Sequence[str] | None) -> list[Dataset]:
+        """Datasets owned by, or shared with, ``projects`` (None: all), by project and name."""
+        with self.db.session() as session:
+            query = select(DatasetRow).order_by(DatasetRow.project, DatasetRow.name)
+            if projects is not None:
+                shared = select(DatasetShareRow.dataset_id).where(DatasetShareRow.project.in_(projects))
+                query = query.where(DatasetRow.project.in_(projects) | DatasetRow.id.in_(shared))
+            return [_dataset(session, row) for row in session.scalars(query)]
+
+    def versions(self, dataset_id: str) -> list[DatasetVersion]:
+        with self.db.session() as session:
+            dataset = session.get(DatasetRow, dataset_id)
+            if dataset is None:
+                raise NotFound(f"no dataset {dataset_id!r}")
+            rows = session.scalars(
+                select(DatasetVersionRow)
+                .where(DatasetVersionRow.dataset_id == dataset_id)
+                .order_by(DatasetVersionRow.number)
+            )
+            return [to_version(r, dataset) for r in rows]
+
+    def version(self, version_id: str) -> DatasetVersion:
+        with self.db.session() as session:
+            row = session.get(DatasetVersionRow, version_id)
+            if row is None:
+                raise NotFound(f"no dataset version {version_id!r}")
+            return to_version(row, session.get(DatasetRow, row.dataset_id))
+
+    def find_version(
+        self, dataset_id: str, *, number: int | None = None, digest_prefix: str | None = None
+    ) -> DatasetVersion:
+        """By number, by digest prefix (must be unique), or the latest when neither is given."""
+        with self.db.session() as session:
+            dataset = session.get(DatasetRow, dataset_id)
+            if dataset is None:
+                raise NotFound(f"no dataset {dataset_id!r}")
+            query = select(DatasetVersionRow).where(DatasetVersionRow.dataset_id == dataset_id)
+            if number is not None:
+                query = query.where(DatasetVersionRow.number == number)
+            elif digest_prefix is not None:
+                query = query.where(DatasetVersionRow.digest.startswith(digest_prefix))
+            rows = list(session.scalars(query.order_by(DatasetVersionRow.number.desc()).limit(2)))
+            label = f"{dataset.project}/{dataset.name}"
+            if not rows:
+                which = f"version {number}" if number else f"a version sha256:{digest_prefix}"
+                raise NotFound(
+                    f"dataset {label} has no {which}"
+                    if number or digest_prefix
+                    else f"{label} has no versions"
+                )
+            if digest_prefix is not None and len(rows) > 1:
+                raise NotFound(
+                    f"sha256:{digest_prefix} matches several versions of {label}; give more digits"
+                )
+            return to_version(rows[0], dataset)
+
+    def files(self, version_id: str) -> list[FileEntry]:
+        with self.db.session() as session:
+            rows = session.execute(
+                select(DatasetFileRow.path, DatasetFileRow.size, DatasetFileRow.sha256)
+                .where(DatasetFileRow.version_id == version_id)
+                .order_by(DatasetFileRow.id)
+            )
+            return [FileEntry(path, size, sha) for path, size, sha in rows]
+
+    def versions_with_file(self, sha256: str, limit: int = 100) -> list[tuple[DatasetVersion, str]]:
+        """Dataset versions holding a file with this content, and its path in each."""
+        with self.db.session() as session:
+            rows = session.execute(
+                select(DatasetVersionRow, DatasetFileRow.path)
+                .join(DatasetFileRow, DatasetFileRow.version_id == DatasetVersionRow.id)
+                .where(DatasetFileRow.sha256 == sha256)
+                .limit(limit)
+            ).all()
+            return [(to_version(v, session.get(DatasetRow, v.dataset_id)), path) for v, path in rows]
+
+    def children(self, version_id: str) -> list[DatasetVersion]:
+        """Versions that name this one as their parent."""
+        with self.db.session() as session:
+            rows = session.scalars(select(DatasetVersionRow).where(DatasetVersionRow.parent_id == version_id))
+            return [to_version(r, session.get(DatasetRow, r.dataset_id)) for r in rows]
+
+
+def _with_target(audit: AuditEntry, row: DatasetVersionRow, dataset: DatasetRow) -> AuditEntry:
+    after = {
+        "dataset": f"{dataset.project}/{dataset.name}",
+        "version": row.number,
+        "digest": row.digest,
+        "files": row.file_count,
+        "bytes": row.total_bytes,
+        "source_uri": row.source_uri,
+        **({"parent_id": row.parent_id} if row.parent_id else {}),
+        **({"made_by_run_id": row.made_by_run_id} if row.made_by_run_id else {}),
+    }
+    return AuditEntry(
+        actor=audit.actor,
+        action=audit.action,
+        target_type="dataset_version",
+        target_id=row.id,
+        project=dataset.project,
+        source=audit.source,
+        after=after,
+    )
+
+
+def _dataset(session: Session, row: DatasetRow) -> Dataset:
+    shares = session.scalars(
+        select(DatasetShareRow.project)
+        .where(DatasetShareRow.dataset_id == row.id)
+        .order_by(DatasetShareRow.project)
+    )
+    latest = session.scalar(
+        select(DatasetVersionRow)
+        .where(DatasetVersionRow.dataset_id == row.id)
+        .order_by(DatasetVersionRow.number.desc())
+        .limit(1)
+    )
+    return Dataset(
+        id=row.id,
+        project=row.project,
+        name=row.name,
+        description=row.description,
+        created_by=row.created_by,
+        created_at=row.created_at,
+        shared_with=list(shares),
+        latest=to_version(latest, row) if latest else None,
+        version_count=latest.number if latest else 0,
+    )
+
+
+def to_version(row: DatasetVersionRow, dataset: DatasetRow) -> DatasetVersion:
+    return DatasetVersion(
+        id=row.id,
+        dataset_id=row.dataset_id,
+        project=dataset.project,
+        name=dataset.name,
+        number=row.number,
+        digest=row.digest,
+        kind=row.kind,
+        path=row.path,
+        source_uri=row.source_uri,
+        file_count=row.file_count,
+        total_bytes=row.total_bytes,
+        description=row.description,
+        license=row.license,
+        registered_by=row.registered_by,
+        registered_at=row.registered_at,
+        parent_id=row.parent_id,
+        made_by_run_id=row.made_by_run_id,
+        made_by_command=row.made_by_command,
+    )

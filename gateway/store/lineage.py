@@ -1,0 +1,236 @@
+"""Reading and writing the links of the lineage spine: run inputs, artifacts and metrics.
+
+Every method opens one unit of work and returns domain values. Outputs of an
+attempt are recorded in one transaction: its new artifacts, the run's
+metrics (replaced by this attempt's) and the mark that it was harvested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, insert, select, update
+
+from gateway.core.states import TERMINAL
+from gateway.domain import Artifact, RunInput
+from gateway.store.datasets import to_version
+from gateway.store.db import Database
+from gateway.store.models import AttemptRow, RunRow, utcnow
+from gateway.store.models_lineage import (
+    ArtifactRow,
+    DatasetRow,
+    DatasetVersionRow,
+    RunInputRow,
+    RunMetricRow,
+)
+
+TERMINAL_STATES = sorted(s.value for s in TERMINAL)
+INSERT_ARTIFACT = insert(ArtifactRow.__table__)
+INSERT_METRIC = insert(RunMetricRow.__table__)
+
+
+@dataclass(frozen=True)
+class HarvestJob:
+    """An ended attempt whose run's declared outputs have not been registered yet."""
+
+    run_id: str
+    attempt_id: int
+    attempt_number: int
+    run_dir: str
+    outputs: list[str]
+    metrics: list[str]
+    started: bool  # the job ran (a never-submitted or never-started attempt wrote nothing)
+
+
+class LineageStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- inputs -----------------------------------------------------------------------------
+
+    def inputs(self, run_id: str) -> list[RunInput]:
+        with self.db.session() as session:
+            rows = session.execute(
+                select(RunInputRow, DatasetVersionRow, DatasetRow)
+                .join(DatasetVersionRow, DatasetVersionRow.id == RunInputRow.version_id)
+                .join(DatasetRow, DatasetRow.id == DatasetVersionRow.dataset_id)
+                .where(RunInputRow.run_id == run_id)
+                .order_by(RunInputRow.position)
+            ).all()
+            return [
+                RunInput(
+                    position=i.position,
+                    ref=i.ref,
+                    version=to_version(v, d),
+                    path=i.path,
+                    verify=i.verify,
+                    env_var=i.env_var,
+                )
+                for i, v, d in rows
+            ]
+
+    def runs_using(self, version_id: str, limit: int = 500) -> list[tuple[str, str]]:
+        """(run id, project) of runs that read this dataset version, oldest first."""
+        with self.db.session() as session:
+            rows = session.execute(
+                select(RunRow.id, RunRow.project)
+                .join(RunInputRow, RunInputRow.run_id == RunRow.id)
+                .where(RunInputRow.version_id == version_id)
+                .order_by(RunRow.created_at, RunRow.id)
+                .limit(limit)
+            )
+            return [(run_id, project) for run_id, project in rows]
+
+    # -- outputs ----------------------------------------------------------------------------
+
+    def artifacts(self, run_id: str) -> list[Artifact]:
+        with self.db.session() as session:
+            rows = session.execute(
+                select(ArtifactRow, AttemptRow.number)
+                .join(AttemptRow, AttemptRow.id == ArtifactRow.attempt_id)
+                .where(ArtifactRow.run_id == run_id)
+                .order_by(ArtifactRow.path, ArtifactRow.id)
+            ).all()
+            return [_artifact(a, n) for a, n in rows]
+
+    def artifacts_by_sha256(self, sha256: str, limit: int = 100) -> list[Artifact]:
+        with self.db.session() as session:
+            rows = session.execute(
+                select(ArtifactRow, AttemptRow.number)
+                .join(AttemptRow, AttemptRow.id == ArtifactRow.attempt_id)
+                .where(ArtifactRow.sha256 == sha256)
+                .order_by(ArtifactRow.id)
+                .limit(limit)
+            ).all()
+            return [_artifact(a, n) for a, n in rows]
+
+    def metrics(self, run_id: str) -> tuple[dict[str, float], dict[str, list[tuple[int | None, float]]]]:
+        """The run's summary metrics and its per-step series (by metric name, in step order)."""
+        summary: dict[str, float] = {}
+        series: dict[str, list[tuple[int | None, float]]] = {}
+        with self.db.session() as session:
+            rows = session.execute(
+                select(RunMetricRow.name, RunMetricRow.step, RunMetricRow.value)
+                .where(RunMetricRow.run_id == run_id)
+                .order_by(RunMetricRow.id)
+            )
+            for name, step, value in rows:
+                if step is None:
+                    summary[name] = value
+                else:
+                    series.setdefault(name, []).append((step, value))
+        return summary, series
+
+    def harvests(self, run_id: str) -> list[tuple[int, Any, str | None]]:
+        """(attempt number, when its outputs were harvested or None, note) for each attempt."""
+        with self.db.session() as session:
+            rows = session.execute(
+                select(AttemptRow.number, AttemptRow.outputs_at, AttemptRow.outputs_note)
+                .where(AttemptRow.run_id == run_id)
+                .order_by(AttemptRow.number)
+            )
+            return [(n, at, note) for n, at, note in rows]
+
+    def due_harvest(self, limit: int = 50) -> list[HarvestJob]:
+        """Ended attempts not harvested yet, oldest first."""
+        with self.db.session() as session:
+            rows = session.execute(
+                select(
+                    AttemptRow.id,
+                    AttemptRow.number,
+                    AttemptRow.start_time,
+                    RunRow.id,
+                    RunRow.run_dir,
+                    RunRow.spec,
+                )
+                .join(RunRow, RunRow.id == AttemptRow.run_id)
+                .where(AttemptRow.outputs_at.is_(None), AttemptRow.state.in_(TERMINAL_STATES))
+                .order_by(AttemptRow.id)
+                .limit(limit)
+            ).all()
+            return [
+                HarvestJob(
+                    run_id=run_id,
+                    attempt_id=attempt_id,
+                    attempt_number=number,
+                    run_dir=run_dir,
+                    outputs=list(spec.get("outputs") or []),
+                    metrics=list(spec.get("metrics") or []),
+                    started=start is not None,
+                )
+                for attempt_id, number, start, run_id, run_dir, spec in rows
+            ]
+
+    def known_files(self, run_id: str) -> set[tuple[str, str]]:
+        """(path, sha256) of the run's artifacts so far: a file an earlier attempt wrote is not new."""
+        with self.db.session() as session:
+            rows = session.execute(
+                select(ArtifactRow.path, ArtifactRow.sha256).where(ArtifactRow.run_id == run_id)
+            )
+            return {(p, s) for p, s in rows}
+
+    def record_outputs(
+        self,
+        job: HarvestJob,
+        *,
+        files: Iterable[tuple[str, int, str]],
+        summary: dict[str, float] | None,
+        series: dict[str, Sequence[tuple[int | None, float]]] | None,
+        note: str | None,
+    ) -> None:
+        """Write an attempt's new artifacts (path, size, sha256) and metrics; mark it harvested.
+
+        Metrics found (``summary`` or ``series`` not None) replace the run's
+        earlier ones: a run's metrics are its latest attempt's.
+        """
+        now = utcnow()
+        rows: list[dict[str, Any]] = [
+            {
+                "run_id": job.run_id,
+                "attempt_id": job.attempt_id,
+                "path": p,
+                "size": n,
+                "sha256": s,
+                "created_at": now,
+            }
+            for p, n, s in files
+        ]
+        with self.db.session() as session:
+            claimed = session.execute(
+                update(AttemptRow)
+                .where(AttemptRow.id == job.attempt_id, AttemptRow.outputs_at.is_(None))
+                .values(outputs_at=now, outputs_note=(note or None) and note[:1024])
+            ).rowcount
+            if not claimed:
+                return  # another harvester got here first
+            connection = session.connection()
+            if rows:
+                connection.execute(INSERT_ARTIFACT, rows)
+            if summary is not None or series is not None:
+                connection.execute(delete(RunMetricRow).where(RunMetricRow.run_id == job.run_id))
+                points = [
+                    {"run_id": job.run_id, "attempt_id": job.attempt_id, "name": k, "step": None, "value": v}
+                    for k, v in (summary or {}).items()
+                ]
+                points += [
+                    {"run_id": job.run_id, "attempt_id": job.attempt_id, "name": k, "step": step, "value": v}
+                    for k, values in (series or {}).items()
+                    for step, v in values
+                ]
+                if points:
+                    connection.execute(INSERT_METRIC, points)
+
+
+def _artifact(row: ArtifactRow, attempt_number: int) -> Artifact:
+    return Artifact(
+        id=row.id,
+        run_id=row.run_id,
+        attempt_id=row.attempt_id,
+        attempt_number=attempt_number,
+        path=row.path,
+        size=row.size,
+        sha256=row.sha256,
+        created_at=row.created_at,
+    )
