@@ -68,6 +68,43 @@ class GatewayClient:
             "GET", f"/runs/{run_id}/logs", params={k: v for k, v in params.items() if v is not None}
         )
 
+    def run_outputs(self, run_id: str) -> dict:
+        return self._call("GET", f"/runs/{run_id}/outputs")
+
+    def compare(self, run_a: str, run_b: str) -> dict:
+        return self._call("GET", f"/runs/{run_a}/compare/{run_b}")
+
+    def register_version(self, project: str, name: str, body: dict) -> dict:
+        return self._call("POST", f"/datasets/{project}/{name}/versions", json=body)
+
+    def datasets(self, project: str | None = None) -> list:
+        return self._call("GET", "/datasets", params={"project": project} if project else None)
+
+    def dataset(self, project: str, name: str) -> dict:
+        return self._call("GET", f"/datasets/{project}/{name}")
+
+    def dataset_versions(self, project: str, name: str) -> list:
+        return self._call("GET", f"/datasets/{project}/{name}/versions")
+
+    def dataset_version(self, project: str, name: str, version: str, *, files: bool = False) -> dict:
+        params = {"files": "true"} if files else None
+        return self._call("GET", f"/datasets/{project}/{name}/versions/{version}", params=params)
+
+    def dataset_diff(self, project: str, name: str, a: str, b: str) -> dict:
+        return self._call("GET", f"/datasets/{project}/{name}/diff", params={"a": a, "b": b})
+
+    def share_dataset(self, project: str, name: str, other: str, *, on: bool) -> dict:
+        return self._call("PUT" if on else "DELETE", f"/datasets/{project}/{name}/shares/{other}")
+
+    def trace_artifact(self, sha256: str) -> dict:
+        return self._call("GET", f"/lineage/artifacts/{sha256}")
+
+    def trace_run(self, run_id: str) -> dict:
+        return self._call("GET", f"/lineage/runs/{run_id}")
+
+    def trace_dataset(self, project: str, name: str, version: str) -> dict:
+        return self._call("GET", f"/lineage/datasets/{project}/{name}/{version}")
+
     def projects(self) -> list:
         return self._call("GET", "/projects")
 

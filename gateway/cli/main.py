@@ -15,8 +15,9 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from gateway.cli import admin_cmds, exits
+from gateway.cli import admin_cmds, data_cmds, exits
 from gateway.cli.client import ApiError, GatewayClient
+from gateway.cli.lineage_view import provenance_lines
 from gateway.cli.output import console, err_console, print_json, runs_table, show_run, state_text
 from gateway.errors import GatewayError, SpecError
 from gateway.settings import ClientSettings
@@ -138,6 +139,7 @@ def submit(
     data = spec.model_dump(mode="json", exclude_defaults=False)
     if data.get("workdir") is None:
         data["workdir"] = os.getcwd()
+    data_cmds.add_provenance(data, data["workdir"])
     client = _client()
     try:
         run = client.submit(data)
@@ -220,15 +222,20 @@ def show(
     script: Annotated[bool, typer.Option("--script", help="Also print the rendered sbatch script.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """A run: spec, attempts with accounting, and the timeline."""
+    """A run: spec, attempts with accounting, the timeline, code, environment, artifacts and metrics."""
+    client = _client()
     try:
-        run = _client().run(run_id)
+        run = client.run(run_id)
+        outputs = data_cmds.run_outputs(client, run_id)
     except ApiError as exc:
         _fail(exc)
     if as_json:
-        print_json(run)
-    else:
-        show_run(run, script=script)
+        print_json({**run, "outputs": outputs})
+        return
+    show_run(run, script=script)
+    console.print()
+    for line in provenance_lines(run, outputs):
+        console.print(line)
 
 
 @app.command()
@@ -373,6 +380,7 @@ def health(as_json: JsonOpt = False) -> None:
 
 
 admin_cmds.register(app, admin, _client, _fail)
+data_cmds.register(app, _client, _fail)
 
 if __name__ == "__main__":
     app()

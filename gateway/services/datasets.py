@@ -58,6 +58,16 @@ class DatasetService:
         """Record a version (or find the one with the same content); returns it and whether it is new."""
         if not names.NAME.fullmatch(req.name):
             raise SpecError([SpecIssue("name", f"not a valid dataset name; use {names.NAME_HELP}", req.name)])
+        if principal.role(req.project) is None and not principal.is_admin:
+            try:
+                shared = self.get(req.project, req.name, principal=principal)
+            except NotFound:
+                shared = None
+            if shared is not None:
+                raise Forbidden(
+                    f"dataset {req.project}/{req.name} is shared with your project read-only; "
+                    f"only members of {req.project} register its versions"
+                )
         self._project(req.project, principal)
         require(principal, "dataset.register", req.project)
         entries = _checked_entries(req)

@@ -1,0 +1,485 @@
+"""gw dataset ... (register, list, show, versions, diff, share), gw trace and gw compare.
+
+``gw dataset register`` hashes the files here, where they are, and sends the
+manifest; the gateway computes the version's digest. ``gw trace`` follows a
+file (by its sha256), a run or a dataset version through the lineage API.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from gateway.cli import exits, lineage_view
+from gateway.cli.client import ApiError, GatewayClient
+from gateway.cli.output import console, err_console, print_json
+from gateway.core import names
+from gateway.core.lineage_spec import DATASET_REF_HELP, parse_dataset_ref
+from gateway.errors import SpecError
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+DatasetArg = Annotated[str, typer.Argument(help="PROJECT/NAME of the dataset.", metavar="PROJECT/NAME")]
+dataset_app = typer.Typer(no_args_is_help=True, help="Datasets: versions registered by content.")
+
+BIG_SCAN_BYTES = 1 << 30  # a scan this big reports progress even when stderr is not a terminal
+SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
+VERSION = re.compile(r"latest|v?[0-9]{1,9}|sha256:[0-9a-f]{8,64}")
+VERSION_HELP = "latest, a number (3 or v3), or sha256: and 8-64 hex digits of the version's digest"
+
+
+@dataclass
+class _Wiring:
+    client: Callable[[], GatewayClient]
+    fail: Callable[[ApiError], NoReturn]
+
+
+_wiring: _Wiring | None = None
+
+
+def register(
+    app: typer.Typer, client: Callable[[], GatewayClient], fail: Callable[[ApiError], NoReturn]
+) -> None:
+    """Add ``gw dataset``, ``gw trace`` and ``gw compare`` to ``app``."""
+    global _wiring
+    _wiring = _Wiring(client, fail)
+    app.add_typer(dataset_app, name="dataset")
+    app.command()(trace)
+    app.command()(compare)
+
+
+def _call(method: str, *args: Any, **kwargs: Any) -> Any:
+    """``GatewayClient.<method>(...)``; an API error is reported and ends gw with its exit status."""
+    assert _wiring is not None, "data_cmds.register() was not called"
+    try:
+        return getattr(_wiring.client(), method)(*args, **kwargs)
+    except ApiError as exc:
+        _wiring.fail(exc)
+
+
+def _usage(message: str) -> NoReturn:
+    err_console.print(message, markup=False)
+    raise typer.Exit(exits.USAGE)
+
+
+def _dataset_name(text: str, project: str | None = None) -> tuple[str, str]:
+    """``PROJECT/NAME`` (or ``NAME`` with ``project``) -> (project, name); exit 2 when malformed."""
+    owner, sep, name = text.rpartition("/")
+    if not sep:
+        owner = project or ""
+    if not owner:
+        _usage(f"dataset {text!r}: give it as PROJECT/NAME (or NAME with --project)")
+    for what, value in (("project", owner), ("name", name)):
+        if not names.NAME.fullmatch(value):
+            _usage(f"dataset {text!r}: {what} {value!r} is not valid; use {names.NAME_HELP}")
+    return owner, name
+
+
+def _version(text: str) -> str:
+    if not VERSION.fullmatch(text):
+        _usage(f"version {text!r} is not valid; use {VERSION_HELP}")
+    return text
+
+
+# -- register ---------------------------------------------------------------------------------
+
+
+class _ScanProgress:
+    """The hashing progress on stderr: a bar on a terminal; for a big scan elsewhere, a line per 10 %."""
+
+    def __init__(self) -> None:
+        self.progress: Progress | None = None
+        self.task: Any = None
+        self.next_tenth = 1
+        self.active: bool | None = None
+
+    def __call__(self, done: int, total: int, name: str) -> None:
+        if self.active is None:
+            self.active = err_console.is_terminal or total >= BIG_SCAN_BYTES
+            if self.active and err_console.is_terminal:
+                self.progress = Progress(
+                    TextColumn("hashing"),
+                    BarColumn(),
+                    DownloadColumn(),
+                    TimeRemainingColumn(),
+                    TextColumn("{task.fields[name]}", markup=False),
+                    console=err_console,
+                    transient=True,
+                )
+                self.progress.start()
+                self.task = self.progress.add_task("hash", total=total, name="")
+        if not self.active:
+            return
+        if self.progress is not None:
+            self.progress.update(self.task, completed=done, name=name[-60:])
+        elif total and done * 10 >= self.next_tenth * total:
+            self.next_tenth = done * 10 // total + 1
+            err_console.print(
+                f"hashing: {done * 100 // total}% ({lineage_view.human_bytes(done)} of "
+                f"{lineage_view.human_bytes(total)})",
+                markup=False,
+            )
+
+    def stop(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+@dataset_app.command("register")
+def register_version(
+    path: Annotated[Path, typer.Argument(help="The file or directory, as jobs on the cluster read it.")],
+    project: Annotated[str, typer.Option(help="The project that owns the dataset.")],
+    name: Annotated[str, typer.Option(help="The dataset's name in the project.")],
+    description: Annotated[str, typer.Option(help="What it holds.")] = "",
+    license_: Annotated[str, typer.Option("--license", help="Licence or usage terms.")] = "",
+    parent: Annotated[
+        str | None, typer.Option(help="The version it was made from: [project/]name@version.")
+    ] = None,
+    made_by_run: Annotated[str | None, typer.Option(help="The run that made it.")] = None,
+    made_by_command: Annotated[str | None, typer.Option(help="Or the command that made it.")] = None,
+    source_uri: Annotated[str | None, typer.Option(help="Where it came from (default file://PATH).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Register PATH's current content as a version of PROJECT/NAME (the same content: the same version)."""
+    from gateway.adapters.files import scan
+
+    project, name = _dataset_name(f"{project}/{name}")
+    if parent is not None:
+        try:
+            parse_dataset_ref(parent)
+        except ValueError as exc:
+            _usage(f"--parent: {exc}")
+    progress = _ScanProgress()
+    try:
+        found = scan(path, progress=progress)
+    except SpecError as exc:
+        _usage(str(exc))
+    finally:
+        progress.stop()
+    for skipped in found.skipped:
+        err_console.print(
+            f"skipped {skipped!r}: not a regular file (a fifo, socket, device or dangling link)"
+        )
+    body = {
+        "files": [e.to_dict() for e in found.entries],
+        "kind": found.kind,
+        "path": found.root,
+        "source_uri": source_uri,
+        "description": description,
+        "license": license_,
+        "parent": parent,
+        "made_by_run": made_by_run,
+        "made_by_command": made_by_command,
+    }
+    version = _call("register_version", project, name, body)
+    if as_json:
+        print_json(version)
+        return
+    ref = f"{version['dataset']}@{version['version']}"
+    if version["created"]:
+        console.print(f"registered [bold]{ref}[/bold] (new version)")
+    else:
+        console.print(f"[bold]{ref}[/bold]: same content as the existing version {ref}; nothing new recorded")
+    console.print(f"  digest {version['digest']}")
+    console.print(
+        f"  files {version['file_count']}  bytes {version['total_bytes']} "
+        f"({lineage_view.human_bytes(version['total_bytes'])})"
+    )
+    console.print(f"  path {version['path']}", markup=False)
+    console.print(f"  use it in a spec as: datasets: [{{ref: {ref}, verify: digest}}]", markup=False)
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+@dataset_app.command("list")
+def list_datasets(
+    project: Annotated[str | None, typer.Option(help="Only this project's.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Datasets of your projects and those shared with them, with their latest version."""
+    found = _call("datasets", project)
+    if as_json:
+        print_json(found)
+        return
+    if not found:
+        console.print("no datasets")
+        return
+    table = Table(show_edge=False, header_style="bold")
+    for column in ("DATASET", "VERSIONS", "LATEST", "DIGEST", "FILES", "SIZE", "SHARED WITH", "REGISTERED"):
+        table.add_column(column)
+    for d in found:
+        latest = d.get("latest") or {}
+        table.add_row(
+            f"{d['project']}/{d['name']}",
+            str(d["version_count"]),
+            f"v{latest['version']}" if latest else "-",
+            lineage_view.short(latest.get("digest")),
+            str(latest.get("file_count", "-")),
+            lineage_view.human_bytes(latest.get("total_bytes")),
+            ", ".join(d["shared_with"]) or "-",
+            (latest.get("registered_at") or d["created_at"])[:19].replace("T", " "),
+        )
+    console.print(table)
+
+
+@dataset_app.command("show")
+def show_dataset(
+    target: Annotated[str, typer.Argument(help="PROJECT/NAME or PROJECT/NAME@VERSION.")],
+    project: Annotated[str | None, typer.Option(help="The project, when TARGET is a bare NAME.")] = None,
+    files: Annotated[bool, typer.Option("--files", help="Also list every file of the version.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """A dataset and its latest version, or one version (NAME@VERSION); --files lists the manifest."""
+    text, _, selector = target.partition("@")
+    owner, name = _dataset_name(text, project)
+    version = _call("dataset_version", owner, name, _version(selector or "latest"), files=files)
+    dataset = None if selector else _call("dataset", owner, name)
+    if as_json:
+        print_json(version if dataset is None else {**dataset, "version": version})
+        return
+    if dataset is not None:
+        console.print(
+            f"[bold]{owner}/{name}[/bold]  {dataset['version_count']} versions  "
+            f"created by {dataset['created_by']}  shared with {', '.join(dataset['shared_with']) or '-'}"
+        )
+        if dataset["description"]:
+            console.print(dataset["description"], markup=False)
+    _print_version(version)
+    for entry in version.get("files") or []:
+        console.print(f"  {entry['sha256']}  {entry['size']:>12}  {entry['path']}", markup=False)
+
+
+def _print_version(v: dict[str, Any]) -> None:
+    console.print(f"[bold]{v['dataset']}@{v['version']}[/bold]  digest {v['digest']}")
+    facts = [
+        ("kind", v["kind"]),
+        ("files", str(v["file_count"])),
+        ("bytes", f"{v['total_bytes']} ({lineage_view.human_bytes(v['total_bytes'])})"),
+        ("path", v["path"] or "-"),
+        ("source", v["source_uri"]),
+        ("registered", f"{v['registered_by']} {v['registered_at'][:19].replace('T', ' ')}"),
+    ]
+    if v.get("license"):
+        facts.append(("license", v["license"]))
+    if v.get("made_by_run_id"):
+        facts.append(("made by run", v["made_by_run_id"]))
+    if v.get("made_by_command"):
+        facts.append(("made by command", v["made_by_command"]))
+    for key, value in facts:
+        console.print(f"  {key:<16} {value}", markup=False)
+    if v.get("description"):
+        console.print(f"  {v['description']}", markup=False)
+
+
+@dataset_app.command("versions")
+def list_versions(dataset: DatasetArg, as_json: JsonOpt = False) -> None:
+    """Every version of a dataset, oldest first."""
+    owner, name = _dataset_name(dataset)
+    versions = _call("dataset_versions", owner, name)
+    if as_json:
+        print_json(versions)
+        return
+    table = Table(show_edge=False, header_style="bold")
+    for column in ("VERSION", "DIGEST", "FILES", "SIZE", "PARENT", "REGISTERED BY", "REGISTERED"):
+        table.add_column(column)
+    by_id = {v["id"]: v for v in versions}
+    for v in versions:
+        parent = by_id.get(v["parent_id"]) if v["parent_id"] else None
+        table.add_row(
+            f"v{v['version']}",
+            lineage_view.short(v["digest"]),
+            str(v["file_count"]),
+            lineage_view.human_bytes(v["total_bytes"]),
+            (f"v{parent['version']}" if parent else "another dataset") if v["parent_id"] else "-",
+            v["registered_by"],
+            v["registered_at"][:19].replace("T", " "),
+        )
+    console.print(table)
+
+
+@dataset_app.command("diff")
+def diff_versions(
+    dataset: DatasetArg,
+    a: Annotated[str, typer.Argument(help=f"The older version: {VERSION_HELP}.")],
+    b: Annotated[str, typer.Argument(help="The newer version.")] = "latest",
+    as_json: JsonOpt = False,
+) -> None:
+    """Files added, removed and changed (by path) from version A to version B."""
+    owner, name = _dataset_name(dataset)
+    diff = _call("dataset_diff", owner, name, _version(a), _version(b))
+    if as_json:
+        print_json(diff)
+        return
+    console.print(
+        f"{owner}/{name}: v{diff['a']['version']} ({lineage_view.short(diff['a']['digest'])}) -> "
+        f"v{diff['b']['version']} ({lineage_view.short(diff['b']['digest'])})"
+    )
+    for entry in diff["added"]:
+        console.print(f"[green]+ {entry['path']}[/green]  {entry['size']} bytes")
+    for entry in diff["removed"]:
+        console.print(f"[red]- {entry['path']}[/red]  {entry['size']} bytes")
+    for change in diff["changed"]:
+        console.print(
+            f"[yellow]~ {change['path']}[/yellow]  {change['a']['size']} -> {change['b']['size']} bytes, "
+            f"sha256 {lineage_view.short(change['a']['sha256'])} -> "
+            f"{lineage_view.short(change['b']['sha256'])}"
+        )
+    console.print(
+        f"{len(diff['added'])} added, {len(diff['removed'])} removed, {len(diff['changed'])} changed, "
+        f"{diff['unchanged']} unchanged"
+    )
+
+
+@dataset_app.command("share")
+def share(
+    dataset: DatasetArg,
+    with_: Annotated[str, typer.Option("--with", help="The project that may then read and use it.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Let another project read the dataset and use its versions in runs (leads of its project)."""
+    _share(dataset, with_, on=True, as_json=as_json)
+
+
+@dataset_app.command("unshare")
+def unshare(
+    dataset: DatasetArg,
+    with_: Annotated[str, typer.Option("--with", help="The project to stop sharing with.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Stop sharing the dataset with a project."""
+    _share(dataset, with_, on=False, as_json=as_json)
+
+
+def _share(dataset: str, other: str, *, on: bool, as_json: bool) -> None:
+    owner, name = _dataset_name(dataset)
+    if not names.NAME.fullmatch(other):
+        _usage(f"--with {other!r} is not a valid project name; use {names.NAME_HELP}")
+    found = _call("share_dataset", owner, name, other, on=on)
+    if as_json:
+        print_json(found)
+    else:
+        console.print(
+            f"{owner}/{name} is shared with: {', '.join(found['shared_with']) or 'no other project'}"
+        )
+
+
+# -- trace and compare -----------------------------------------------------------------------
+
+
+def trace(
+    target: Annotated[
+        str, typer.Argument(help="A file, a sha256 (64 hex digits), a run id (r-...) or PROJECT/NAME@N.")
+    ],
+    as_json: JsonOpt = False,
+) -> None:
+    """Where a file, run or dataset version came from, and what was made from it."""
+    kind, key = trace_target(target)
+    if kind == "artifact":
+        found = _call("trace_artifact", key)
+        render = lineage_view.artifact_trace_tree
+    elif kind == "run":
+        found = _call("trace_run", key)
+        render = lineage_view.run_tree
+    else:
+        ref = parse_dataset_ref(key)
+        found = _call("trace_dataset", ref.project, ref.name, ref.version)
+        render = lineage_view.dataset_trace_tree
+    if as_json:
+        print_json(found)
+    else:
+        console.print(render(found))
+
+
+def trace_target(target: str) -> tuple[str, str]:
+    """What ``gw trace TARGET`` names: ("artifact", sha256) for a local file or a sha256, ("run", id),
+    or ("dataset", PROJECT/NAME@VERSION). A file here is hashed locally. Exits 2 for anything else."""
+    if os.path.lexists(target):
+        if os.path.isdir(target):
+            _usage(f"{target} is a directory; trace one of its files or a dataset version (PROJECT/NAME@N)")
+        from gateway.adapters.files import sha256_file
+
+        try:
+            return "artifact", sha256_file(target)[0]
+        except SpecError as exc:
+            _usage(str(exc))
+    if SHA256_HEX.fullmatch(target):
+        return "artifact", target.lower()
+    if "@" in target:
+        try:
+            ref = parse_dataset_ref(target)
+        except ValueError as exc:
+            _usage(str(exc))
+        if ref.project is None:
+            _usage(f"dataset {target!r}: name its project too (PROJECT/{target})")
+        return "dataset", target
+    if target.startswith("r-") and names.NAME.fullmatch(target):
+        return "run", target
+    if "/" in target or target.startswith("."):
+        _usage(f"no such file: {target}")
+    _usage(
+        f"{target!r} is not a file here, a sha256 (64 hex digits), a run id (r-...) or a dataset version "
+        f"({DATASET_REF_HELP})"
+    )
+
+
+def compare(
+    run_a: Annotated[str, typer.Argument(help="A run id.")],
+    run_b: Annotated[str, typer.Argument(help="Another run id.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Two runs side by side: params that differ, dataset versions, metrics, code and environment."""
+    for run_id in (run_a, run_b):
+        if not names.NAME.fullmatch(run_id):
+            _usage(f"{run_id!r} is not a run id (r-...)")
+    found = _call("compare", run_a, run_b)
+    if as_json:
+        print_json(found)
+        return
+    for title, body in lineage_view.compare_tables(found):
+        console.print(f"[bold]{title}[/bold]")
+        console.print(body)
+        console.print()
+
+
+# -- gw submit and gw show -------------------------------------------------------------------
+
+IMAGE_DIGEST_CACHE = Path("~/.cache/gw/image-digests.json")
+
+
+def add_provenance(spec: dict[str, Any], workdir: str) -> None:
+    """Fill what ``gw submit`` knows here and the gateway cannot: ``code`` from the git work tree
+    holding ``workdir``, and ``container_digest`` of a local image file (hashed once, then cached
+    in ~/.cache/gw/image-digests.json by path, size, mtime and inode). Fields the spec sets win."""
+    from gateway.adapters.provenance import code_info, image_info
+
+    if spec.get("code") is None:
+        spec["code"] = code_info(workdir)
+    image = spec.get("container_image")
+    if image and image.startswith("/") and spec.get("container_digest") is None:
+        cache = IMAGE_DIGEST_CACHE.expanduser()
+        with contextlib.suppress(OSError):  # no cache: the image is hashed each time
+            cache.parent.mkdir(parents=True, exist_ok=True)
+        info = image_info(image, cache_path=str(cache))
+        if info.get("digest"):
+            spec["container_digest"] = info["digest"]
+        elif info.get("error"):
+            err_console.print(f"note: no digest recorded for the image: {info['error']}", markup=False)
+
+
+def run_outputs(client: GatewayClient, run_id: str) -> dict[str, Any] | None:
+    """The run's artifacts and metrics, or None when the gateway does not answer them (an older one)."""
+    try:
+        return client.run_outputs(run_id)
+    except ApiError as exc:
+        if exc.status in (404, 405):
+            return None
+        raise
