@@ -12,10 +12,12 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
+from gateway.adapters.files import scan
 from gateway.api import create_app
 from gateway.core.spec import build_spec
 from gateway.core.states import RunState
 from gateway.services.auth import digest
+from gateway.services.datasets import Registration
 from gateway.services.site import parse_site
 from gateway.settings import Settings
 from gateway.store import Database
@@ -51,6 +53,18 @@ def ended_run(services, principal):
     return refresh_until(services, run.id).id
 
 
+@pytest.fixture(scope="module")
+def dataset(services, principal, tmp_path_factory):
+    """A one-file dataset of project ``test`` (name, its manifest, the file's sha256)."""
+    path = tmp_path_factory.mktemp("matrix-data") / "rows.csv"
+    path.write_text("a,b\n1,2\n")
+    files = [e.to_dict() for e in scan(path).entries]
+    name = unique_tag()
+    req = Registration(PROJECT, name, files, kind="file", path=str(path))
+    services.datasets.register(req, principal=principal)
+    return {"name": name, "files": files, "sha256": files[0]["sha256"], "path": str(path)}
+
+
 def call(app, tokens, role, method, path, **kwargs):
     headers = {} if role == "anonymous" else {"Authorization": f"Bearer {tokens[USER_OF[role]]}"}
     return app.request(method, path, headers=headers, **kwargs)
@@ -58,11 +72,15 @@ def call(app, tokens, role, method, path, **kwargs):
 
 # Every route x every role: the status the caller gets. Built so that allowed calls
 # change nothing (dry runs, an ended run, a queue that does not exist).
-def expectations(run_id: str, spare_token: int, site: dict) -> dict[str, tuple[dict, dict[str, int]]]:
+def expectations(
+    run_id: str, spare_token: int, site: dict, dataset: dict
+) -> dict[str, tuple[dict, dict[str, int]]]:
     read_all = {"admin": 200, "lead": 200, "member": 200, "viewer": 200, "outsider": 200, "anonymous": 401}
     in_project = {"admin": 200, "lead": 200, "member": 200, "viewer": 200, "outsider": 404, "anonymous": 401}
     admin_only = {"admin": 200, "lead": 403, "member": 403, "viewer": 403, "outsider": 403, "anonymous": 401}
+    share = {"admin": 200, "lead": 200, "member": 403, "viewer": 403, "outsider": 404, "anonymous": 401}
     bad_queue = {"name": "x", "project": PROJECT, "queue": "no-such-queue", "command": "true"}
+    ds = {"project": PROJECT, "name": dataset["name"]}
     return {
         "GET /healthz": ({}, {r: 200 for r in ROLES}),
         "POST /runs": (
@@ -98,13 +116,37 @@ def expectations(run_id: str, spare_token: int, site: dict) -> dict[str, tuple[d
             {"admin": 200, "lead": 200, "member": 403, "viewer": 403, "outsider": 200, "anonymous": 401},
         ),
         "GET /audit/verify": ({}, admin_only),
+        "GET /runs/{run_id}/outputs": ({"path": {"run_id": run_id}}, in_project),
+        "GET /runs/{run_id}/compare/{other_id}": (
+            {"path": {"run_id": run_id, "other_id": run_id}},
+            in_project,
+        ),
+        "GET /lineage/runs/{run_id}": ({"path": {"run_id": run_id}}, in_project),
+        "GET /lineage/artifacts/{sha256}": ({"path": {"sha256": dataset["sha256"]}}, in_project),
+        "GET /lineage/datasets/{project}/{name}/{version}": ({"path": {**ds, "version": "1"}}, in_project),
+        "GET /datasets": ({}, read_all),
+        "GET /datasets/{project}/{name}": ({"path": ds}, in_project),
+        "POST /datasets/{project}/{name}/versions": (
+            # the same content again: allowed callers get the existing version (200), nothing is written
+            {"path": ds, "json": {"files": dataset["files"], "kind": "file", "path": dataset["path"]}},
+            {"admin": 200, "lead": 200, "member": 200, "viewer": 403, "outsider": 404, "anonymous": 401},
+        ),
+        "GET /datasets/{project}/{name}/versions": ({"path": ds}, in_project),
+        "GET /datasets/{project}/{name}/versions/{version}": (
+            {"path": {**ds, "version": "latest"}},
+            in_project,
+        ),
+        "GET /datasets/{project}/{name}/diff": ({"path": ds, "params": {"a": "1", "b": "1"}}, in_project),
+        # share then unshare (in this order): the dataset ends as it began
+        "PUT /datasets/{project}/{name}/shares/{other}": ({"path": {**ds, "other": "pa"}}, share),
+        "DELETE /datasets/{project}/{name}/shares/{other}": ({"path": {**ds, "other": "pa"}}, share),
     }
 
 
-def test_permission_matrix_covers_every_route(app, services, tokens, ended_run):
+def test_permission_matrix_covers_every_route(app, services, tokens, ended_run, dataset):
     spare = services.auth.issue_token(None, "admin", name="spare")[1].id
     site = services.site.export(None).model_dump(mode="json")
-    table = expectations(ended_run, spare, site)
+    table = expectations(ended_run, spare, site, dataset)
     routes = {
         f"{method.upper()} {path}"
         for path, operations in app.get("/openapi.json").json()["paths"].items()

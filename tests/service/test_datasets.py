@@ -147,11 +147,12 @@ def test_access_follows_the_project_and_explicit_shares(services, data_dir):
 
 
 def tiny_spec(name: str, tag: str, verify: str = "digest", version: str = "latest", **extra) -> dict:
+    var = "GW_DATASET_" + name.upper().replace("-", "_")
     return {
         "name": "tiny-lm",
         "project": PROJECT,
         "queue": "cpu",
-        "command": f'python3 {TINY_LM}/train.py --epochs 1 --data "$GW_DATASET_{name.upper().replace("-", "_")}"',
+        "command": f'python3 {TINY_LM}/train.py --epochs 1 --data "${var}"',
         "datasets": [{"ref": f"{name}@{version}", "verify": verify}],
         "outputs": ["outputs/*"],
         "metrics": ["outputs/metrics.json", "outputs/metrics.jsonl"],
