@@ -51,6 +51,7 @@ def list_datasets(
 def get_dataset(
     project: Project, name: Name, services: ServicesDep, principal: PrincipalDep
 ) -> DatasetPublic:
+    """A dataset: its owner, the projects it is shared with, and its latest version."""
     return DatasetPublic.of(services.datasets.get(project, name, principal=principal))
 
 
@@ -93,6 +94,7 @@ def register_version(
 def list_versions(
     project: Project, name: Name, services: ServicesDep, principal: PrincipalDep
 ) -> list[DatasetVersionPublic]:
+    """Every version, oldest first, each with its digest, size, source, parent and maker."""
     return [
         DatasetVersionPublic.of(v) for v in services.datasets.versions(project, name, principal=principal)
     ]
@@ -112,6 +114,7 @@ def get_version(
     principal: PrincipalDep,
     files: Annotated[bool, Query(description="Include the manifest (every file)")] = False,
 ) -> DatasetVersionDetail:
+    """One version; with ``files=true`` also its manifest (path, size and sha256 of every file)."""
     found = services.datasets.version(project, name, version, principal=principal)
     manifest = [FileEntryPublic.of(e) for e in services.datasets.files(found)] if files else None
     return DatasetVersionDetail(**DatasetVersionPublic.of(found).model_dump(), files=manifest)
@@ -167,4 +170,6 @@ def unshare_dataset(
     services: ServicesDep,
     principal: PrincipalDep,
 ) -> DatasetPublic:
+    """Members of ``other`` can no longer read the dataset or use it in new runs; runs that used it keep
+    their record."""
     return DatasetPublic.of(services.datasets.share(project, name, other, principal=principal, on=False))
