@@ -39,9 +39,10 @@ lint: venv
 	$(BIN)/ruff check gateway tests bench examples
 	$(BIN)/ruff format --check gateway tests bench examples
 
-bench: cluster-if-down ## submit (service, API vs sbatch) and refresh (10,000 attempts) benchmarks
+bench: cluster-if-down ## submit (service, API vs sbatch), refresh (10,000 attempts), dataset registration (2 GiB)
 	$(BIN)/python -m bench.submit 50
 	$(BIN)/python -m bench.refresh 10000 500
+	$(BIN)/python -m bench.datasets 2
 
 openapi: venv ## regenerate docs/openapi.json from the code
 	$(BIN)/python -m gateway.api.openapi > docs/openapi.json

@@ -8,7 +8,9 @@ and a few small files of random bytes. In one process: the real
 ``sha256sum`` over the same files (the reference, timed), then ``scan()``
 twice, each timed, with the peak of traced memory (tracemalloc) and the
 growth of the process's max RSS (getrusage). Both scans, and sha256sum's own
-output, must give the same digest. Prints a table and the ratios; exits 1
+output, must give the same digest. Then both manifests are registered through
+``DatasetService.register`` (a throwaway SQLite database): the first makes
+version 1, the second must return that same version. Prints a table and the ratios; exits 1
 when a target is missed or the digests differ. The temporary directory is
 removed at the end.
 
@@ -109,9 +111,41 @@ def measure(root: Path, names: list[str]) -> int:
     print(f"traced peak {peak:.2f} MiB (target <= {PEAK_TARGET_MIB})")
     print(f"digest {digest} ({'same' if digest == again else 'DIFFERS'} on the 2nd scan)")
     print(f"sha256sum's text gives {'the same digest' if reference_digest == digest else 'ANOTHER DIGEST'}")
+    registered = register_twice(root, first.entries, second.entries)
+    print(f"registered: {registered}")
     ok = ratio <= TIME_TARGET and peak <= PEAK_TARGET_MIB and digest == again == reference_digest
+    ok = ok and registered.startswith("same version")
     print("all targets met" if ok else "TARGET MISSED")
     return 0 if ok else 1
+
+
+def register_twice(root: Path, first, second) -> str:
+    """Register both scans' manifests in a fresh database; says whether the second found the first."""
+    from gateway.services import build_services
+    from gateway.services.datasets import Registration
+    from gateway.services.site import parse_site
+    from gateway.settings import Settings
+
+    state = Path(tempfile.mkdtemp(prefix="gw-bench-datasets-db-"))
+    services = build_services(Settings(database_url=f"sqlite:///{state}/gateway.db", runs_dir=state / "runs"))
+    try:
+        site = (
+            "users: [{name: bench, os_user: nobody}]\n"
+            "projects: [{name: bench, slurm_account: bench, members: [{user: bench, role: lead}]}]\n"
+        )
+        services.site.apply(None, parse_site(site))
+        principal = services.access.principal("bench")
+        made = []
+        for entries in (first, second):
+            files = [e.to_dict() for e in entries]
+            req = Registration("bench", "shards", files, kind="directory", path=str(root))
+            made.append(services.datasets.register(req, principal=principal))
+        (v1, created1), (v2, created2) = made
+        same = created1 and not created2 and v1.id == v2.id
+        return f"{'same version' if same else 'DIFFERENT versions'} {v1.ref} (digest {v1.digest[:12]})"
+    finally:
+        services.close()
+        shutil.rmtree(state, ignore_errors=True)
 
 
 if __name__ == "__main__":
