@@ -187,7 +187,7 @@ def register_version(
     if version["created"]:
         console.print(f"registered [bold]{ref}[/bold] (new version)")
     else:
-        console.print(f"[bold]{ref}[/bold]: same content as the existing version {ref}; nothing new recorded")
+        console.print(f"[bold]{ref}[/bold]: same content as this existing version; nothing new recorded")
     console.print(f"  digest {version['digest']}")
     console.print(
         f"  files {version['file_count']}  bytes {version['total_bytes']} "
@@ -226,7 +226,7 @@ def list_datasets(
             str(latest.get("file_count", "-")),
             lineage_view.human_bytes(latest.get("total_bytes")),
             ", ".join(d["shared_with"]) or "-",
-            (latest.get("registered_at") or d["created_at"])[:19].replace("T", " "),
+            lineage_view.when(latest.get("registered_at") or d["created_at"]),
         )
     console.print(table)
 
@@ -266,7 +266,7 @@ def _print_version(v: dict[str, Any]) -> None:
         ("bytes", f"{v['total_bytes']} ({lineage_view.human_bytes(v['total_bytes'])})"),
         ("path", v["path"] or "-"),
         ("source", v["source_uri"]),
-        ("registered", f"{v['registered_by']} {v['registered_at'][:19].replace('T', ' ')}"),
+        ("registered", f"{v['registered_by']} {lineage_view.when(v['registered_at'])}"),
     ]
     if v.get("license"):
         facts.append(("license", v["license"]))
@@ -301,7 +301,7 @@ def list_versions(dataset: DatasetArg, as_json: JsonOpt = False) -> None:
             lineage_view.human_bytes(v["total_bytes"]),
             (f"v{parent['version']}" if parent else "another dataset") if v["parent_id"] else "-",
             v["registered_by"],
-            v["registered_at"][:19].replace("T", " "),
+            lineage_view.when(v["registered_at"]),
         )
     console.print(table)
 

@@ -29,6 +29,11 @@ def human_bytes(n: int | None) -> str:
     return f"{n} B"  # not reached
 
 
+def when(iso: str | None) -> str:
+    """An ISO timestamp to the second, as ``YYYY-MM-DD HH:MM:SS``."""
+    return iso[:19].replace("T", " ") if iso else "-"
+
+
 def short(sha: str | None) -> str:
     return sha[:SHORT_SHA] if sha else "-"
 
@@ -174,7 +179,7 @@ def dataset_trace_tree(trace: dict[str, Any]) -> Tree:
     tree = Tree(f"dataset {version_label(v)}")
     tree.add(
         f"[dim]path[/dim] {escape(v['path'] or '-')}  [dim]source[/dim] {escape(v['source_uri'])}  "
-        f"[dim]registered by[/dim] {v['registered_by']} {v['registered_at'][:19].replace('T', ' ')}"
+        f"[dim]registered by[/dim] {v['registered_by']} {when(v['registered_at'])}"
     )
     if v.get("made_by_run_id"):
         tree.add(f"made by run {v['made_by_run_id']}")
@@ -192,7 +197,7 @@ def dataset_trace_tree(trace: dict[str, Any]) -> Tree:
     for run in trace["runs"]:
         node = runs.add(
             f"run {run['id']}  {escape(run['name'])}  {state_text(run['state'])}  "
-            f"[dim]submitter[/dim] {run['submitter']}  [dim]created[/dim] {run['created_at'][:19]}"
+            f"[dim]submitter[/dim] {run['submitter']}  [dim]created[/dim] {when(run['created_at'])}"
         )
         for artifact in run["artifacts"]:
             node.add(artifact_label(artifact))
