@@ -15,7 +15,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from gateway.cli import admin_cmds, data_cmds, exits
+from gateway.cli import admin_cmds, data_cmds, exits, lineage_cmds
 from gateway.cli.client import ApiError, GatewayClient
 from gateway.cli.lineage_view import provenance_lines
 from gateway.cli.output import console, err_console, print_json, runs_table, show_run, state_text
@@ -139,7 +139,7 @@ def submit(
     data = spec.model_dump(mode="json", exclude_defaults=False)
     if data.get("workdir") is None:
         data["workdir"] = os.getcwd()
-    data_cmds.add_provenance(data, data["workdir"])
+    lineage_cmds.add_provenance(data, data["workdir"])
     client = _client()
     try:
         run = client.submit(data)
@@ -226,7 +226,7 @@ def show(
     client = _client()
     try:
         run = client.run(run_id)
-        outputs = data_cmds.run_outputs(client, run_id)
+        outputs = lineage_cmds.run_outputs(client, run_id)
     except ApiError as exc:
         _fail(exc)
     if as_json:

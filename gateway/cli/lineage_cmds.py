@@ -1,0 +1,135 @@
+"""gw trace and gw compare, and what gw submit and gw show add for lineage.
+
+``gw trace`` follows a file (by its sha256, computed here), a run or a
+dataset version through the lineage API; ``gw compare`` puts two runs side
+by side.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from gateway.cli import lineage_view
+from gateway.cli.client import ApiError, GatewayClient
+from gateway.cli.data_cmds import SHA256_HEX, JsonOpt, _call, _usage
+from gateway.cli.output import console, err_console, print_json
+from gateway.core import names
+from gateway.core.lineage_spec import DATASET_REF_HELP, parse_dataset_ref
+from gateway.errors import SpecError
+
+# -- trace and compare -----------------------------------------------------------------------
+
+
+def trace(
+    target: Annotated[
+        str, typer.Argument(help="A file, a sha256 (64 hex digits), a run id (r-...) or PROJECT/NAME@N.")
+    ],
+    as_json: JsonOpt = False,
+) -> None:
+    """Where a file, run or dataset version came from, and what was made from it."""
+    kind, key = trace_target(target)
+    if kind == "artifact":
+        found = _call("trace_artifact", key)
+        render = lineage_view.artifact_trace_tree
+    elif kind == "run":
+        found = _call("trace_run", key)
+        render = lineage_view.run_tree
+    else:
+        ref = parse_dataset_ref(key)
+        found = _call("trace_dataset", ref.project, ref.name, ref.version)
+        render = lineage_view.dataset_trace_tree
+    if as_json:
+        print_json(found)
+    else:
+        console.print(render(found))
+
+
+def trace_target(target: str) -> tuple[str, str]:
+    """What ``gw trace TARGET`` names: ("artifact", sha256) for a local file or a sha256, ("run", id),
+    or ("dataset", PROJECT/NAME@VERSION). A file here is hashed locally. Exits 2 for anything else."""
+    if os.path.lexists(target):
+        if os.path.isdir(target):
+            _usage(f"{target} is a directory; trace one of its files or a dataset version (PROJECT/NAME@N)")
+        from gateway.adapters.files import sha256_file
+
+        try:
+            return "artifact", sha256_file(target)[0]
+        except SpecError as exc:
+            _usage(str(exc))
+    if SHA256_HEX.fullmatch(target):
+        return "artifact", target.lower()
+    if "@" in target:
+        try:
+            ref = parse_dataset_ref(target)
+        except ValueError as exc:
+            _usage(str(exc))
+        if ref.project is None:
+            _usage(f"dataset {target!r}: name its project too (PROJECT/{target})")
+        return "dataset", target
+    if target.startswith("r-") and names.NAME.fullmatch(target):
+        return "run", target
+    if "/" in target or target.startswith("."):
+        _usage(f"no such file: {target}")
+    _usage(
+        f"{target!r} is not a file here, a sha256 (64 hex digits), a run id (r-...) or a dataset version "
+        f"({DATASET_REF_HELP})"
+    )
+
+
+def compare(
+    run_a: Annotated[str, typer.Argument(help="A run id.")],
+    run_b: Annotated[str, typer.Argument(help="Another run id.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Two runs side by side: params that differ, dataset versions, metrics, code and environment."""
+    for run_id in (run_a, run_b):
+        if not names.NAME.fullmatch(run_id):
+            _usage(f"{run_id!r} is not a run id (r-...)")
+    found = _call("compare", run_a, run_b)
+    if as_json:
+        print_json(found)
+        return
+    for title, body in lineage_view.compare_tables(found):
+        console.print(f"[bold]{title}[/bold]")
+        console.print(body)
+        console.print()
+
+
+# -- gw submit and gw show -------------------------------------------------------------------
+
+IMAGE_DIGEST_CACHE = Path("~/.cache/gw/image-digests.json")
+
+
+def add_provenance(spec: dict[str, Any], workdir: str) -> None:
+    """Fill what ``gw submit`` knows here and the gateway cannot: ``code`` from the git work tree
+    holding ``workdir``, and ``container_digest`` of a local image file (hashed once, then cached
+    in ~/.cache/gw/image-digests.json by path, size, mtime and inode). Fields the spec sets win."""
+    from gateway.adapters.provenance import code_info, image_info
+
+    if spec.get("code") is None:
+        spec["code"] = code_info(workdir)
+    image = spec.get("container_image")
+    if image and image.startswith("/") and spec.get("container_digest") is None:
+        cache = IMAGE_DIGEST_CACHE.expanduser()
+        with contextlib.suppress(OSError):  # no cache: the image is hashed each time
+            cache.parent.mkdir(parents=True, exist_ok=True)
+        info = image_info(image, cache_path=str(cache))
+        if info.get("digest"):
+            spec["container_digest"] = info["digest"]
+        elif info.get("error"):
+            err_console.print(f"note: no digest recorded for the image: {info['error']}", markup=False)
+
+
+def run_outputs(client: GatewayClient, run_id: str) -> dict[str, Any] | None:
+    """The run's artifacts and metrics, or None when the gateway does not answer them (an older one)."""
+    try:
+        return client.run_outputs(run_id)
+    except ApiError as exc:
+        if exc.status in (404, 405):
+            return None
+        raise
