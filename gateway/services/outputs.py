@@ -92,22 +92,23 @@ def _inside(run_dir: str, rel: str) -> tuple[bool, os.stat_result | None]:
 
 
 def _match(run_dir: str, patterns: list[str], notes: list[str]) -> list[str]:
+    """Relative paths of the regular files under ``run_dir`` matching ``patterns`` (no symlinks)."""
     matched: set[str] = set()
-    skipped = 0
+    skipped: set[str] = set()
     for pattern in patterns:
         for rel in glob.iglob(pattern, root_dir=run_dir, recursive=True):
-            ok, _ = _inside(run_dir, rel)
-            if not ok:
-                skipped += os.path.lexists(os.path.join(run_dir, rel)) and not os.path.isdir(
-                    os.path.join(run_dir, rel)
-                )
+            if rel in matched or rel in skipped:
                 continue
-            matched.add(rel)
+            regular, _ = _inside(run_dir, rel)
+            if regular:
+                matched.add(rel)
+            elif not os.path.isdir(os.path.join(run_dir, rel)):
+                skipped.add(rel)  # a symlink, or reached through one, or a fifo/socket/device
             if len(matched) > MAX_FILES_PER_ATTEMPT:
                 notes.append(f"more than {MAX_FILES_PER_ATTEMPT} output files; the rest were not registered")
                 return sorted(matched)[:MAX_FILES_PER_ATTEMPT]
     if skipped:
-        notes.append(f"{skipped} matched path(s) skipped: symlinks or not regular files")
+        notes.append(f"{len(skipped)} matched path(s) skipped: symlinks or not regular files")
     return sorted(matched)
 
 

@@ -4,77 +4,24 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.conftest import JOB_ROOT, wait_for, wait_for_accounting
-from tests.service.conftest import SITE, ensure_os_users
+from tests.conftest import wait_for, wait_for_accounting
+from tests.service.gw_serve import GW, free_port, gw_serve
 
 pytestmark = pytest.mark.slurm
-GW = [sys.executable, "-m", "gateway.cli.main"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, slurm) -> Iterator[dict[str, str]]:
-    port = free_port()
-    state = tmp_path_factory.mktemp("serve")
-    runs_dir = JOB_ROOT / f"cli-runs-{port}"
-    env = {
-        **os.environ,
-        "GATEWAY_DATABASE_URL": f"sqlite:///{state}/gateway.db",
-        "GATEWAY_RUNS_DIR": str(runs_dir),
-        "GATEWAY_REFRESH_INTERVAL_S": "1",
-    }
-    ensure_os_users()
-    # Bootstrap as an operator would: the site file, then a token, on the gateway host.
-    site = state / "site.yaml"
-    site.write_text(SITE.format(account=f"gwtcli{port}"))
-    applied = subprocess.run(
-        [*GW, "admin", "apply", str(site)], env=env, capture_output=True, text=True, check=False
-    )
-    assert applied.returncode == 0, applied.stderr
-    assert "add project test" in applied.stdout and "slurm: add account gwtcli" in applied.stdout
-    token = subprocess.run(
-        [*GW, "admin", "token", "tester", "--name", "cli-tests"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    log = open(state / "serve.log", "w")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [*GW, "serve", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail(f"gw serve did not come up: {(state / 'serve.log').read_text()}")
-    yield {"GW_URL": url, "GW_TOKEN": token, "GW_CONFIG": str(state / "none.toml")}
-    proc.terminate()
-    proc.wait(timeout=30)
-    log.close()
-    site.write_text("allow_root_mapping: true\nusers: []\nprojects: []\n")
-    subprocess.run([*GW, "admin", "apply", str(site)], env=env, capture_output=True, check=False)
+    with gw_serve(tmp_path_factory.mktemp("serve"), prefix="cli") as serve:
+        assert "add project test" in serve.applied and f"slurm: add account {serve.account}" in serve.applied
+        yield {"GW_URL": serve.url, "GW_TOKEN": serve.tokens["tester"], "GW_CONFIG": serve.config}
 
 
 def gw(server, *args: str, cwd: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -11,89 +11,34 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.conftest import JOB_ROOT, wait_for
-from tests.service.conftest import SITE, drain_accounts, ensure_os_users
+from tests.service.gw_serve import GW, gw_serve
 
 pytestmark = pytest.mark.slurm
-GW = [sys.executable, "-m", "gateway.cli.main"]
 TINY_LM = Path(__file__).resolve().parents[2] / "examples" / "tiny_lm"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, slurm) -> Iterator[dict[str, str]]:
     """`gw serve` on a free port with its own database, runs dir and Slurm accounts; tester's token
     in the env it returns, the outsider's (lead of project ``other``) under ``OUTSIDER_TOKEN``."""
-    port = free_port()
-    state = tmp_path_factory.mktemp("serve-lineage")
-    env = {
-        **os.environ,
-        "GATEWAY_DATABASE_URL": f"sqlite:///{state}/gateway.db",
-        "GATEWAY_RUNS_DIR": str(JOB_ROOT / f"cli-lineage-runs-{port}"),
-        "GATEWAY_REFRESH_INTERVAL_S": "1",
-    }
-    ensure_os_users()
-    account = f"gwtlin{port}"
-    site = state / "site.yaml"
-    site.write_text(SITE.format(account=account))
-    applied = subprocess.run(
-        [*GW, "admin", "apply", str(site)], env=env, capture_output=True, text=True, check=False
-    )
-    assert applied.returncode == 0, applied.stderr
-
-    def token(user: str) -> str:
-        return subprocess.run(
-            [*GW, "admin", "token", user, "--name", "cli-lineage-tests"],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-
-    tokens = {"GW_TOKEN": token("tester"), "OUTSIDER_TOKEN": token("outsider")}
-    log = open(state / "serve.log", "w")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [*GW, "serve", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail(f"gw serve did not come up: {(state / 'serve.log').read_text()}")
-    yield {
-        "GW_URL": url,
-        "GW_CONFIG": str(state / "none.toml"),
-        "SERVE_LOG": str(state / "serve.log"),
-        **tokens,
-    }
-    proc.terminate()
-    proc.wait(timeout=30)
-    log.close()
-    drain_accounts([account, f"{account}o"])
-    site.write_text("allow_root_mapping: true\nusers: []\nprojects: []\n")
-    subprocess.run([*GW, "admin", "apply", str(site)], env=env, capture_output=True, check=False)
+    with gw_serve(
+        tmp_path_factory.mktemp("serve-lineage"), prefix="lin", users=("tester", "outsider")
+    ) as serve:
+        yield {
+            "GW_URL": serve.url,
+            "GW_CONFIG": serve.config,
+            "SERVE_LOG": str(serve.log),
+            "GW_TOKEN": serve.tokens["tester"],
+            "OUTSIDER_TOKEN": serve.tokens["outsider"],
+        }
 
 
 def gw(
