@@ -106,6 +106,25 @@ class DatasetStore:
                     )
                 )
                 if found is not None:
+                    if fields["path"] and fields["path"] != found.path:
+                        # The same content, now read from another place: the version moves there
+                        # (audited); runs keep the path they read in run_inputs.
+                        before = {"path": found.path, "source_uri": found.source_uri}
+                        found.path, found.source_uri = fields["path"], fields["source_uri"]
+                        session.flush()
+                        append(
+                            session,
+                            AuditEntry(
+                                actor=audit.actor,
+                                action="dataset.relocate",
+                                target_type="dataset_version",
+                                target_id=found.id,
+                                project=project,
+                                source=audit.source,
+                                before=before,
+                                after={"path": found.path, "source_uri": found.source_uri},
+                            ),
+                        )
                     return to_version(found, dataset), False
             number = (
                 session.scalar(

@@ -58,6 +58,18 @@ def test_register_is_content_addressed_and_versions_diff(services, data_dir):
     )
     again, created = register(services, "mia", data_dir, name)
     assert not created and again.id == v1.id, "unchanged content is the same version"
+    moved_to = JOB_ROOT / f"data-{unique_tag()}"
+    shutil.copytree(data_dir, moved_to)
+    try:
+        moved, created = register(services, "mia", moved_to, name)
+        assert not created and moved.id == v1.id and moved.path == str(moved_to), (
+            "the same content, read there now"
+        )
+        (event,) = services.audit.events(target_id=v1.id, action="dataset.relocate")
+        assert event.before["path"] == str(data_dir) and event.after["path"] == str(moved_to)
+        register(services, "mia", data_dir, name)  # and back
+    finally:
+        shutil.rmtree(moved_to)
 
     with (data_dir / "valid.txt").open("a") as fh:
         fh.write("one more line\n")
