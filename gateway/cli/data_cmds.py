@@ -187,7 +187,10 @@ def register_version(
     if version["created"]:
         console.print(f"registered [bold]{ref}[/bold] (new version)")
     else:
-        console.print(f"[bold]{ref}[/bold]: same content as this existing version; nothing new recorded")
+        console.print(
+            f"[bold]{ref}[/bold]: same content as this existing version; no new version "
+            "(jobs read it from the path below)"
+        )
     console.print(f"  digest {version['digest']}")
     console.print(
         f"  files {version['file_count']}  bytes {version['total_bytes']} "
