@@ -84,14 +84,17 @@ class AccessStore:
             _audit(session, audit)
             return _token(row)
 
-    def token_owner(self, token_sha256: str) -> tuple[Token, User] | None:
-        """The token with this digest and its user; None when unknown."""
+    def token_owner(self, token_sha256: str) -> tuple[Token, User, dict[str, str]] | None:
+        """The token with this digest, its user and the user's roles by project; None when unknown.
+
+        One read: this runs on every API request.
+        """
         with self.db.session() as session:
             row = session.scalar(select(TokenRow).where(TokenRow.token_sha256 == token_sha256))
             if row is None:
                 return None
             user = session.get(UserRow, row.user_name)
-            return _token(row), _user(user)
+            return _token(row), _user(user), _roles(session, row.user_name)
 
     def touch_token(self, token_id: int) -> None:
         """Mark a token used now (after it was accepted)."""
@@ -178,12 +181,12 @@ class AccessStore:
             row = session.get(UserRow, user)
             if row is None:
                 raise NotFound(f"no user {user!r}")
-            roles = {
-                m.project: m.role
-                for m in session.scalars(select(MembershipRow).where(MembershipRow.user_name == user))
-            }
             return Principal(
-                user=row.name, is_admin=row.is_admin, roles=roles, os_user=row.os_user, source=source
+                user=row.name,
+                is_admin=row.is_admin,
+                roles=_roles(session, user),
+                os_user=row.os_user,
+                source=source,
             )
 
     # -- site options -----------------------------------------------------------------
@@ -199,6 +202,13 @@ class AccessStore:
             row.value = value
             session.add(row)
             _audit(session, audit)
+
+
+def _roles(session: Session, user: str) -> dict[str, str]:
+    rows = session.execute(
+        select(MembershipRow.project, MembershipRow.role).where(MembershipRow.user_name == user)
+    )
+    return {project: role for project, role in rows}
 
 
 def _audit(session: Session, entry: AuditEntry | None) -> None:
