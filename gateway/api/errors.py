@@ -13,7 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from gateway.core.spec import unknown_field_message
+from gateway.core.spec_errors import unknown_field_message
 from gateway.errors import (
     Conflict,
     Forbidden,
@@ -97,12 +97,15 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(body, status_code=status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         issues = []
+        route = request.scope.get("route")
+        body_field = getattr(route, "body_field", None)
+        body_model = body_field.field_info.annotation if body_field is not None else None
         for err in exc.errors():
             loc = list(err.get("loc", ()))
             message = str(err.get("msg", "")).removeprefix("Value error, ")
             if err.get("type") == "extra_forbidden" and loc[:1] == ["body"]:
-                message = unknown_field_message(tuple(loc[1:-1]))
+                message = unknown_field_message(tuple(loc[1:-1]), body_model)
             issues.append({"loc": loc, "msg": message, "input": _short(err.get("input"))})
         return JSONResponse({"error": "invalid_request", "detail": issues}, status_code=422)

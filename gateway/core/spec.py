@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import (
-    BaseModel,
     Field,
     PrivateAttr,
     ValidationError,
@@ -32,6 +30,7 @@ from gateway.core.lineage_spec import (
     check_relative,
     parse_dataset_ref,
 )
+from gateway.core.spec_errors import spec_issues
 from gateway.core.spec_parts import (
     MAX_ARRAY_TASKS,
     MAX_TEXT,
@@ -329,49 +328,6 @@ class RunSpec(_Strict):
         return self._hash
 
 
-_UNION_TAG = re.compile(r"(str|int|float|bool|none|list\[.*\]|dict\[.*\])")
-
-
-def spec_issues(exc: ValidationError, root: type[BaseModel] | None = None) -> list[SpecIssue]:
-    """Turn pydantic's errors into issues with dotted field paths (``root``: the model validated)."""
-    issues = []
-    for err in exc.errors(include_url=False):
-        # pydantic names the union member it tried ("command.list[str].3"): drop it.
-        loc = [p for p in err["loc"] if not (isinstance(p, str) and _UNION_TAG.fullmatch(p))]
-        path = ".".join(str(part) for part in loc)
-        message = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            message = unknown_field_message(err["loc"][:-1], root or RunSpec)
-        issues.append(SpecIssue(path=path, message=message, value=err.get("input")))
-    return issues
-
-
-def unknown_field_message(parent_loc: tuple[Any, ...], root: type[BaseModel] | None = None) -> str:
-    """'unknown field; valid fields here: ...' for a field found under ``parent_loc`` of ``root``."""
-    parent = _model_at(parent_loc, root or RunSpec)
-    valid = ", ".join(parent.model_fields) if parent else ""
-    return "unknown field" + (f"; valid fields here: {valid}" if valid else "")
-
-
-def _model_at(loc: tuple[Any, ...], root: type[BaseModel]) -> type[BaseModel] | None:
-    model: type[BaseModel] = root
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        field = model.model_fields.get(str(part))
-        if field is None:
-            return None
-        target = field.annotation
-        candidates = getattr(target, "__args__", (target,))
-        # list[Model] and Model | None: look one level inside
-        candidates = tuple(a for c in candidates for a in (getattr(c, "__args__", None) or (c,)))
-        nxt = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
-        if nxt is None:
-            return None
-        model = nxt
-    return model
-
-
 def build_spec(data: Any, *, source: str | None = None) -> RunSpec:
     """Validate already-parsed data into a RunSpec; raises SpecError."""
     if not isinstance(data, dict):
@@ -380,7 +336,7 @@ def build_spec(data: Any, *, source: str | None = None) -> RunSpec:
     try:
         return RunSpec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(spec_issues(exc), source) from exc
+        raise SpecError(spec_issues(exc, RunSpec), source) from exc
 
 
 def parse_spec(text: str, *, source: str | None = None) -> RunSpec:

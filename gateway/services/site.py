@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gateway.core import names
 from gateway.core.failures import CLASSES as FAILURE_CLASSES
-from gateway.core.spec import spec_issues
+from gateway.core.spec_errors import spec_issues
 from gateway.domain import Member, Principal, Project, Queue, Quota, User
 from gateway.errors import SpecError, SpecIssue
 from gateway.services.policy import require

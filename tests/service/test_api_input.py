@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 
 from gateway.api import create_app
+from gateway.api.schemas_lineage import DatasetVersionCreate
 from tests.service.conftest import PROJECT
 
 GOOD = {"name": "ok", "project": PROJECT, "queue": "nosuchqueue", "command": "true"}
@@ -59,6 +60,9 @@ def test_bad_payloads_get_field_paths(api, payload, path):
 def test_unknown_field_lists_the_valid_ones(api):
     found = issues(api.post("/runs", json={**GOOD, "gpus": 4}))
     assert "valid fields here" in found["body.gpus"] and "resources" in found["body.gpus"]
+    # Each route names its own body's fields, not a run spec's.
+    found = issues(api.post("/datasets/test/x/versions", json={"files": [], "size": 1}))
+    assert found["body.size"].endswith("valid fields here: " + ", ".join(DatasetVersionCreate.model_fields))
 
 
 def test_huge_input_is_not_echoed_back_whole(api):
