@@ -23,7 +23,7 @@ from gateway.errors import Forbidden, NotFound, SpecError, SpecIssue
 from gateway.services.policy import allowed, require, visible_projects
 from gateway.store.access import AccessStore
 from gateway.store.audit import AuditEntry
-from gateway.store.datasets import DatasetStore
+from gateway.store.datasets import DatasetStore, NewVersion
 from gateway.store.repo import RunStore
 
 MAX_TEXT = 64 * 1024
@@ -94,15 +94,17 @@ class DatasetService:
             name=req.name,
             entries=entries,
             digest=digest,
-            kind=req.kind,
-            path=req.path,
-            source_uri=req.source_uri or f"file://{req.path}",
-            description=req.description,
-            license=req.license,
-            registered_by=principal.user,
-            parent_id=parent_id,
-            made_by_run_id=req.made_by_run,
-            made_by_command=req.made_by_command,
+            version=NewVersion(
+                kind=req.kind,
+                path=req.path,
+                source_uri=req.source_uri or f"file://{req.path}",
+                description=req.description,
+                license=req.license,
+                registered_by=principal.user,
+                parent_id=parent_id,
+                made_by_run_id=req.made_by_run,
+                made_by_command=req.made_by_command,
+            ),
             audit=AuditEntry(
                 actor=principal.user,
                 action="dataset.register",

@@ -15,6 +15,7 @@ of other projects are left out (and counted as hidden).
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from gateway.core.compare import compare_runs
@@ -201,26 +202,12 @@ def _plain_paths(run: Run) -> list[str]:
 
 
 def version_dict(v: DatasetVersion) -> dict[str, Any]:
-    return {
-        "id": v.id,
-        "dataset": f"{v.project}/{v.name}",
-        "project": v.project,
-        "name": v.name,
-        "version": v.number,
-        "digest": v.digest,
-        "kind": v.kind,
-        "path": v.path,
-        "source_uri": v.source_uri,
-        "file_count": v.file_count,
-        "total_bytes": v.total_bytes,
-        "description": v.description,
-        "license": v.license,
-        "registered_by": v.registered_by,
-        "registered_at": v.registered_at.isoformat(),
-        "parent_id": v.parent_id,
-        "made_by_run_id": v.made_by_run_id,
-        "made_by_command": v.made_by_command,
-    }
+    """A version as the API shows it: ``dataset`` (project/name) and ``version`` (its number) added."""
+    fields = asdict(v)
+    del fields["dataset_id"]
+    fields["version"] = fields.pop("number")
+    fields["registered_at"] = v.registered_at.isoformat()
+    return {"dataset": f"{v.project}/{v.name}", **fields}
 
 
 def artifact_dict(a: Artifact, run: Run) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
@@ -29,6 +30,21 @@ def new_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:16]}"
 
 
+@dataclass(frozen=True)
+class NewVersion:
+    """What a registration says of a version besides its content (the manifest and its digest)."""
+
+    kind: str  # directory | file
+    path: str | None
+    source_uri: str
+    description: str
+    license: str
+    registered_by: str
+    parent_id: str | None = None
+    made_by_run_id: str | None = None
+    made_by_command: str | None = None
+
+
 class DatasetStore:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -42,15 +58,7 @@ class DatasetStore:
         name: str,
         entries: Sequence[FileEntry],
         digest: str,
-        kind: str,
-        path: str | None,
-        source_uri: str,
-        description: str,
-        license: str,  # noqa: A002 - the field's name
-        registered_by: str,
-        parent_id: str | None,
-        made_by_run_id: str | None,
-        made_by_command: str | None,
+        version: NewVersion,
         audit: AuditEntry,
     ) -> tuple[DatasetVersion, bool]:
         """The version with ``digest`` of dataset ``project/name``, and whether it was created now.
@@ -61,30 +69,21 @@ class DatasetStore:
         """
         for attempt in range(2):
             try:
-                return self._register_once(
-                    project=project,
-                    name=name,
-                    entries=entries,
-                    digest=digest,
-                    kind=kind,
-                    path=path,
-                    source_uri=source_uri,
-                    description=description,
-                    license=license,
-                    registered_by=registered_by,
-                    parent_id=parent_id,
-                    made_by_run_id=made_by_run_id,
-                    made_by_command=made_by_command,
-                    audit=audit,
-                )
+                return self._register_once(project, name, entries, digest, version, audit)
             except StoreError:
                 if attempt:
                     raise
         raise AssertionError("unreachable")
 
     def _register_once(
-        self, *, project, name, entries, digest, audit, **fields
-    ) -> tuple[DatasetVersion, bool]:  # noqa: ANN001
+        self,
+        project: str,
+        name: str,
+        entries: Sequence[FileEntry],
+        digest: str,
+        version: NewVersion,
+        audit: AuditEntry,
+    ) -> tuple[DatasetVersion, bool]:
         with self.db.session() as session:
             dataset = session.scalar(
                 select(DatasetRow).where(DatasetRow.project == project, DatasetRow.name == name)
@@ -94,8 +93,8 @@ class DatasetStore:
                     id=new_id("ds"),
                     project=project,
                     name=name,
-                    description=fields["description"],
-                    created_by=fields["registered_by"],
+                    description=version.description,
+                    created_by=version.registered_by,
                 )
                 session.add(dataset)
                 session.flush()
@@ -106,25 +105,8 @@ class DatasetStore:
                     )
                 )
                 if found is not None:
-                    if fields["path"] and fields["path"] != found.path:
-                        # The same content, now read from another place: the version moves there
-                        # (audited); runs keep the path they read in run_inputs.
-                        before = {"path": found.path, "source_uri": found.source_uri}
-                        found.path, found.source_uri = fields["path"], fields["source_uri"]
-                        session.flush()
-                        append(
-                            session,
-                            AuditEntry(
-                                actor=audit.actor,
-                                action="dataset.relocate",
-                                target_type="dataset_version",
-                                target_id=found.id,
-                                project=project,
-                                source=audit.source,
-                                before=before,
-                                after={"path": found.path, "source_uri": found.source_uri},
-                            ),
-                        )
+                    if version.path and version.path != found.path:
+                        _relocate(session, found, version, audit)
                     return to_version(found, dataset), False
             number = (
                 session.scalar(
@@ -142,7 +124,7 @@ class DatasetStore:
                 file_count=len(entries),
                 total_bytes=sum(e.size for e in entries),
                 registered_at=utcnow(),
-                **fields,
+                **asdict(version),
             )
             session.add(row)
             session.flush()
@@ -265,6 +247,27 @@ class DatasetStore:
         with self.db.session() as session:
             rows = session.scalars(select(DatasetVersionRow).where(DatasetVersionRow.parent_id == version_id))
             return [to_version(r, session.get(DatasetRow, r.dataset_id)) for r in rows]
+
+
+def _relocate(session: Session, found: DatasetVersionRow, version: NewVersion, audit: AuditEntry) -> None:
+    """The same content, now read from another place: the version moves there (audited); runs keep
+    the path they read in run_inputs."""
+    before = {"path": found.path, "source_uri": found.source_uri}
+    found.path, found.source_uri = version.path, version.source_uri
+    session.flush()
+    append(
+        session,
+        AuditEntry(
+            actor=audit.actor,
+            action="dataset.relocate",
+            target_type="dataset_version",
+            target_id=found.id,
+            project=audit.project,
+            source=audit.source,
+            before=before,
+            after={"path": found.path, "source_uri": found.source_uri},
+        ),
+    )
 
 
 def _with_target(audit: AuditEntry, row: DatasetVersionRow, dataset: DatasetRow) -> AuditEntry:
