@@ -22,7 +22,7 @@ import time
 import uuid
 from pathlib import Path
 
-from gateway.adapters.runner import LocalRunner
+from bench import CountingRunner
 from gateway.adapters.slurm import SlurmCLI
 from gateway.adapters.slurm.cli import sacct_argv, squeue_argv
 from gateway.core.states import RunState
@@ -33,15 +33,6 @@ from gateway.settings import Settings
 CALLS_TARGET = 2
 RATIO_TARGET = 2.0
 FINISHED_LIVE = 100  # of the live attempts, how many are jobs that already ended
-
-
-class CountingRunner(LocalRunner):
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def run(self, argv, **kwargs):
-        self.calls += 1
-        return super().run(argv, **kwargs)
 
 
 def sbatch(held: bool) -> str:

@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx
 import uvicorn
 
-from gateway.adapters.runner import LocalRunner
+from bench import CountingRunner
 from gateway.adapters.slurm import SlurmCLI
 from gateway.api import create_app
 from gateway.core.render import SubmitTarget, render_sbatch
@@ -50,15 +50,6 @@ SPEC = {
     # launching beside the benchmark would steal CPU from whichever side is timed.
     "hold": True,
 }
-
-
-class CountingRunner(LocalRunner):
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def run(self, argv, **kwargs):
-        self.calls += 1
-        return super().run(argv, **kwargs)
 
 
 def median_ms(samples: list[float]) -> float:

@@ -8,10 +8,8 @@ from gateway.core.explain import QuotaUse
 from gateway.core.explain_text import (
     parse_limit_code,
 )
-from tests.unit.explain_helpers import (  # noqa: F401 - shared by the explain tests
+from tests.unit.explain_helpers import (
     ALICE_GPUS,
-    NODES,
-    NOW,
     PROJECT_GPU_HOURS,
     PROJECT_GPUS,
     PROJECT_QUEUE,

@@ -15,7 +15,7 @@ from gateway.core.explain_text import (
     expand_hostlist,
     node_trouble,
 )
-from tests.unit.explain_helpers import (  # noqa: F401 - shared by the explain tests
+from tests.unit.explain_helpers import (
     ALICE_GPUS,
     NODES,
     NOW,

@@ -11,15 +11,11 @@ from gateway.core.explain_text import (
     fmt_duration_s,
     fmt_number,
 )
-from tests.unit.explain_helpers import (  # noqa: F401 - shared by the explain tests
-    ALICE_GPUS,
+from tests.unit.explain_helpers import (
     NODES,
     NOW,
-    PROJECT_GPU_HOURS,
     PROJECT_GPUS,
-    PROJECT_QUEUE,
     explain,
-    text,
 )
 
 # ---- quotas -------------------------------------------------------------------------------------
