@@ -21,7 +21,7 @@ from gateway.cli import exits, lineage_view
 from gateway.cli.client import ApiError, GatewayClient
 from gateway.cli.output import console, err_console, print_json
 from gateway.core import names
-from gateway.core.lineage_spec import parse_dataset_ref
+from gateway.core.lineage_spec import VERSION_SELECTOR, VERSION_SELECTOR_HELP, parse_dataset_ref
 from gateway.errors import SpecError
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
@@ -30,8 +30,8 @@ dataset_app = typer.Typer(no_args_is_help=True, help="Datasets: versions registe
 
 BIG_SCAN_BYTES = 1 << 30  # a scan this big reports progress even when stderr is not a terminal
 SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
-VERSION = re.compile(r"latest|v?[0-9]{1,9}|sha256:[0-9a-f]{8,64}")
-VERSION_HELP = "latest, a number (3 or v3), or sha256: and 8-64 hex digits of the version's digest"
+VERSION = re.compile(VERSION_SELECTOR)
+VERSION_HELP = VERSION_SELECTOR_HELP
 
 
 @dataclass

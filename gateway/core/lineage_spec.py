@@ -19,9 +19,11 @@ from pydantic import field_validator
 
 from gateway.core.spec_parts import SHA256_HEX, _check_text, _Strict
 
+VERSION_SELECTOR = r"latest|v?[0-9]{1,9}|sha256:[0-9a-f]{8,64}"  # which version of a dataset
+VERSION_SELECTOR_HELP = "latest, a number (3 or v3), or sha256: and 8-64 hex digits of the version's digest"
 DATASET_REF = re.compile(
     r"(?:(?P<project>[A-Za-z0-9][A-Za-z0-9._-]{0,62})/)?(?P<name>[A-Za-z0-9][A-Za-z0-9._-]{0,62})"
-    r"@(?P<version>latest|v?[0-9]{1,9}|sha256:[0-9a-f]{8,64})"
+    rf"@(?P<version>{VERSION_SELECTOR})"
 )
 DATASET_REF_HELP = (
     "[project/]name@version, where version is 'latest', a number (3 or v3) or "
@@ -132,6 +134,8 @@ class CodeRef(_Strict):
 IMAGE_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 __all__ = [
     "DATASET_REF_HELP",
+    "VERSION_SELECTOR",
+    "VERSION_SELECTOR_HELP",
     "MAX_OUTPUT_PATTERNS",
     "CodeRef",
     "DatasetRef",

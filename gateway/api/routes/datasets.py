@@ -18,6 +18,7 @@ from gateway.api.schemas_lineage import (
     FileEntryPublic,
 )
 from gateway.core import names
+from gateway.core.lineage_spec import VERSION_SELECTOR, VERSION_SELECTOR_HELP
 from gateway.services.datasets import Registration
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
@@ -25,8 +26,8 @@ router = APIRouter(prefix="/datasets", tags=["datasets"])
 NAME_PATTERN = f"^{names.NAME.pattern}$"
 Project = Annotated[str, Path(pattern=NAME_PATTERN, description="The owning project")]
 Name = Annotated[str, Path(pattern=NAME_PATTERN, description="The dataset's name in its project")]
-VERSION_PATTERN = r"^(latest|v?[0-9]{1,9}|sha256:[0-9a-f]{8,64})$"
-VERSION_HELP = "latest, a number (3 or v3), or sha256: and 8-64 hex digits of the version's digest"
+VERSION_PATTERN = f"^({VERSION_SELECTOR})$"
+VERSION_HELP = VERSION_SELECTOR_HELP
 Version = Annotated[str, Path(pattern=VERSION_PATTERN, description=VERSION_HELP)]
 ERRORS = {
     403: {"model": ErrorPublic, "description": "Your role in the project does not allow it"},
