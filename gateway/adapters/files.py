@@ -26,7 +26,7 @@ import os
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from gateway.core.manifest import MAX_FILES, MAX_PATH_CHARS, FileEntry, path_bytes
 from gateway.errors import SpecError, SpecIssue
@@ -63,21 +63,30 @@ def sha256_file(
         fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise _fail(f"cannot read {name!r}: {_os_reason(exc)}", name) from exc
-    digest = hashlib.sha256()
-    buffer = bytearray(buffer_bytes)
-    view = memoryview(buffer)
-    size = 0
     with open(fd, "rb", buffering=0) as handle:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise _fail(f"{name!r} is not a regular file", name)
-            while n := handle.readinto(view):
-                digest.update(view[:n])
-                size += n
-                if progress is not None:
-                    progress(n)
+            return sha256_stream(handle, progress=progress, buffer_bytes=buffer_bytes)
         except OSError as exc:
             raise _fail(f"cannot read {name!r}: {_os_reason(exc)}", name) from exc
+
+
+def sha256_stream(
+    handle: BinaryIO, *, progress: Callable[[int], None] | None = None, buffer_bytes: int = BUFFER_BYTES
+) -> tuple[str, int]:
+    """SHA-256 hex and byte count of what ``handle`` reads to its end, through one reused buffer.
+
+    OSError passes through to the caller, which knows what it was reading.
+    """
+    digest = hashlib.sha256()
+    view = memoryview(bytearray(buffer_bytes))
+    size = 0
+    while n := handle.readinto(view):
+        digest.update(view[:n])
+        size += n
+        if progress is not None:
+            progress(n)
     return digest.hexdigest(), size
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from gateway.adapters.files import sha256_stream
 from gateway.adapters.runner import CommandRunner, LocalRunner
 from gateway.errors import CommandError
 
@@ -36,7 +37,6 @@ from gateway.errors import CommandError
 _GIT = ("git", "-c", "safe.directory=*", "-c", "core.fsmonitor=false")
 _GIT_ENV = {"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
 _GIT_TIMEOUT_S = 60.0
-_BUFFER_BYTES = 1 << 20
 _DIGEST_REF = re.compile(r"@sha256:([0-9a-fA-F]{64})$")
 _CACHE_MAX_ENTRIES = 1000
 
@@ -157,7 +157,7 @@ def _untracked_content_id(path: str) -> str:
     except OSError as exc:
         return f"unreadable:{exc.strerror}"
     with os.fdopen(fd, "rb") as fh:
-        return "sha256:" + _hash_stream(fh)
+        return "sha256:" + sha256_stream(fh)[0]
 
 
 def _strip_credentials(url: str) -> str:
@@ -172,15 +172,6 @@ def _strip_credentials(url: str) -> str:
     # over http(s) a token often sits in the user name itself: drop the whole user part there
     netloc = host if parts.scheme in ("http", "https") else userinfo.partition(":")[0] + "@" + host
     return urlunsplit(parts._replace(netloc=netloc))
-
-
-def _hash_stream(fh: Any) -> str:
-    digest = hashlib.sha256()
-    buffer = bytearray(_BUFFER_BYTES)
-    view = memoryview(buffer)
-    while n := fh.readinto(buffer):
-        digest.update(view[:n])
-    return digest.hexdigest()
 
 
 # ---------------------------------------------------------------- python environment
@@ -296,7 +287,7 @@ def image_info(ref: str, *, cache_path: str | None = None) -> dict[str, Any]:
         return {"image": ref, "digest": entry["digest"], "how": "file"}
     try:
         with open(ref, "rb") as fh:
-            digest = "sha256:" + _hash_stream(fh)
+            digest = "sha256:" + sha256_stream(fh)[0]
             after = os.fstat(fh.fileno())
     except OSError as exc:
         return {**failed, "error": f"cannot read image file {ref}: {exc.strerror}"}
