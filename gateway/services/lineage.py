@@ -57,9 +57,9 @@ class LineageService:
         }
 
     def trace_run(self, run_id: str, *, principal: Principal) -> dict[str, Any]:
-        return self._run_record(self._run(run_id, principal), principal)
+        return self._run_record(self._run(run_id, principal))
 
-    def _run_record(self, run: Run, principal: Principal) -> dict[str, Any]:
+    def _run_record(self, run: Run) -> dict[str, Any]:
         summary, _ = self.store.metrics(run.id)
         inputs = self.store.inputs(run.id)
         return {
@@ -123,7 +123,7 @@ class LineageService:
             if not allowed(principal, "run.read", run.project):
                 hidden += 1
                 continue
-            found.append({"artifact": artifact_dict(artifact, run), "run": self._run_record(run, principal)})
+            found.append({"artifact": artifact_dict(artifact, run), "run": self._run_record(run)})
         data_files = []
         for version, path in self.datasets.store.versions_with_file(sha):
             dataset = self.datasets.store.dataset(version.project, version.name)
