@@ -14,8 +14,11 @@ interfaces (API, CLI) map these classes to HTTP statuses or exit codes.
      ├── Conflict             the object is in a state where the action cannot be taken now
      ├── StoreError           the gateway's database refused a write or a read
      │    └── StoreUnavailable    the database cannot be reached right now
+     ├── AnchorError          the audit anchor file (checkpoints outside the database) cannot be written
      ├── CommandError         the command runner could not run a program at all
      │    └── CommandTimeout  the program ran past its time limit
+     ├── RunHostError         the machine where jobs run refused a file operation (run directory ...)
+     │    └── RunHostUnavailable  it did not answer in time; nothing is known to have happened
      └── SlurmError           Slurm answered with an error (message kept)
           ├── SlurmUnavailable    Slurm did not answer (time-out, controller down):
           │                       the state of a job is *unknown*, never failed
@@ -25,6 +28,7 @@ interfaces (API, CLI) map these classes to HTTP statuses or exit codes.
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass, field
 
 
@@ -46,10 +50,18 @@ class SpecIssue:
         return f"{where}: {self.message}" + (f" (got {shown})" if shown else "")
 
 
+_REPR = reprlib.Repr()  # bounded: a value nested 100k deep or a million items long prints in microseconds
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 4, 80, 80
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxdict = 20
+
+
 def _short(value: object, limit: int = 80) -> str:
     if value is None:
         return ""
-    text = repr(value)
+    try:
+        text = _REPR.repr(value)
+    except Exception:  # noqa: BLE001 - e.g. an int of more digits than Python prints: say what it is
+        text = f"<a {type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -102,12 +114,24 @@ class StoreUnavailable(StoreError):
     """The gateway's database cannot be reached right now; try again shortly."""
 
 
+class AnchorError(GatewayError):
+    """The audit anchor file on the gateway host cannot be created, written or moved (the OS's reason)."""
+
+
 class CommandError(GatewayError):
     """The command runner could not start a program (missing binary, no access)."""
 
 
 class CommandTimeout(CommandError):
     """A program ran past its time limit and was stopped."""
+
+
+class RunHostError(GatewayError):
+    """The machine where jobs run refused or failed a file operation (message says which and why)."""
+
+
+class RunHostUnavailable(RunHostError):
+    """The machine where jobs run did not answer in time; try again shortly."""
 
 
 class SlurmError(GatewayError):

@@ -8,14 +8,19 @@ from datetime import datetime
 
 @dataclass(frozen=True)
 class QuotaUse:
-    """One cap and its current use. Resource words the explainer matches: "GPUs at once",
-    "GPU-hours this month", "jobs in queue", "running jobs", "CPUs at once", "CPU-hours this month",
-    "GPUs per job", "wall time per job" (minutes)."""
+    """One cap and its current use; ``used`` and ``cap`` count in the unit its ``resource`` names.
+
+    The resource words the explainer matches, with their unit: "GPUs at once", "GPUs per job" (GPUs);
+    "GPU-hours this month" (GPU-hours); "CPUs at once" (CPUs); "CPU-hours this month" (CPU-hours);
+    "jobs in queue", "running jobs" (jobs); "wall time per job" (minutes). A budget whose words say
+    minutes ("GPU-minutes this month") counts in minutes. The API shows this value's fields as they are
+    (``blocking``), so a field added here is added there.
+    """
 
     scope: str  # "project vision" or "user alice in project vision"
-    resource: str
-    used: float
-    cap: float
+    resource: str  # what is capped, and so the unit: see above
+    used: float  # in the resource's unit
+    cap: float  # in the resource's unit
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Why a run failed, in people's words, with the evidence and what to do.
 
-``classify(...)`` takes what the gateway knows about an ended attempt (Slurm's
+``classify(EndedAttempt(...))`` takes what the gateway knows about an ended attempt (Slurm's
 state word, exit code and signal, the job's pre-flight steps file, the tail of
 its stderr, MaxRSS and the request) and returns a ``FailureInfo``, or None for
 a run that succeeded or has not ended. No I/O.
@@ -10,7 +10,7 @@ The order of the rules, first match wins:
 1. Slurm's state: OUT_OF_MEMORY, TIMEOUT/DEADLINE, PREEMPTED, NODE_FAIL/
    BOOT_FAIL, CANCELLED. Slurm saw these itself; a log hint never overrides it.
 2. Never submitted: Slurm refused the job (``submit_rejected``, its message kept).
-3. Pre-flight (``gateway/core/preflight.py``): a failed ``inputs`` step, or
+3. Pre-flight (``gateway/core/steps.py``): a failed ``inputs`` step, or
    exit code 80 before the command started, is ``data_access``; ``environment``
    / 81 is ``environment``. A failed ``outputs`` step (82: the run directory
    cannot be written) is ``data_access`` too: the job could not reach its
@@ -35,22 +35,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.core.preflight import EXIT_DATA_ACCESS, EXIT_ENVIRONMENT, EXIT_OUTPUT, StepRecord
+from gateway.core.failure_classes import RETRYABLE, FailureClass
 from gateway.core.states import LIVE, RunState
+from gateway.core.steps import EXIT_DATA_ACCESS, EXIT_ENVIRONMENT, EXIT_OUTPUT, StepRecord
 
-CLASSES = (
-    "data_access",
-    "environment",
-    "out_of_memory",
-    "time_limit",
-    "preempted",
-    "node_failure",
-    "user_code",
-    "cancelled",
-    "submit_rejected",
-    "unknown",
-)
-RETRYABLE = frozenset({"preempted", "node_failure"})
 LOG_TAIL_LINES = 20
 LOG_TAIL_CHARS = 4000
 OOM_NEAR_FRACTION = 0.9  # MaxRSS at or above this share of the request counts as "at the limit"
@@ -82,39 +70,47 @@ _ENV_HINTS = (
 
 @dataclass(frozen=True)
 class FailureInfo:
-    klass: str  # one of CLASSES
+    klass: FailureClass
     summary: str  # what happened, in plain words
     action: str  # what to do, with the numbers
     evidence: dict[str, Any] = field(default_factory=dict)  # JSON-ready
     retryable_by_default: bool = False
 
 
-def classify(
-    *,
-    state: RunState,
-    slurm_state: str | None,
-    exit_code: int | None,
-    exit_signal: int | None,
-    steps: Sequence[StepRecord],
-    stderr_tail: str,
-    max_rss_kb: int | None,
-    requested_mem_mb: int | None,
-    walltime_min: int | None,
-    node_list: str | None,
-    cancelled_by: str | None,
-    reason: str | None = None,
-    dataset_paths: Sequence[str] = (),
-) -> FailureInfo | None:
-    """Classify an ended attempt; None when it succeeded or is still live.
+@dataclass(frozen=True)
+class EndedAttempt:
+    """What the gateway knows of an attempt that ended: the input of ``classify``.
 
     ``slurm_state`` is Slurm's word (``OUT_OF_MEMORY``, ``CANCELLED by 0``);
     ``reason`` is Slurm's refusal for a never-submitted attempt;
     ``dataset_paths`` are the run's dataset paths, for the missing-file hint.
+    """
+
+    state: RunState
+    slurm_state: str | None = None
+    exit_code: int | None = None
+    exit_signal: int | None = None
+    steps: Sequence[StepRecord] = ()
+    stderr_tail: str = ""
+    max_rss_kb: int | None = None
+    requested_mem_mb: int | None = None
+    walltime_min: int | None = None
+    node_list: str | None = None
+    cancelled_by: str | None = None
+    reason: str | None = None
+    dataset_paths: Sequence[str] = ()
+
+
+def classify(ended: EndedAttempt) -> FailureInfo | None:
+    """Classify an ended attempt; None when it succeeded or is still live.
+
     An attempt in state UNKNOWN with no exit code and no failed step is not
     classified (Slurm did not answer; that is not a failure).
     """
-    steps = list(steps or ())
-    word = _state_word(slurm_state)
+    state, reason, dataset_paths = ended.state, ended.reason, ended.dataset_paths
+    exit_code, node_list, cancelled_by = ended.exit_code, ended.node_list, ended.cancelled_by
+    steps = list(ended.steps or ())
+    word = _state_word(ended.slurm_state)
     failed = next((s for s in steps if s.status == "failed"), None)
     if state is RunState.SUCCEEDED or state in LIVE or word == "COMPLETED":
         return None
@@ -122,12 +118,12 @@ def classify(
         return None
     facts = _Facts(
         exit_code=exit_code,
-        exit_signal=exit_signal,
+        exit_signal=ended.exit_signal,
         failed=failed,
-        stderr_tail=stderr_tail or "",
-        max_rss_kb=max_rss_kb,
-        requested_mem_mb=requested_mem_mb,
-        walltime_min=walltime_min,
+        stderr_tail=ended.stderr_tail or "",
+        max_rss_kb=ended.max_rss_kb,
+        requested_mem_mb=ended.requested_mem_mb,
+        walltime_min=ended.walltime_min,
         node_list=node_list,
         cancelled_by=cancelled_by,
         slurm_state=word or None,
@@ -139,14 +135,14 @@ def classify(
         return _time_limit(facts)
     if slurm is RunState.PREEMPTED:
         return facts.info(
-            "preempted",
+            FailureClass.PREEMPTED,
             "Slurm stopped the job to make room for higher-priority work (preemption).",
             "nothing to fix in the run: submit it again, resuming from its last checkpoint if it has one",
         )
     if slurm is RunState.NODE_FAILED:
         where = f"node {node_list}" if node_list else "its node"
         return facts.info(
-            "node_failure",
+            FailureClass.NODE_FAILURE,
             f"The job ended because {where} failed; the run itself did nothing wrong.",
             "submit it again; Slurm does not schedule on a node it has marked down"
             + (f" (tell the admins about {node_list} if it fails again)" if node_list else ""),
@@ -154,25 +150,25 @@ def classify(
     if slurm is RunState.CANCELLED:
         who = f"by {cancelled_by}" if cancelled_by else "(Slurm did not record by whom)"
         return facts.info(
-            "cancelled",
+            FailureClass.CANCELLED,
             f"The job was cancelled {who}.",
             "nothing failed: submit it again if the cancellation was not meant",
         )
     if state is RunState.NEVER_SUBMITTED:
         if reason:
             return facts.info(
-                "submit_rejected",
+                FailureClass.SUBMIT_REJECTED,
                 f"Slurm refused the job: {reason}",
                 "change the request as Slurm's message says (queue, resources, account), then submit again",
                 reason=reason,
             )
         return facts.info(
-            "unknown",
+            FailureClass.UNKNOWN,
             "The job never reached Slurm, and no refusal was recorded.",
             "submit it again; if it fails the same way, ask the admins to look at the gateway's log",
         )
     return _from_steps(facts, steps, dataset_paths) or facts.info(
-        "unknown",
+        FailureClass.UNKNOWN,
         f"The job ended ({word or state.value}) for a reason the gateway cannot tell.",
         "read the log tail below and the job's Slurm record; ask the admins if it happens again",
     )
@@ -191,7 +187,7 @@ class _Facts:
     cancelled_by: str | None
     slurm_state: str | None
 
-    def info(self, klass: str, summary: str, action: str, **extra: Any) -> FailureInfo:
+    def info(self, klass: FailureClass, summary: str, action: str, **extra: Any) -> FailureInfo:
         evidence = {
             "slurm_state": self.slurm_state,
             "exit_code": self.exit_code,
@@ -223,7 +219,7 @@ def _from_steps(facts: _Facts, steps: list[StepRecord], dataset_paths: Sequence[
         if steps:
             if "gw: cannot enter working directory" in facts.stderr_tail:
                 return facts.info(
-                    "data_access",
+                    FailureClass.DATA_ACCESS,
                     "The job could not enter its working directory.",
                     "check that the workdir exists on the compute nodes and is readable, then rerun",
                 )
@@ -238,7 +234,7 @@ def _from_steps(facts: _Facts, steps: list[StepRecord], dataset_paths: Sequence[
     else:
         summary = f"The command exited with code {code}."
     return _log_hint(facts, code, dataset_paths) or facts.info(
-        "user_code",
+        FailureClass.USER_CODE,
         summary,
         "read the log tail, fix the code or its arguments, and rerun (the rerun stays linked to this run)",
     )
@@ -260,11 +256,13 @@ def _preflight(facts: _Facts, step: str, detail: str) -> FailureInfo:
         else:
             action = "check the dataset path (it must exist on the compute nodes), fix the spec and rerun"
         return facts.info(
-            "data_access", f"The job's input check failed before the command started{said}.", action
+            FailureClass.DATA_ACCESS,
+            f"The job's input check failed before the command started{said}.",
+            action,
         )
     if step == "outputs":
         return facts.info(
-            "data_access",
+            FailureClass.DATA_ACCESS,
             f"The job could not write to its run directory, so it stopped before the command{said}.",
             "the run directory is the gateway's: ask the admins to check its permissions and free space",
         )
@@ -286,7 +284,9 @@ def _preflight(facts: _Facts, step: str, detail: str) -> FailureInfo:
     else:
         action = "check the run's container image, modules and venv, then rerun"
     return facts.info(
-        "environment", f"The job's environment check failed before the command started{said}.", action
+        FailureClass.ENVIRONMENT,
+        f"The job's environment check failed before the command started{said}.",
+        action,
     )
 
 
@@ -302,7 +302,7 @@ def _log_hint(facts: _Facts, code: int, dataset_paths: Sequence[str]) -> Failure
         path = match.group(1) or match.group(2)
         if any(_under(path, root) for root in dataset_paths):
             return facts.info(
-                "data_access",
+                FailureClass.DATA_ACCESS,
                 f"The command could not find {path}, under one of the run's datasets (a guess from the log).",
                 "check that the dataset holds the files the code expects (or fix the path in the code), "
                 "then rerun",
@@ -312,7 +312,7 @@ def _log_hint(facts: _Facts, code: int, dataset_paths: Sequence[str]) -> Failure
         match = pattern.search(tail)
         if match:
             return facts.info(
-                "environment",
+                FailureClass.ENVIRONMENT,
                 f"The command failed with exit code {code}: {words.format(match.group(1).strip())} "
                 "(a guess from the log).",
                 "add what is missing to the container image, venv or modules, then rerun",
@@ -334,7 +334,9 @@ def _out_of_memory(facts: _Facts, summary: str) -> FailureInfo:
         action = f"ask for more memory than the {gb(used / 1024)} GB the job used"
     else:
         action = "ask for more memory (mem_gb)"
-    return facts.info("out_of_memory", summary, action + ", or make the job use less (smaller batches)")
+    return facts.info(
+        FailureClass.OUT_OF_MEMORY, summary, action + ", or make the job use less (smaller batches)"
+    )
 
 
 def _time_limit(facts: _Facts) -> FailureInfo:
@@ -348,7 +350,7 @@ def _time_limit(facts: _Facts) -> FailureInfo:
     else:
         action = "ask for a longer walltime (walltime_min), or resume from a checkpoint"
         summary = "Slurm stopped the job at its time limit."
-    return facts.info("time_limit", summary, action)
+    return facts.info(FailureClass.TIME_LIMIT, summary, action)
 
 
 def _command_exit(steps: list[StepRecord], exit_code: int | None) -> int | None:

@@ -12,54 +12,34 @@ outputs are glob patterns (``**`` crosses directories), metrics are files.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import field_validator
 
+from gateway.core.dataset_ref import (
+    DATASET_REF_HELP,
+    DATASET_REF_PATTERN,
+    VERSION_SELECTOR,
+    VERSION_SELECTOR_HELP,
+    DatasetRef,
+    parse_dataset_ref,
+)
+from gateway.core.described import NON_BLANK_LINE, anchored, documented
 from gateway.core.spec_parts import SHA256_HEX, _check_text, _Strict
 
-VERSION_SELECTOR = r"latest|v?[0-9]{1,9}|sha256:[0-9a-f]{8,64}"  # which version of a dataset
-VERSION_SELECTOR_HELP = "latest, a number (3 or v3), or sha256: and 8-64 hex digits of the version's digest"
-DATASET_REF = re.compile(
-    r"(?:(?P<project>[A-Za-z0-9][A-Za-z0-9._-]{0,62})/)?(?P<name>[A-Za-z0-9][A-Za-z0-9._-]{0,62})"
-    rf"@(?P<version>{VERSION_SELECTOR})"
-)
-DATASET_REF_HELP = (
-    "[project/]name@version, where version is 'latest', a number (3 or v3) or "
-    "'sha256:' and 8-64 hex digits of the version's digest (e.g. tiny-text@latest, other/corpus@v2)"
-)
 MAX_OUTPUT_PATTERNS = 64
 _REL_PATH = re.compile(r"[A-Za-z0-9._/*?\[\]+=@,-]{1,1024}")
 _REL_PATH_HELP = "a path relative to the run directory: letters, digits, . _ / + = @ , - and glob * ? [ ]"
 
 
-@dataclass(frozen=True)
-class DatasetRef:
-    project: str | None  # None: the run's own project
-    name: str
-    version: str  # latest | <number> | sha256:<hex prefix>
-
-    @property
-    def number(self) -> int | None:
-        return int(self.version.removeprefix("v")) if self.version[:1] in "v0123456789" else None
-
-    @property
-    def digest_prefix(self) -> str | None:
-        return self.version.removeprefix("sha256:") if self.version.startswith("sha256:") else None
+CodeText = Annotated[str, documented(pattern=NON_BLANK_LINE, maxLength=2048)]  # a repo URL or a branch
+_DIGEST_REF = re.compile(r"@sha256:([0-9a-fA-F]{64})$")
 
 
-def parse_dataset_ref(text: str) -> DatasetRef:
-    """``[project/]name@version`` -> DatasetRef; ValueError saying what is valid."""
-    match = DATASET_REF.fullmatch(text)
-    if not match:
-        raise ValueError(f"dataset reference {text!r} is not valid; use {DATASET_REF_HELP}")
-    version = match["version"]
-    if version[:1] in "v0123456789":
-        version = str(int(version.removeprefix("v")))
-        if version == "0":
-            raise ValueError(f"dataset reference {text!r}: versions are numbered from 1")
-    return DatasetRef(match["project"], match["name"], version)
+def image_ref_digest(ref: str) -> str | None:
+    """``sha256:<hex>`` (lower-cased) of an image reference pinned by digest (``name@sha256:...``)."""
+    match = _DIGEST_REF.search(ref)
+    return "sha256:" + match.group(1).lower() if match else None
 
 
 def dataset_env_var(name: str) -> str:
@@ -87,7 +67,7 @@ class DatasetUse(_Strict):
     (and, for a directory, that no file was added or removed).
     """
 
-    ref: str
+    ref: Annotated[str, documented(pattern=anchored(DATASET_REF_PATTERN))]
     verify: Literal["exists", "digest"] = "exists"
 
     @field_validator("ref")
@@ -100,11 +80,11 @@ class DatasetUse(_Strict):
 class CodeRef(_Strict):
     """The code a run was submitted from (``gw submit`` fills it from git; or give it)."""
 
-    repo: str
-    commit: str | None = None
-    branch: str | None = None
+    repo: CodeText
+    commit: Annotated[str, documented(pattern=r"^[0-9a-f]{7,64}$")] | None = None
+    branch: CodeText | None = None
     dirty: bool = False
-    diff_sha256: str | None = None
+    diff_sha256: Annotated[str, documented(pattern=r"^[0-9a-f]{64}$")] | None = None
     untracked: int = 0
 
     @field_validator("repo", "branch")
@@ -134,6 +114,7 @@ class CodeRef(_Strict):
 IMAGE_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 __all__ = [
     "DATASET_REF_HELP",
+    "DATASET_REF_PATTERN",
     "VERSION_SELECTOR",
     "VERSION_SELECTOR_HELP",
     "MAX_OUTPUT_PATTERNS",

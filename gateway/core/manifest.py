@@ -35,12 +35,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 MAX_FILES = 1_000_000
+MAX_BYTES = 2**63 - 1  # the most a version's files may add up to: what the database's BIGINT holds
+MAX_FILE_BYTES = 2**53 - 1  # the most one file may be: the largest integer every JSON reader keeps exactly
 MAX_PATH_CHARS = 4096
 SHELL_DIGEST_PIPELINE = (
     "find -L . -type f -print0 | LC_ALL=C sort -z | sed -z 's|^\\./||' | xargs -0 -r sha256sum -- | sha256sum"
 )
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _FIELDS = ("path", "size", "sha256")
+# ``path_problem``'s rule as a JSON-schema pattern (the length is maxLength): parts with a character
+# other than '.' (or of 3 dots or more), no NUL.
+_PART = r"\.*[^/.\x00][^/\x00]*|\.{3,}"
+MANIFEST_PATH_PATTERN = rf"^(?:{_PART})(?:/(?:{_PART}))*$"
 _PATH_RULE = (
     "a path is relative and '/'-separated (no leading '/' or './'), has no '.', '..' or empty "
     f"components, no NUL, and at most {MAX_PATH_CHARS} characters"
@@ -89,12 +95,19 @@ class FileEntry:
         problem = path_problem(self.path)
         if problem:
             raise ValueError(f"{problem}; {_PATH_RULE}")
-        if not isinstance(self.size, int) or isinstance(self.size, bool) or self.size < 0:
-            raise ValueError(f"size must be an integer number of bytes >= 0, got {self.size!r}")
+        if (
+            not isinstance(self.size, int)
+            or isinstance(self.size, bool)
+            or not 0 <= self.size <= MAX_FILE_BYTES
+        ):
+            raise ValueError(
+                f"size must be an integer number of bytes from 0 to {MAX_FILE_BYTES}, got {self.size!r}"
+            )
         if not isinstance(self.sha256, str) or not _HEX64.fullmatch(self.sha256):
             raise ValueError(f"sha256 must be 64 lowercase hex digits, got {self.sha256!r}")
 
     def to_dict(self) -> dict[str, object]:
+        """``{path, size, sha256}``: the entry as the manifest format writes it (size in bytes)."""
         return {"path": self.path, "size": self.size, "sha256": self.sha256}
 
 
@@ -129,6 +142,7 @@ def check_entries(raw: Iterable[Mapping | FileEntry]) -> list[FileEntry]:
     """
     entries: list[FileEntry] = []
     first_index: dict[str, int] = {}
+    total = 0
     for index, item in enumerate(raw):
         where = f"entry {index}"
         if isinstance(item, Mapping | FileEntry):
@@ -146,6 +160,11 @@ def check_entries(raw: Iterable[Mapping | FileEntry]) -> list[FileEntry]:
                 "each path appears once"
             )
         first_index[entry.path] = index
+        total += entry.size
+        if total > MAX_BYTES:
+            raise ValueError(
+                f"{where}: the files add up to more than {MAX_BYTES} bytes, the most a version holds"
+            )
         entries.append(entry)
     entries.sort(key=lambda e: path_bytes(e.path))
     return entries

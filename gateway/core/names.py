@@ -26,6 +26,10 @@ ACCOUNT_HELP = "1-63 characters: lower-case letters, digits, '_' or '-', startin
 OS_USER = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
 OS_USER_HELP = "1-32 characters: lower-case letters, digits, '_' or '-', not starting with a digit"
 
+# A version number as specs write it: 3 or v3 (leading zeros allowed), never 0.
+VERSION_NUMBER = r"v?0{0,8}[1-9][0-9]{0,8}"
+VERSION_ZERO = re.compile(r"@v?0+$")  # what a reference numbering from 0 ends with
+
 TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:=/-]{0,127}")
 TAG_HELP = "1-128 characters: letters, digits and . _ : = / -, starting with a letter or digit"
 
@@ -46,4 +50,5 @@ CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def is_name(value: str) -> bool:
+    """True when ``value`` is a whole :data:`NAME` (users, projects, queues, datasets, Slurm names)."""
     return NAME.fullmatch(value) is not None

@@ -6,9 +6,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from gateway.core.domain import Quota
 from gateway.core.slurm_records import AccountingRecord
 from gateway.core.spec import RunSpec
-from gateway.domain import Quota
 
 
 @dataclass(frozen=True)
@@ -19,9 +19,13 @@ class Ask:
     gpu_hours: float
 
     @classmethod
-    def of(cls, spec: RunSpec) -> Ask:
-        gpus = spec.resources.gpus_per_node * spec.resources.nodes
-        return cls(gpus=gpus, gpu_hours=gpus * spec.resources.walltime_min / 60)
+    def of(cls, spec: RunSpec, *, walltime_min: int | None = None) -> Ask:
+        """What one job of ``spec`` holds: its GPUs (per node x nodes, per task x tasks, or per job),
+        and that x its walltime in hours: ``walltime_min`` (the limit Slurm gives a run that sets
+        none, such as the partition's DefaultTime), else the spec's; neither counts 0 hours."""
+        gpus = spec.resources.gpus_total()
+        minutes = walltime_min if walltime_min is not None else spec.resources.walltime_min
+        return cls(gpus=gpus, gpu_hours=gpus * (minutes or 0) / 60)
 
 
 def never_fits(ask: Ask, caps: Iterable[tuple[str, Quota]]) -> list[str]:

@@ -30,6 +30,7 @@ import jinja2.meta
 from gateway import __version__
 from gateway.core import names, preflight
 from gateway.core.spec import MAX_TEXT, RunSpec
+from gateway.core.telemetry import TelemetryLaunch
 from gateway.errors import SpecError, SpecIssue, TemplateError
 
 TEMPLATE_SUFFIX = ".sbatch.j2"
@@ -43,6 +44,7 @@ class SubmitTarget:
     partition: str
     account: str | None = None
     qos: str | None = None
+    gpu_type: str | None = None  # the queue's spelling of the run's GPU type (matched case-insensitively)
 
 
 @dataclass(frozen=True)
@@ -160,6 +162,7 @@ def render_sbatch(
     target: SubmitTarget,
     template: str | None = None,
     inputs: Sequence[preflight.InputCheck] = (),
+    telemetry: TelemetryLaunch | None = None,
 ) -> RenderedScript:
     """Render ``spec`` into an sbatch script for ``run_id``.
 
@@ -176,6 +179,7 @@ def render_sbatch(
     name = template or template_for(spec)
     version = template_version(env, name)
     context = _context(spec, run_id=run_id, run_dir=run_dir, target=target, inputs=inputs)
+    context["telemetry"] = _telemetry(spec, telemetry)
     context.update(template_name=name, template_version=version, gateway_version=__version__)
     try:
         text = env.get_template(name).render(run=context)
@@ -193,9 +197,9 @@ def _context(
     spec: RunSpec, *, run_id: str, run_dir: str, target: SubmitTarget, inputs: Sequence[preflight.InputCheck]
 ) -> dict[str, Any]:
     res = spec.resources
-    gres = None
-    if res.gpus_per_node:
-        gres = f"gpu:{res.gpu_type}:{res.gpus_per_node}" if res.gpu_type else f"gpu:{res.gpus_per_node}"
+    gpu_type = target.gpu_type or res.gpu_type
+    typed = f"{gpu_type}:" if gpu_type else ""
+    gres = f"gpu:{typed}{res.gpus_per_node}" if res.gpus_per_node else None
     tasks = array_spec = None
     if spec.sweep is not None:
         indices = spec.sweep.task_indices()
@@ -214,15 +218,30 @@ def _context(
         "project": spec.project,
         "partition": target.partition,
         "account": target.account,
-        "qos": target.qos,
+        "qos": spec.qos or target.qos,
         "nodes": res.nodes,
+        "ntasks": res.ntasks,
         "tasks_per_node": res.tasks_per_node,
         "cpus_per_task": res.cpus_per_task,
+        "cpus_per_gpu": res.cpus_per_gpu,
         "mem_mb": res.mem_mb,
+        "mem_per_cpu_mb": res.mem_per_cpu_mb,
+        "mem_per_gpu_mb": res.mem_per_gpu_mb,
         "walltime_min": res.walltime_min,
         "gres": gres,
+        "gpus": f"{typed}{res.gpus}" if res.gpus else None,
+        "gpus_per_task": f"{typed}{res.gpus_per_task}" if res.gpus_per_task else None,
         "gpus_per_node": res.gpus_per_node,
+        "sbatch_semantics": spec.semantics == "sbatch",
+        "submit_dir": spec.submit_dir,
+        "slurm_job_name": spec.slurm_job_name,
+        "dependency": spec.dependency,
+        "signal": spec.signal,
+        # verbatim options, in a stable order; each value matched its strict pattern in the spec
+        "slurm_options": sorted(spec.slurm_options.items()),
         "env": dict(spec.env),
+        # --export=NAME,... (NONE for none): Slurm's variables and these only, as sbatch's named export
+        "export_names": (",".join(sorted(spec.env)) or "NONE") if spec.export == "named" else None,
         "params": _param_set(spec.params),
         # GW_DATASETS: every dataset the job reads, as JSON; registered ones also as GW_DATASET_<NAME>.
         "datasets_json": json.dumps(
@@ -244,6 +263,21 @@ def _context(
         "array_tasks": tasks,
         "array_spec": array_spec,
         **preflight.template_context(spec, inputs),  # run.preflight: checks, modules, venv, exit codes
+    }
+
+
+def _telemetry(spec: RunSpec, launch: TelemetryLaunch | None) -> dict[str, Any] | None:
+    """run.telemetry: the sampler's command for a job that asks for GPUs; None otherwise."""
+    res = spec.resources
+    gpu_options = {"gres", "gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket"}
+    wants_gpus = res.gpus_per_node or res.gpus or res.gpus_per_task or gpu_options & set(spec.slurm_options)
+    if launch is None or not wants_gpus:
+        return None
+    return {
+        "python": launch.python,
+        "sampler": launch.sampler_path,
+        "interval_s": f"{launch.interval_s:g}",
+        "nvml": launch.nvml,
     }
 
 

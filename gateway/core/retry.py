@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-DEFAULT_CLASSES = ("preempted", "node_failure")
+from gateway.core.failure_classes import DEFAULT_RETRIED as DEFAULT_CLASSES
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,7 @@ class RetryPolicy:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> RetryPolicy:
+        """A policy from a queue's stored ``retry`` settings; missing keys (or None) take the defaults."""
         if not data:
             return cls()
         return cls(

@@ -8,9 +8,7 @@ read as UTC: the adapter runs Slurm with ``TZ=UTC``.
 
 from __future__ import annotations
 
-import math
 import re
-from datetime import UTC, datetime
 
 from gateway.core.slurm_records import (
     AccountingRecord,
@@ -18,6 +16,14 @@ from gateway.core.slurm_records import (
     NodeInfo,
     PartitionInfo,
     StepRecord,
+)
+from gateway.core.slurm_units import (
+    mem_to_kb,
+    opt,
+    parse_exit_code,
+    parse_minutes,
+    parse_time,
+    parse_tres,
 )
 from gateway.core.states import map_slurm_state
 from gateway.errors import SlurmOutputError
@@ -68,88 +74,6 @@ SACCT_FIELDS: tuple[str, ...] = (
 )
 SACCT_FORMAT = ",".join(SACCT_FIELDS)
 
-_NONE_WORDS = {"", "None", "(null)", "N/A", "n/a", "Unknown", "NONE"}
-
-
-def _opt(value: str) -> str | None:
-    value = value.strip()
-    return None if value in _NONE_WORDS else value
-
-
-def parse_time(value: str) -> datetime | None:
-    """Slurm's ``2026-11-30T04:11:21`` (printed in UTC by our adapter) -> aware datetime."""
-    value = value.strip()
-    if value in _NONE_WORDS:
-        return None
-    try:
-        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
-    except ValueError as exc:
-        raise SlurmOutputError(f"unreadable Slurm time {value!r}") from exc
-
-
-def parse_duration_s(value: str) -> int | None:
-    """``[D-]HH:MM:SS``, ``MM:SS`` or ``MM:SS.mmm`` -> seconds; None for UNLIMITED and friends."""
-    value = value.strip()
-    if value in _NONE_WORDS or value.upper() in {"UNLIMITED", "PARTITION_LIMIT", "INVALID"}:
-        return None
-    days = 0
-    if "-" in value:
-        day_text, value = value.split("-", 1)
-        days = int(day_text)
-    parts = value.split(":")
-    try:
-        numbers = [float(p) for p in parts]
-    except ValueError as exc:
-        raise SlurmOutputError(f"unreadable Slurm duration {value!r}") from exc
-    while len(numbers) < 3:
-        numbers.insert(0, 0.0)
-    hours, minutes, seconds = numbers[-3:]
-    return int(days * 86400 + hours * 3600 + minutes * 60 + seconds)
-
-
-def parse_minutes(value: str) -> int | None:
-    seconds = parse_duration_s(value)
-    return None if seconds is None else math.ceil(seconds / 60)
-
-
-_MEM = re.compile(r"(\d+(?:\.\d+)?)([KMGTP]?)")
-_MEM_POWER = {"": 0, "K": 0, "M": 1, "G": 2, "T": 3, "P": 4}
-
-
-def mem_to_kb(value: str, *, default_unit: str = "K") -> int | None:
-    """``1234K``, ``512M``, ``1.5G`` -> KiB. ``default_unit`` applies to a bare number."""
-    value = value.strip()
-    if value in _NONE_WORDS:
-        return None
-    match = _MEM.fullmatch(value)
-    if not match:
-        raise SlurmOutputError(f"unreadable Slurm memory size {value!r}")
-    number, unit = match.groups()
-    unit = unit or default_unit
-    return int(float(number) * 1024 ** _MEM_POWER[unit])
-
-
-def parse_exit_code(value: str) -> tuple[int | None, int | None]:
-    """``3:0`` -> (3, 0): the exit status and the signal that ended the job."""
-    value = value.strip()
-    if not value:
-        return None, None
-    code, _, signal = value.partition(":")
-    try:
-        return int(code), int(signal) if signal else 0
-    except ValueError as exc:
-        raise SlurmOutputError(f"unreadable Slurm exit code {value!r}") from exc
-
-
-def parse_tres(value: str) -> dict[str, str]:
-    """``cpu=2,mem=512M,node=1,gres/gpu=2`` -> {"cpu": "2", ...}."""
-    result = {}
-    for item in value.strip().split(","):
-        if "=" in item:
-            key, _, val = item.partition("=")
-            result[key.strip()] = val.strip()
-    return result
-
 
 def _int(value: str) -> int | None:
     value = value.strip()
@@ -174,9 +98,9 @@ def parse_squeue(text: str) -> list[JobStatus]:
         raw = dict(
             zip((n for n, _ in SQUEUE_FIELDS), _split(line, len(SQUEUE_FIELDS), "squeue"), strict=True)
         )
-        reason = _opt(raw["reason"])
+        reason = opt(raw["reason"])
         mapped = map_slurm_state(raw["state"], reason)
-        task = _opt(raw["array_task_id"])
+        task = opt(raw["array_task_id"])
         jobs.append(
             JobStatus(
                 job_id=raw["job_id"].strip(),
@@ -185,18 +109,18 @@ def parse_squeue(text: str) -> list[JobStatus]:
                 slurm_state=mapped.slurm_state,
                 state=mapped.state,
                 reason=reason,
-                node_list=_opt(raw["node_list"]),
+                node_list=opt(raw["node_list"]),
                 partition=raw["partition"].strip(),
                 user=raw["user"].strip(),
                 name=raw["name"],
-                comment=_opt(raw["comment"]),
+                comment=opt(raw["comment"]),
                 submit_time=parse_time(raw["submit"]),
                 start_time=parse_time(raw["start"]),
                 nodes=_int(raw["nodes"]),
                 cpus=_int(raw["cpus"]),
-                tres_per_node=_opt(raw["tres"]),
+                tres_per_node=opt(raw["tres"]),
                 priority=_int(raw["priority"]),
-                account=_opt(raw["account"]),
+                account=opt(raw["account"]),
             )
         )
     return jobs
@@ -227,14 +151,14 @@ def parse_sacct(text: str) -> list[AccountingRecord]:
                     exit_code=code,
                     exit_signal=signal,
                     max_rss_kb=mem_to_kb(raw["MaxRSS"]),
-                    node_list=_opt(raw["NodeList"]),
+                    node_list=opt(raw["NodeList"]),
                 )
             )
             continue
         array_job_id = array_task_id = None
         if "_" in job_id:
             array_job_id, _, array_task_id = job_id.partition("_")
-        reason = _opt(raw["Reason"])
+        reason = opt(raw["Reason"])
         mapped = map_slurm_state(raw["State"], reason)
         code, signal = parse_exit_code(raw["ExitCode"])
         records.append(
@@ -245,9 +169,9 @@ def parse_sacct(text: str) -> list[AccountingRecord]:
                 "array_task_id": array_task_id,
                 "name": raw["JobName"],
                 "user": raw["User"].strip(),
-                "account": _opt(raw["Account"]),
-                "partition": _opt(raw["Partition"]),
-                "comment": _opt(raw["Comment"]),
+                "account": opt(raw["Account"]),
+                "partition": opt(raw["Partition"]),
+                "comment": opt(raw["Comment"]),
                 "slurm_state": mapped.slurm_state,
                 "state": mapped.state,
                 "cancelled_by_uid": mapped.by_uid,
@@ -259,7 +183,7 @@ def parse_sacct(text: str) -> list[AccountingRecord]:
                 "elapsed_s": _int(raw["ElapsedRaw"]) or 0,
                 "timelimit_min": parse_minutes(raw["Timelimit"]),
                 "alloc_tres": parse_tres(raw["AllocTRES"]),
-                "node_list": _opt(raw["NodeList"]),
+                "node_list": opt(raw["NodeList"]),
                 "reason": reason,
                 "max_rss_kb": mem_to_kb(raw["MaxRSS"]),
                 "steps": [],
@@ -307,8 +231,8 @@ def parse_partitions(text: str) -> list[PartitionInfo]:
                 total_cpus=_int(kv.get("TotalCPUs", "")) or 0,
                 max_time_min=parse_minutes(kv.get("MaxTime", "UNLIMITED")),
                 default_time_min=parse_minutes(kv.get("DefaultTime", "NONE")),
-                qos=_opt(kv.get("QoS", "")),
-                allow_accounts=_opt(kv.get("AllowAccounts", "")),
+                qos=opt(kv.get("QoS", "")),
+                allow_accounts=opt(kv.get("AllowAccounts", "")),
             )
         )
     return partitions
@@ -341,20 +265,13 @@ def parse_nodes(text: str) -> list[NodeInfo]:
                 gpus=int(cfg.get("gres/gpu", "0") or 0),
                 gpus_alloc=int(alloc.get("gres/gpu", "0") or 0),
                 gpu_type=gres.group(1) if gres else None,
-                reason=_opt(kv.get("Reason", "")),
+                reason=opt(kv.get("Reason", "")),
             )
         )
     return nodes
 
 
 _JOB_ID = re.compile(r"(\d+)(?:;[A-Za-z0-9_.-]+)?")
-_GPUS_PER_NODE = re.compile(r"gpu(?::[A-Za-z0-9_.-]+)?[:=](\d+)")
-
-
-def gpus_per_node(tres_per_node: str | None) -> int:
-    """GPUs per node from squeue's ``%b`` (``gres:gpu:fake:2``, ``gres/gpu:2``); 0 when none."""
-    match = _GPUS_PER_NODE.search(tres_per_node or "")
-    return int(match.group(1)) if match else 0
 
 
 def parse_sbatch_parsable(stdout: str) -> str | None:

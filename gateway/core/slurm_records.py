@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from gateway.core.slurm_units import gpus_per_node, mem_to_kb
 from gateway.core.states import RunState
 
 
@@ -34,8 +35,6 @@ class JobStatus:
     @property
     def gpus(self) -> int:
         """GPUs the job asks for per node times its nodes (a --gpus per-job request is not shown)."""
-        from gateway.core.slurm_parse import gpus_per_node
-
         return gpus_per_node(self.tres_per_node) * (self.nodes or 1)
 
 
@@ -82,21 +81,23 @@ class AccountingRecord:
 
     @property
     def alloc_cpus(self) -> int:
+        """CPUs allocated (``cpu`` in AllocTRES); 0 when Slurm gave none."""
         return int(self.alloc_tres.get("cpu", "0") or 0)
 
     @property
     def alloc_mem_mb(self) -> int:
-        from gateway.core.slurm_parse import mem_to_kb
-
+        """Memory allocated in MiB (``mem`` in AllocTRES, a bare number read as MiB); 0 when none."""
         kb = mem_to_kb(self.alloc_tres.get("mem", ""), default_unit="M")
         return (kb or 0) // 1024
 
     @property
     def alloc_gpus(self) -> int:
+        """GPUs allocated (``gres/gpu`` in AllocTRES); 0 when none."""
         return int(self.alloc_tres.get("gres/gpu", "0") or 0)
 
     @property
     def alloc_nodes(self) -> int:
+        """Nodes allocated (``node`` in AllocTRES); 0 when none."""
         return int(self.alloc_tres.get("node", "0") or 0)
 
 

@@ -1,18 +1,19 @@
 """Typed run specs: what a user asks the gateway to run.
 
-A ``RunSpec`` is read from YAML or JSON (``parse_spec``, ``load_spec_file``).
-Unknown fields are refused, and every error names the field path, the bad
-value and what is valid, gathered in one ``SpecError``.
+A ``RunSpec`` is read from YAML or JSON text (``parse_spec``, through the
+bounded reader ``gateway.core.yaml_input``) or built from parsed data
+(``build_spec``); reading a spec *file* is the caller's (``gw``:
+``gateway.adapters.files.load_spec_file``). Unknown fields are refused, and
+every error names the field path, the bad value and what is valid, gathered
+in one ``SpecError``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     Field,
     PrivateAttr,
@@ -21,30 +22,54 @@ from pydantic import (
     model_validator,
 )
 
-from gateway.core import names
+from gateway.core import names, spec_fields, spec_slurm
+from gateway.core.described import (
+    ABSOLUTE_LINE,
+    IMAGE,
+    AbsoluteLine,
+    MetricsFile,
+    Name,
+    NonBlankText,
+    OutputPath,
+    RelativeGlob,
+    Sha256Hex,
+    Tag,
+    Text,
+    anchored,
+    documented,
+)
 from gateway.core.lineage_spec import (
-    IMAGE_DIGEST,
+    DATASET_REF_PATTERN,
     MAX_OUTPUT_PATTERNS,
     CodeRef,
     DatasetUse,
-    check_relative,
-    parse_dataset_ref,
 )
 from gateway.core.spec_errors import spec_issues
 from gateway.core.spec_parts import (
     MAX_ARRAY_TASKS,
     MAX_TEXT,
     MODULE_NAME,
-    SHA256_HEX,
     JsonScalar,
     Resources,
     RetryOverride,
     Sweep,
     _check_name,
-    _check_text,
     _Strict,
 )
+from gateway.core.yaml_input import SPEC_LIMITS, load_yaml
 from gateway.errors import SpecError, SpecIssue
+
+# Environment variable names: a shell name, not one Slurm or the gateway sets.
+ENV_NAMES = {
+    "pattern": anchored(names.ENV_NAME),
+    "not": {"pattern": "^(?:" + "|".join(names.RESERVED_ENV_PREFIXES) + ")"},
+}
+ABSOLUTE_PATH_NAMES = {"pattern": ABSOLUTE_LINE, "maxLength": MAX_TEXT}
+IMAGE_DIGEST_PATTERN = r"^[sS][hH][aA]256:[0-9a-fA-F]{64}$"  # the validator lower-cases it
+# A dataset by reference ([project/]name@version) or as an absolute path (one line).
+DatasetItem = Annotated[
+    str, documented(pattern=f"^(?:/[^\\x00-\\x1f\\x7f]*|{DATASET_REF_PATTERN})$", maxLength=MAX_TEXT)
+]
 
 __all__ = [
     "MAX_ARRAY_TASKS",
@@ -54,7 +79,6 @@ __all__ = [
     "RunSpec",
     "Sweep",
     "build_spec",
-    "load_spec_file",
     "parse_spec",
 ]
 
@@ -67,30 +91,41 @@ class RunSpec(_Strict):
     shebang) says what runs.
     """
 
-    name: str
-    project: str
-    queue: str
-    command: str | list[str] | None = None
-    script: str | None = None
-    script_args: list[str] = Field(default_factory=list)
+    # The annotations (gateway.core.described) put each validator's rule in the JSON schema too.
+    name: Name
+    project: Name
+    queue: Name
+    command: NonBlankText | Annotated[list[Text], documented(minItems=1)] | None = None
+    script: NonBlankText | None = None
+    script_args: list[Text] = Field(default_factory=list)
     launcher: Literal["single", "torchrun", "srun"] = "single"
-    workdir: str | None = None
-    stdout: str | None = None
-    stderr: str | None = None
-    env: dict[str, str] = Field(default_factory=dict)
-    container_image: str | None = None
-    container_digest: str | None = None  # sha256:<hex> of the image (gw submit fills it for a local file)
+    workdir: AbsoluteLine | None = None
+    stdout: OutputPath | None = None
+    stderr: OutputPath | None = None
+    env: Annotated[dict[str, Text], documented(propertyNames=ENV_NAMES)] = Field(default_factory=dict)
+    container_image: Annotated[str, documented(pattern=IMAGE, maxLength=MAX_TEXT)] | None = None
+    # sha256:<hex> of the image (gw submit fills it for a local file)
+    container_digest: Annotated[str, documented(pattern=IMAGE_DIGEST_PATTERN)] | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     # Registered dataset versions ("name@latest", or {ref, verify}) and/or absolute paths.
-    datasets: list[str | DatasetUse] = Field(default_factory=list)
-    outputs: list[str] = Field(default_factory=list)  # glob patterns under the run directory
-    metrics: list[str] = Field(default_factory=list)  # metrics files under the run directory (.json/.jsonl)
+    datasets: list[DatasetItem | DatasetUse] = Field(default_factory=list)
+    # glob patterns under the run directory
+    outputs: Annotated[list[RelativeGlob], documented(maxItems=MAX_OUTPUT_PATTERNS)] = Field(
+        default_factory=list
+    )
+    # metrics files under the run directory (.json/.jsonl)
+    metrics: Annotated[list[MetricsFile], documented(maxItems=MAX_OUTPUT_PATTERNS)] = Field(
+        default_factory=list
+    )
     code: CodeRef | None = None  # git repo, commit, dirty flag (gw submit fills it from git)
     # sha256 (hex) of a dataset file, by its absolute path in ``datasets``; checked in the job's pre-flight
-    dataset_digests: dict[str, str] = Field(default_factory=dict)
-    modules: list[str] = Field(default_factory=list)  # `module load NAME` before the command, in order
-    venv: str | None = None  # absolute path of a Python virtual environment the job activates
-    tags: list[str] = Field(default_factory=list)
+    dataset_digests: Annotated[dict[str, Sha256Hex], documented(propertyNames=ABSOLUTE_PATH_NAMES)] = Field(
+        default_factory=dict
+    )
+    # `module load NAME` before the command, in order
+    modules: list[Annotated[str, documented(pattern=anchored(MODULE_NAME))]] = Field(default_factory=list)
+    venv: AbsoluteLine | None = None  # absolute path of a Python virtual environment the job activates
+    tags: list[Tag] = Field(default_factory=list)
     resources: Resources = Field(default_factory=Resources)
     sweep: Sweep | None = None
     hold: bool = False  # submit held: Slurm keeps the job pending until it is released
@@ -99,6 +134,37 @@ class RunSpec(_Strict):
     requeue: bool = True
     resumable: bool = False  # the job resumes from its checkpoint: a time limit is worth a retry
     retry: RetryOverride | None = None  # this run's own retry policy, over its queue's
+    # sbatch's own options (gw sbatch; gateway/core/spec_slurm.py). semantics "sbatch": the job runs
+    # as plain sbatch would run it: WorkDir = workdir, SLURM_SUBMIT_DIR = submit_dir, stdout where
+    # ``stdout`` says and stderr joined to it unless ``stderr`` is given.
+    semantics: Literal["gateway", "sbatch"] = "gateway"
+    submit_dir: AbsoluteLine | None = None  # where gw sbatch ran (the job's SLURM_SUBMIT_DIR)
+    # the job name Slurm shows, when it is not a valid ``name``
+    slurm_job_name: Annotated[str, documented(pattern=anchored(spec_slurm.JOB_NAME))] | None = None
+    qos: Name | None = None  # within the queue's QoS
+    # Slurm's --dependency expression
+    dependency: Annotated[str, documented(pattern=anchored(spec_slurm.DEPENDENCY))] | None = None
+    # --signal: [R|B:]SIGNAL[@SECONDS] before the time limit
+    signal: Annotated[str, documented(pattern=anchored(spec_slurm.SIGNAL))] | None = None
+    # the user's --comment (Slurm's comment carries the gateway's tag)
+    comment: Annotated[str, documented(pattern=anchored(spec_slurm.COMMENT))] | None = None
+    # sbatch --export: "all" (the job gets the submit environment with ``env`` over it; gw sbatch
+    # fills ``env`` from the caller's), "named" (only Slurm's variables and ``env``: --export=NONE
+    # or --export=VAR,...); None: the gateway's way (the OS user's login environment and ``env``)
+    export: Literal["all", "named"] | None = None
+    # passed to Slurm verbatim: each option and its value checked against PASS_PATTERNS
+    slurm_options: Annotated[dict[str, str | None], documented(**spec_slurm.SLURM_OPTIONS_SCHEMA)] = Field(
+        default_factory=dict
+    )
+
+    _qos = field_validator("qos")(classmethod(lambda cls, v: spec_slurm.check_qos(v)))
+    _dependency = field_validator("dependency")(classmethod(lambda cls, v: spec_slurm.check_dependency(v)))
+    _signal = field_validator("signal")(classmethod(lambda cls, v: spec_slurm.check_signal(v)))
+    _job_name = field_validator("slurm_job_name")(classmethod(lambda cls, v: spec_slurm.check_job_name(v)))
+    _comment = field_validator("comment")(classmethod(lambda cls, v: spec_slurm.check_comment(v)))
+    _slurm_options = field_validator("slurm_options")(
+        classmethod(lambda cls, v: spec_slurm.check_slurm_options(v))
+    )
 
     _hash: str | None = PrivateAttr(default=None)
 
@@ -115,174 +181,27 @@ class RunSpec(_Strict):
             return [str(w) if isinstance(w, int | float) and not isinstance(w, bool) else w for w in value]
         return value
 
-    @field_validator("command")
-    @classmethod
-    def _command(cls, value: str | list[str] | None) -> str | list[str] | None:
-        if value is None:
-            return None
-        if isinstance(value, str):
-            if not value.strip():
-                raise ValueError("is empty; give the command to run")
-            return _check_text(value, allow_newlines=True)
-        if not value:
-            raise ValueError("is an empty list; give the program and its arguments")
-        for arg in value:
-            _check_text(arg, allow_newlines=True)
-        return value
-
-    @field_validator("script")
-    @classmethod
-    def _script(cls, value: str | None) -> str | None:
-        if value is not None:
-            if not value.strip():
-                raise ValueError("is empty; give the script's text")
-            _check_text(value, allow_newlines=True)
-        return value
-
-    @field_validator("workdir")
-    @classmethod
-    def _workdir(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        _check_text(value, allow_newlines=False)
-        if not value.startswith("/"):
-            raise ValueError("must be an absolute path (starting with '/')")
-        return value
-
-    @field_validator("stdout", "stderr")
-    @classmethod
-    def _output(cls, value: str | None) -> str | None:
-        if value is not None and not names.OUTPUT_PATH.fullmatch(value):
-            raise ValueError(f"not a valid output file; use {names.OUTPUT_PATH_HELP}")
-        return value
-
-    @field_validator("script_args")
-    @classmethod
-    def _script_args(cls, value: list[str]) -> list[str]:
-        for arg in value:
-            _check_text(arg, allow_newlines=True)
-        return value
-
-    @field_validator("env")
-    @classmethod
-    def _env(cls, value: dict[str, str]) -> dict[str, str]:
-        for key, item in value.items():
-            if not names.ENV_NAME.fullmatch(key):
-                raise ValueError(f"variable {key!r} is not valid; use {names.ENV_NAME_HELP}")
-            if key.startswith(names.RESERVED_ENV_PREFIXES):
-                raise ValueError(
-                    f"variable {key!r} is reserved; names starting with "
-                    f"{' or '.join(names.RESERVED_ENV_PREFIXES)} are set by Slurm and the gateway"
-                )
-            _check_text(item, allow_newlines=True)
-        return value
-
-    @field_validator("container_image")
-    @classmethod
-    def _image(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        _check_text(value, allow_newlines=False)
-        if not value.strip() or " " in value:
-            raise ValueError("must be an image reference or path without spaces")
-        return value
-
-    @field_validator("params")
-    @classmethod
-    def _params(cls, value: dict[str, Any]) -> dict[str, Any]:
-        try:
-            size = len(json.dumps(value, allow_nan=False))
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"must be plain JSON values (no NaN/inf, no objects): {exc}") from exc
-        if size > MAX_TEXT:
-            raise ValueError(f"are {size} characters as JSON; at most {MAX_TEXT}")
-        return value
-
-    @field_validator("datasets")
-    @classmethod
-    def _datasets(cls, value: list[str | DatasetUse]) -> list[str | DatasetUse]:
-        seen: dict[str, str] = {}
-        for item in value:
-            ref = item.ref if isinstance(item, DatasetUse) else item
-            _check_text(ref, allow_newlines=False)
-            if not ref.strip():
-                raise ValueError("a dataset reference is empty")
-            if ref.startswith("/"):
-                continue  # a plain path, checked by the pre-flight as it is
-            name = parse_dataset_ref(ref).name
-            if name in seen:
-                raise ValueError(
-                    f"datasets {seen[name]!r} and {ref!r} share the name {name!r}; use each once"
-                )
-            seen[name] = ref
-        return value
-
-    @field_validator("outputs")
-    @classmethod
-    def _outputs(cls, value: list[str]) -> list[str]:
-        if len(value) > MAX_OUTPUT_PATTERNS:
-            raise ValueError(f"has {len(value)} patterns; at most {MAX_OUTPUT_PATTERNS}")
-        return [check_relative(v, "output pattern", glob=True) for v in value]
-
-    @field_validator("metrics")
-    @classmethod
-    def _metrics(cls, value: list[str]) -> list[str]:
-        if len(value) > MAX_OUTPUT_PATTERNS:
-            raise ValueError(f"has {len(value)} files; at most {MAX_OUTPUT_PATTERNS}")
-        for item in value:
-            check_relative(item, "metrics file", glob=False)
-            if not item.endswith((".json", ".jsonl")):
-                raise ValueError(f"metrics file {item!r} must end in .json (summary) or .jsonl (per step)")
-        return value
-
-    @field_validator("container_digest")
-    @classmethod
-    def _container_digest(cls, value: str | None) -> str | None:
-        if value is not None and not IMAGE_DIGEST.fullmatch(value.lower()):
-            raise ValueError("must be 'sha256:' and 64 hex digits")
-        return value.lower() if value else value
-
-    @field_validator("dataset_digests")
-    @classmethod
-    def _digests(cls, value: dict[str, str]) -> dict[str, str]:
-        checked = {}
-        for path, digest in value.items():
-            _check_text(path, allow_newlines=False)
-            if not path.startswith("/"):
-                raise ValueError(f"key {path!r} must be an absolute dataset path (starting with '/')")
-            if not SHA256_HEX.fullmatch(digest.lower()):
-                raise ValueError(f"digest for {path!r} must be 64 hex digits (sha256), not {digest!r}")
-            checked[path] = digest.lower()
-        return checked
-
-    @field_validator("modules")
-    @classmethod
-    def _modules(cls, value: list[str]) -> list[str]:
-        for module in value:
-            if not MODULE_NAME.fullmatch(module):
-                raise ValueError(
-                    f"module {module!r} is not valid; use 1-128 letters, digits and . _ / + - "
-                    "(e.g. cuda/12.4)"
-                )
-        return value
-
-    @field_validator("venv")
-    @classmethod
-    def _venv(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        _check_text(value, allow_newlines=False)
-        if not value.startswith("/"):
-            raise ValueError("must be the absolute path of a virtual environment (starting with '/')")
-        return value
-
-    @field_validator("tags")
-    @classmethod
-    def _tags(cls, value: list[str]) -> list[str]:
-        for tag in value:
-            if not names.TAG.fullmatch(tag):
-                raise ValueError(f"tag {tag!r} is not valid; use {names.TAG_HELP}")
-        return value
+    _command = field_validator("command")(classmethod(lambda cls, v: spec_fields.check_command(v)))
+    _script = field_validator("script")(classmethod(lambda cls, v: spec_fields.check_script(v)))
+    _submit_dir = field_validator("submit_dir")(classmethod(lambda cls, v: spec_fields.check_submit_dir(v)))
+    _workdir = field_validator("workdir")(classmethod(lambda cls, v: spec_fields.check_workdir(v)))
+    _output = field_validator("stdout", "stderr")(classmethod(lambda cls, v: spec_fields.check_output(v)))
+    _script_args = field_validator("script_args")(
+        classmethod(lambda cls, v: spec_fields.check_script_args(v))
+    )
+    _env = field_validator("env")(classmethod(lambda cls, v: spec_fields.check_env(v)))
+    _image = field_validator("container_image")(classmethod(lambda cls, v: spec_fields.check_image(v)))
+    _params = field_validator("params")(classmethod(lambda cls, v: spec_fields.check_params(v)))
+    _datasets = field_validator("datasets")(classmethod(lambda cls, v: spec_fields.check_datasets(v)))
+    _outputs = field_validator("outputs")(classmethod(lambda cls, v: spec_fields.check_outputs(v)))
+    _metrics = field_validator("metrics")(classmethod(lambda cls, v: spec_fields.check_metrics(v)))
+    _container_digest = field_validator("container_digest")(
+        classmethod(lambda cls, v: spec_fields.check_container_digest(v))
+    )
+    _digests = field_validator("dataset_digests")(classmethod(lambda cls, v: spec_fields.check_digests(v)))
+    _modules = field_validator("modules")(classmethod(lambda cls, v: spec_fields.check_modules(v)))
+    _venv = field_validator("venv")(classmethod(lambda cls, v: spec_fields.check_venv(v)))
+    _tags = field_validator("tags")(classmethod(lambda cls, v: spec_fields.check_tags(v)))
 
     @model_validator(mode="after")
     def _shape(self) -> RunSpec:
@@ -292,7 +211,7 @@ class RunSpec(_Strict):
             raise ValueError("script_args go with 'script'; put a command's arguments in 'command'")
         if self.launcher == "torchrun" and self.script is not None:
             raise ValueError("launcher 'torchrun' needs 'command' (the program torchrun starts)")
-        if self.sweep is not None and self.resources.nodes > 1:
+        if self.sweep is not None and (self.resources.nodes or 1) > 1:
             raise ValueError("sweeps run one node per task; set resources.nodes to 1")
         unlisted = sorted(set(self.dataset_digests) - set(self.dataset_paths()))
         if unlisted:
@@ -301,6 +220,10 @@ class RunSpec(_Strict):
             raise ValueError("container_digest is set without container_image")
         if self.sweep is not None and self.launcher != "single":
             raise ValueError("sweeps run each task's command once (launcher 'single'); drop 'launcher'")
+        if self.semantics == "sbatch" and not (self.workdir and names.SAFE_PATH.fullmatch(self.workdir)):
+            raise ValueError(
+                f"semantics 'sbatch' needs a workdir Slurm's --chdir can take: {names.SAFE_PATH_HELP}"
+            )
         if self.sweep is not None:
             try:
                 json.dumps(self.sweep.expand(), allow_nan=False)
@@ -323,7 +246,15 @@ class RunSpec(_Strict):
     def spec_hash(self) -> str:
         """sha256 of the spec's canonical JSON (sorted keys, defaults included); computed once."""
         if self._hash is None:
-            canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+            data = self.model_dump(mode="json")
+            # Fields added after runs were stored count only when set, so a stored spec keeps its hash.
+            for key, default in spec_slurm.ADDED_DEFAULTS.items():
+                if data.get(key) == default:
+                    data.pop(key, None)
+            for key, default in spec_slurm.ADDED_RESOURCE_DEFAULTS.items():
+                if data["resources"].get(key) == default:
+                    data["resources"].pop(key, None)
+            canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
             self._hash = hashlib.sha256(canonical.encode()).hexdigest()
         return self._hash
 
@@ -340,32 +271,5 @@ def build_spec(data: Any, *, source: str | None = None) -> RunSpec:
 
 
 def parse_spec(text: str, *, source: str | None = None) -> RunSpec:
-    """Read a RunSpec from YAML or JSON text (JSON is YAML); raises SpecError."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise SpecError([SpecIssue("", f"not valid YAML or JSON: {exc}")], source) from exc
-    return build_spec(data, source=source)
-
-
-def load_spec_file(path: str | Path) -> RunSpec:
-    """Read a spec file. A ``script_file`` key (relative to the spec) is read into ``script``."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError([SpecIssue("", f"cannot read spec file: {exc}")], str(path)) from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise SpecError([SpecIssue("", f"not valid YAML or JSON: {exc}")], str(path)) from exc
-    if isinstance(data, dict) and "script_file" in data:
-        script_path = path.parent / str(data.pop("script_file"))
-        try:
-            data["script"] = script_path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SpecError(
-                [SpecIssue("script_file", f"cannot read the script: {exc}", str(script_path))],
-                str(path),
-            ) from exc
-    return build_spec(data, source=str(path))
+    """Read a RunSpec from YAML or JSON text (JSON is YAML), within ``SPEC_LIMITS``; raises SpecError."""
+    return build_spec(load_yaml(text, limits=SPEC_LIMITS, source=source), source=source)

@@ -16,9 +16,10 @@ from pydantic import (
 )
 
 from gateway.core import names
+from gateway.core.described import MAX_TEXT, GpuType, documented
+from gateway.core.failure_classes import CLASSES
 
 MAX_ARRAY_TASKS = 1000
-MAX_TEXT = 64 * 1024  # longest command, script body or environment value accepted
 MODULE_NAME = re.compile(r"[A-Za-z0-9._/+-]{1,128}")  # an environment module, as `module load` takes it
 SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
@@ -42,19 +43,48 @@ def _check_text(value: str, *, allow_newlines: bool) -> str:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
+    # allow_inf_nan: a float field refuses NaN and infinities ("Infinity" as text too), whoever calls.
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False, allow_inf_nan=False)
 
 
 class Resources(_Strict):
-    """What one run asks of Slurm. Units are in the names."""
+    """What one run asks of Slurm. Units are in the names.
 
-    nodes: Annotated[int, Field(ge=1, le=64)] = 1
-    tasks_per_node: Annotated[int, Field(ge=1, le=256)] = 1
+    ``None`` means "not asked": Slurm's own default applies, as under plain
+    sbatch (``gw sbatch`` leaves unset what the script did not set). Memory
+    is one of ``mem_gb`` (per node; 0 asks for all of each node's memory),
+    ``mem_per_cpu_mb`` or ``mem_per_gpu_mb``; CPUs are ``cpus_per_task`` or
+    ``cpus_per_gpu``. GPUs are ``gpus_per_node`` (``--gres=gpu:N``,
+    ``--gpus-per-node``), ``gpus`` (the whole job, ``--gpus``) or
+    ``gpus_per_task``; ``gpu_type`` types any of them.
+    """
+
+    nodes: Annotated[int, Field(ge=1, le=64)] | None = 1
+    ntasks: Annotated[int, Field(ge=1, le=16_384)] | None = None  # the job's tasks in all (sbatch -n)
+    tasks_per_node: Annotated[int, Field(ge=1, le=256)] | None = 1
     gpus_per_node: Annotated[int, Field(ge=0, le=16)] = 0
-    gpu_type: str | None = None
-    cpus_per_task: Annotated[int, Field(ge=1, le=512)] = 1
-    mem_gb: Annotated[float, Field(gt=0, le=4096)] = 1.0
-    walltime_min: Annotated[int, Field(ge=1, le=60 * 24 * 30)] = 60
+    gpus: Annotated[int, Field(ge=1, le=1024)] | None = None
+    gpus_per_task: Annotated[int, Field(ge=1, le=16)] | None = None
+    gpu_type: GpuType | None = None
+    cpus_per_task: Annotated[int, Field(ge=1, le=512)] | None = 1
+    cpus_per_gpu: Annotated[int, Field(ge=1, le=512)] | None = None
+    mem_gb: Annotated[float, Field(ge=0, le=4096)] | None = 1.0
+    mem_per_cpu_mb: Annotated[int, Field(ge=1, le=4 * 1024 * 1024)] | None = None
+    mem_per_gpu_mb: Annotated[int, Field(ge=1, le=4 * 1024 * 1024)] | None = None
+    # None: no --time line, so Slurm gives the partition's DefaultTime (gw sbatch without -t)
+    walltime_min: Annotated[int, Field(ge=1, le=60 * 24 * 30)] | None = 60
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_of_each(cls, data: Any) -> Any:
+        # A per-CPU or per-GPU amount replaces the per-node defaults it excludes in Slurm.
+        if isinstance(data, dict):
+            data = dict(data)
+            if data.get("mem_per_cpu_mb") is not None or data.get("mem_per_gpu_mb") is not None:
+                data.setdefault("mem_gb", None)
+            if data.get("cpus_per_gpu") is not None:
+                data.setdefault("cpus_per_task", None)
+        return data
 
     @field_validator("gpu_type")
     @classmethod
@@ -64,29 +94,49 @@ class Resources(_Strict):
         return value
 
     @model_validator(mode="after")
-    def _gpu_type_needs_gpus(self) -> Resources:
-        if self.gpu_type is not None and self.gpus_per_node == 0:
+    def _consistent(self) -> Resources:
+        if self.gpu_type is not None and self.gpus_asked() == 0:
             raise ValueError("gpu_type is set but gpus_per_node is 0; ask for at least 1 GPU")
+        mems = [n for n in ("mem_gb", "mem_per_cpu_mb", "mem_per_gpu_mb") if getattr(self, n) is not None]
+        if len(mems) > 1:
+            raise ValueError(f"give one of {' or '.join(mems)}: Slurm takes one memory size per job")
+        if self.cpus_per_gpu is not None and self.cpus_per_task is not None:
+            raise ValueError("give cpus_per_task or cpus_per_gpu, not both (Slurm refuses both)")
+        if (self.mem_per_gpu_mb or self.cpus_per_gpu) and not self.gpus_asked():
+            raise ValueError("mem_per_gpu_mb and cpus_per_gpu need GPUs; ask for at least 1 GPU")
+        forms = [n for n in ("gpus_per_node", "gpus", "gpus_per_task") if getattr(self, n)]
+        if len(forms) > 1:
+            raise ValueError(f"give GPUs one way, not {' and '.join(forms)}")
         return self
 
+    def gpus_asked(self) -> int:
+        """GPUs per node, for the whole job or per task: nonzero when the run asks for GPUs."""
+        return self.gpus_per_node or self.gpus or self.gpus_per_task or 0
+
+    def gpus_total(self) -> int:
+        """GPUs the whole job holds (per task: x tasks; per node: x nodes)."""
+        if self.gpus:
+            return self.gpus
+        if self.gpus_per_task:
+            return self.gpus_per_task * (self.ntasks or (self.tasks_per_node or 1) * (self.nodes or 1))
+        return self.gpus_per_node * (self.nodes or 1)
+
     @property
-    def mem_mb(self) -> int:
-        """Memory per node in MiB, as Slurm's ``--mem`` takes it (rounded up)."""
-        return math.ceil(self.mem_gb * 1024)
+    def mem_mb(self) -> int | None:
+        """Memory per node in MiB, as Slurm's ``--mem`` takes it (rounded up); None: not asked."""
+        return None if self.mem_gb is None else math.ceil(self.mem_gb * 1024)
 
 
 class RetryOverride(_Strict):
     """A run's own retry policy; what it leaves out comes from its queue's (gateway/core/retry.py)."""
 
-    classes: list[str] | None = None
+    classes: list[Annotated[str, documented(enum=list(CLASSES))]] | None = None
     max_attempts: Annotated[int, Field(ge=1, le=20)] | None = None
     backoff_s: Annotated[float, Field(ge=0, le=86_400)] | None = None
 
     @field_validator("classes")
     @classmethod
     def _classes(cls, value: list[str] | None) -> list[str] | None:
-        from gateway.core.failures import CLASSES
-
         for item in value or []:
             if item not in CLASSES:
                 raise ValueError(f"unknown failure class {item!r}; classes are: {', '.join(CLASSES)}")

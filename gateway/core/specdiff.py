@@ -3,23 +3,53 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
-import yaml
-
+from gateway.core.yaml_input import MAX_DEPTH, VALUE_LIMITS, load_yaml
 from gateway.errors import SpecError, SpecIssue
+
+MAX_PATH_CHARS = 1024
 
 
 def parse_assignment(text: str) -> tuple[str, Any]:
-    """``key.path=value`` -> (path, value); the value is read as YAML (``2`` -> 2, ``[a, b]`` -> list)."""
+    """``key.path=value`` -> (path, value); the value is read as YAML (``2`` -> 2, ``[a, b]`` -> list).
+
+    Bounded like every document the gateway reads (``gateway.core.yaml_input``):
+    the value by ``VALUE_LIMITS``, and the path plus the value's own nesting
+    by ``MAX_DEPTH`` levels in all. Raises SpecError at the path.
+    """
     path, sep, raw = text.partition("=")
-    if not sep or not path.strip():
-        raise SpecError([SpecIssue("set", "give KEY.PATH=VALUE, e.g. resources.mem_gb=2", text)])
+    path = path.strip()
+    if not sep or not path:
+        raise SpecError([SpecIssue("set", "give KEY.PATH=VALUE, e.g. resources.mem_gb=2", text[:100])])
+    parts = path.split(".")
+    if len(parts) >= MAX_DEPTH:
+        raise SpecError(
+            [SpecIssue("set", f"KEY.PATH has {len(parts)} levels; at most {MAX_DEPTH - 1}", path[:100])]
+        )
+    if len(path) > MAX_PATH_CHARS:
+        raise SpecError([SpecIssue("set", f"KEY.PATH is {len(path)} characters; at most {MAX_PATH_CHARS}")])
+    if not all(parts):
+        raise SpecError([SpecIssue("set", "KEY.PATH has an empty key; give e.g. params.lr", path)])
+    if not raw.strip():
+        return path, ""
+    # The spec's mapping is level 1 and each key of the path one more: the value's lists and mappings
+    # have what is left.
+    room = MAX_DEPTH - len(parts)
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError as exc:
-        raise SpecError([SpecIssue(path, f"value is not valid YAML: {exc}", raw)]) from exc
-    return path.strip(), value
+        value = load_yaml(raw, limits=replace(VALUE_LIMITS, max_depth=room), path=path)
+    except SpecError as exc:
+        issues = [SpecIssue(i.path, _whole_spec(i.message, room), raw[:100]) for i in exc.issues]
+        raise SpecError(issues) from None
+    return path, value
+
+
+def _whole_spec(message: str, room: int) -> str:
+    said = f"at most {room}"
+    if room < MAX_DEPTH and said in message:
+        return message.replace(said, f"{said} below this path ({MAX_DEPTH} in the whole spec)")
+    return message
 
 
 def set_path(data: dict[str, Any], path: str, value: Any) -> dict[str, Any]:

@@ -72,6 +72,8 @@ TERMINAL = frozenset(
     }
 )
 LIVE = frozenset(s for s in RunState if s not in TERMINAL and s is not RunState.UNKNOWN)
+# Queued or held: the job waits for Slurm to start it.
+WAITING = frozenset({RunState.QUEUED, RunState.HELD})
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from gateway.core.states import RunState
-from gateway.domain import StateEvent
-
-WAITING = (RunState.QUEUED, RunState.HELD)
+from gateway.core.domain import StateEvent
+from gateway.core.states import WAITING, RunState
 
 
 def wait_by_reason(events: Sequence[StateEvent], *, now: datetime) -> list[tuple[str, float]]:

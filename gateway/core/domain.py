@@ -5,10 +5,12 @@ They are plain frozen dataclasses; ORM rows never leave the store.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
+from gateway.core.paging import Cursor
+from gateway.core.spec import RunSpec
 from gateway.core.states import RunState
 
 
@@ -69,7 +71,7 @@ class Run:
     submitter: str
     tags: list[str]
     state: RunState
-    spec: dict[str, Any]
+    spec: RunSpec  # as submitted (validated then, and again when read back)
     spec_sha256: str
     script: str
     script_sha256: str
@@ -83,16 +85,105 @@ class Run:
     derived_diff: list[dict[str, Any]] | None = None  # the spec changes against the parent
     code: dict[str, Any] | None = None  # git repo, commit, branch, dirty, diff_sha256 (at submission)
     environment: dict[str, Any] | None = None  # container image and digest, venv packages, modules
+    os_user: str | None = None  # the OS account its jobs run as (None: recorded before the gateway kept it)
 
     @property
     def latest(self) -> Attempt | None:
+        """The newest attempt; None before the first was recorded."""
         return self.attempts[-1] if self.attempts else None
+
+
+@dataclass(frozen=True)
+class NewInput:
+    """A dataset version a new run reads, as the store records it."""
+
+    position: int
+    ref: str  # as the spec named it
+    version_id: str
+    path: str  # where the job reads it
+    verify: str  # exists | digest
+    env_var: str
+
+
+@dataclass(frozen=True)
+class NewRun:
+    """A run to record, with its first attempt (SUBMITTING, tagged ``first_tag``)."""
+
+    id: str
+    spec: RunSpec
+    submitter: str
+    os_user: str
+    script: str
+    script_sha256: str
+    template_name: str
+    template_version: str
+    run_dir: str
+    first_tag: str
+    array_size: int | None = None  # number of array tasks; None for a plain job
+    parent_run_id: str | None = None  # a rerun: the run it derives from
+    derived_diff: list[dict[str, Any]] | None = None  # a rerun: its spec changes against the parent
+    code: dict[str, Any] | None = None
+    environment: dict[str, Any] | None = None
+    inputs: tuple[NewInput, ...] = ()
 
 
 @dataclass(frozen=True)
 class Page:
     items: list[Run]
-    next_cursor: str | None
+    next_cursor: Cursor | None  # where the next page starts; None on the last
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs a listing shows, newest first, ``limit`` at a time (``cursor``: the next page).
+
+    ``since``/``until`` bound ``created_at`` (aware UTC datetimes): ``since`` <= created_at < ``until``.
+    """
+
+    project: str | None = None
+    state: RunState | None = None
+    submitter: str | None = None
+    tag: str | None = None
+    since: datetime | None = None  # created at or after
+    until: datetime | None = None  # created before
+    cursor: Cursor | None = None  # start after this run (the previous page's next_cursor)
+    limit: int = 50
+
+
+class Keep:
+    """The marker for "leave this column as it is" in ``AttemptFacts``."""
+
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP: Final = Keep()
+
+
+@dataclass(frozen=True)
+class AttemptFacts:
+    """What Slurm said about one attempt, field by field; a field left at ``KEEP`` is not written.
+
+    The names are the attempt's own (``Attempt``); units are in them.
+    """
+
+    node_list: str | None | Keep = KEEP
+    submit_time: datetime | None | Keep = KEEP
+    start_time: datetime | None | Keep = KEEP
+    end_time: datetime | None | Keep = KEEP
+    expected_start: datetime | None | Keep = KEEP  # Slurm's start estimate while pending
+    exit_code: int | None | Keep = KEEP
+    exit_signal: int | None | Keep = KEEP
+    elapsed_s: int | None | Keep = KEEP
+    alloc_tres: dict[str, str] | Keep = KEEP
+    max_rss_kb: int | None | Keep = KEEP
+    cancelled_by_uid: int | None | Keep = KEEP
+    timelimit_min: int | None | Keep = KEEP
+    tasks: dict[str, dict[str, Any]] | Keep = KEEP  # array tasks by index
+
+    def changes(self) -> dict[str, Any]:
+        """The fields to write, by name (those not left at ``KEEP``)."""
+        return {f.name: value for f in fields(self) if (value := getattr(self, f.name)) is not KEEP}
 
 
 @dataclass(frozen=True)
@@ -106,12 +197,14 @@ class AttemptUpdate:
     stale: bool = False
     event_at: datetime | None = None
     source: str = "gateway"
-    fields: dict[str, Any] = field(default_factory=dict)  # accounting columns to set
+    facts: AttemptFacts = AttemptFacts()
 
 
 # -- who may do what ------------------------------------------------------------------
 
-ROLES = ("viewer", "member", "lead")  # per project, in increasing power; site admins are above all
+# Per project: viewer < member < lead in power (site admins are above all); a reviewer reads as a
+# viewer does and may also record evaluation reviews (gateway/services/policy.py).
+ROLES = ("viewer", "reviewer", "member", "lead")
 
 
 @dataclass(frozen=True)
@@ -158,6 +251,7 @@ class Queue:
     gpu_types: list[str]
     max_walltime_min: int | None
     retry: dict[str, Any] | None = None  # the queue's retry policy (classes, max_attempts, backoff_s)
+    whole_node_mem: bool = False  # --mem=0 (all of each node's memory) is allowed on this queue
 
 
 @dataclass(frozen=True)
@@ -170,10 +264,16 @@ class Project:
     queues: list[Queue]
 
     def queue(self, name: str) -> Queue | None:
+        """The project's queue called ``name``; None when it has none by that name."""
         return next((q for q in self.queues if q.name == name), None)
 
     def role_of(self, user: str) -> str | None:
+        """``user``'s role in the project (one of :data:`ROLES`); None when not a member."""
         return next((m.role for m in self.members if m.user == user), None)
+
+
+OPERATOR = "operator"  # the audit actor of operator commands; reserved, never a user's name
+OPERATOR_SOURCE = "gateway host"
 
 
 @dataclass(frozen=True)
@@ -187,7 +287,18 @@ class Principal:
     source: str | None = None  # where the request came from (client address)
 
     def role(self, project: str) -> str | None:
+        """The caller's role in ``project``; None when not a member (site admin or not)."""
         return self.roles.get(project)
+
+    @classmethod
+    def operator(cls) -> Principal:
+        """The operator on the gateway host (``gw admin ...``): a site admin who is no gateway user.
+
+        Services check permissions for every caller; operator commands pass
+        this principal explicitly. Audit events name it ``operator``, from
+        ``gateway host`` (no site file may add a user by that name).
+        """
+        return cls(user=OPERATOR, is_admin=True, roles={}, os_user=None, source=OPERATOR_SOURCE)
 
 
 @dataclass(frozen=True)
@@ -234,6 +345,7 @@ class DatasetVersion:
 
     @property
     def ref(self) -> str:
+        """``project/name@number``: how people and specs name this version."""
         return f"{self.project}/{self.name}@{self.number}"
 
 
@@ -271,6 +383,6 @@ class Artifact:
     attempt_id: int
     attempt_number: int
     path: str  # relative to the run directory
-    size: int
+    size_bytes: int
     sha256: str
     created_at: datetime
