@@ -1,4 +1,10 @@
-"""Reading datasets from disk: stream-hash files and scan directory trees into manifests.
+"""Reading from disk on the gw side: bounded text files (specs, scripts, site files) and datasets.
+
+``read_text`` is the one way ``gw`` reads a spec, a batch script or a site
+file: a regular file only (a FIFO, a device such as ``/dev/zero``, a
+directory or a socket is refused before a byte is read, and a FIFO is never
+waited on), at most ``TEXT_FILE_BYTES``, UTF-8. ``load_spec_file`` reads a
+run spec file with it, and its ``script_file``, then validates the spec.
 
 ``scan`` turns a file or a directory into ``FileEntry`` values (see
 ``gateway.core.manifest``) the way ``find -L ROOT -type f`` sees the tree:
@@ -11,7 +17,7 @@ Names come from the OS as ``os.fsdecode`` gives them: a name that is not
 valid UTF-8 keeps its bytes as lone surrogates (``surrogateescape``), so
 ``os.fsencode`` and ``manifest.path_bytes`` give back the bytes on disk.
 
-Every failure is a ``SpecError`` (what="dataset path") with one issue at
+Every failure of ``scan`` is a ``SpecError`` (what="dataset path") with one issue at
 "path" naming the file and the OS reason: a path that does not exist, is not
 a regular file or directory, or cannot be read; a symlink loop; a directory
 loop (a directory that contains itself through a symlink); a file that
@@ -29,9 +35,95 @@ from dataclasses import dataclass
 from typing import BinaryIO, Literal
 
 from gateway.core.manifest import MAX_FILES, MAX_PATH_CHARS, FileEntry, path_bytes
+from gateway.core.spec import RunSpec, build_spec
+from gateway.core.yaml_input import SPEC_LIMITS, load_yaml
 from gateway.errors import SpecError, SpecIssue
 
 BUFFER_BYTES = 1 << 20
+TEXT_FILE_BYTES = SPEC_LIMITS.max_chars  # a spec, script or site file: 1 MiB
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def read_text(
+    path: str | os.PathLike[str], *, max_bytes: int = TEXT_FILE_BYTES, what: str = "run spec"
+) -> str:
+    """The text of a regular file of at most ``max_bytes`` bytes, decoded as UTF-8.
+
+    The path is stat'ed first, and only a regular file is opened, with
+    O_NONBLOCK so that a name swapped for a FIFO since cannot make open()
+    wait; the opened file is checked again (fstat) and read to at most
+    ``max_bytes`` + 1 bytes, whatever its size said. Symlinks are followed:
+    ``gw`` reads as the user who runs it, the user's own files. Raises
+    SpecError (``what``, source: the path) with one issue saying what the
+    path is, how big, or where the first byte that is not UTF-8 sits.
+    """
+    name = os.fspath(path)
+    try:
+        _check_regular(os.stat(name), name, max_bytes, what)
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _unreadable(f"cannot read it: {_os_reason(exc)}", name, what) from exc
+    with open(fd, "rb", buffering=0) as handle:
+        try:
+            _check_regular(os.fstat(fd), name, max_bytes, what)
+            data = _read_at_most(handle, max_bytes + 1)
+        except OSError as exc:
+            raise _unreadable(f"cannot read it: {_os_reason(exc)}", name, what) from exc
+    if len(data) > max_bytes:
+        message = f"it grew past {max_bytes} bytes while it was read; at most {max_bytes}"
+        raise _unreadable(message, name, what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - data.rfind(b"\n", 0, exc.start)
+        message = f"it is not UTF-8 text: byte 0x{data[exc.start]:02x} on line {line}, column {column}"
+        raise _unreadable(message, name, what) from None
+
+
+def _check_regular(info: os.stat_result, name: str, max_bytes: int, what: str) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        kind = next((label for test, label in _KINDS if test(info.st_mode)), "not a file")
+        raise _unreadable(f"it is {kind}, not a regular file; give the path of a regular file", name, what)
+    if info.st_size > max_bytes:
+        raise _unreadable(f"it is {info.st_size} bytes; at most {max_bytes} are read", name, what)
+
+
+def _read_at_most(handle: BinaryIO, limit: int) -> bytes:
+    chunks, left = [], limit
+    while left > 0 and (chunk := handle.read(min(left, BUFFER_BYTES))):
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _unreadable(message: str, name: str, what: str) -> SpecError:
+    return SpecError([SpecIssue("", message)], name, what=what)
+
+
+def load_spec_file(path: str | os.PathLike[str]) -> RunSpec:
+    """A run spec file (YAML or JSON) as a RunSpec, read with ``read_text``.
+
+    A ``script_file`` key names a script (relative to the spec file's
+    directory, or absolute) whose text becomes ``script``, read the same way.
+    Raises SpecError naming the spec file.
+    """
+    name = os.fspath(path)
+    data = load_yaml(read_text(name), limits=SPEC_LIMITS, source=name)
+    if isinstance(data, dict) and "script_file" in data:
+        script_path = os.path.join(os.path.dirname(name), str(data.pop("script_file")))
+        try:
+            data["script"] = read_text(script_path, what="batch script")
+        except SpecError as exc:
+            issues = [SpecIssue("script_file", f"{script_path}: {i.message}") for i in exc.issues]
+            raise SpecError(issues, name) from None
+    return build_spec(data, source=name)
 
 
 def _fail(message: str, value: object) -> SpecError:

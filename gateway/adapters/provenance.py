@@ -1,16 +1,15 @@
 """What a run's code and environment were at submission: git state, venv packages, image digest.
 
-Three readers, each returning a JSON-ready dict for the run record:
+Two readers, each returning a JSON-ready dict for the run record (the third, a venv's packages,
+reads the run host's files and lives with it: ``gateway.adapters.runhost_agent.python_env``):
 
 - ``code_info(directory)``: the git work tree holding ``directory`` (repo, commit, branch,
   dirty, a hash of the uncommitted changes). git runs through the command runner only.
-- ``python_env_info(venv)``: the packages installed in a virtual environment, read from
-  their metadata files; no process starts.
 - ``image_info(ref)``: a container image's digest, from an ``@sha256:`` reference or by
   hashing a local image file (cached by path, size, mtime and inode).
 
-None of them raises for a missing or odd input: ``code_info`` answers None, the other two
-put an ``"error"`` in their dict.
+Neither raises for a missing or odd input: ``code_info`` answers None, ``image_info`` puts an
+``"error"`` in its dict.
 """
 
 from __future__ import annotations
@@ -19,15 +18,14 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import stat
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from gateway.adapters.files import sha256_stream
 from gateway.adapters.runner import CommandRunner, LocalRunner
+from gateway.core.lineage_spec import image_ref_digest
 from gateway.errors import CommandError
 
 # safe.directory=*: the gateway may run as root over a user's repo, which git refuses since 2.35.4.
@@ -37,7 +35,6 @@ from gateway.errors import CommandError
 _GIT = ("git", "-c", "safe.directory=*", "-c", "core.fsmonitor=false")
 _GIT_ENV = {"GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
 _GIT_TIMEOUT_S = 60.0
-_DIGEST_REF = re.compile(r"@sha256:([0-9a-fA-F]{64})$")
 _CACHE_MAX_ENTRIES = 1000
 
 
@@ -174,83 +171,6 @@ def _strip_credentials(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-# ---------------------------------------------------------------- python environment
-
-
-def python_env_info(venv: str) -> dict[str, Any]:
-    """The packages installed in ``venv``, read from metadata files (no process starts).
-
-    Reads every ``*.dist-info`` and ``*.egg-info`` under ``venv/lib/python*/site-packages``
-    (and ``lib64/...`` when it is not the same directory): Name and Version from METADATA or
-    PKG-INFO, else from the entry's name. Returns::
-
-        {"venv": venv, "python": "3.11" (highest lib/pythonX.Y with site-packages) or None,
-         "packages": number of distinct name==version lines,
-         "packages_sha256": sha256 hex of the sorted, distinct lines "name==version\\n"
-                            (names normalised per PEP 503, versions as written)}
-
-    or ``{"venv": venv, "error": "..."}`` when ``venv`` is not a directory or has no
-    site-packages. Never raises.
-    """
-    try:
-        return _python_env_info(venv)
-    except OSError as exc:  # a venv that changes under us, a directory we may not list
-        return {"venv": venv, "error": f"cannot read {venv}: {exc.strerror or exc}"}
-
-
-def _python_env_info(venv: str) -> dict[str, Any]:
-    root = Path(venv)
-    if not root.is_dir():
-        return {"venv": venv, "error": f"{venv} is not a directory"}
-    found: dict[str, Path] = {}
-    for lib in ("lib", "lib64"):
-        for site in sorted(root.glob(f"{lib}/python*/site-packages")):
-            if site.is_dir() and os.path.realpath(site) not in found:
-                found[os.path.realpath(site)] = site
-    if not found:
-        return {"venv": venv, "error": f"no lib/python*/site-packages under {venv}: not a virtualenv?"}
-    lines: set[str] = set()
-    for site in found.values():
-        for entry in os.scandir(site):
-            if entry.name.endswith((".dist-info", ".egg-info")):
-                name, version = _distribution(Path(entry.path))
-                if name:
-                    lines.add(f"{re.sub(r'[-_.]+', '-', name).lower()}=={version}\n")
-    known = [v for v in (_python_version(site.parent.name) for site in found.values()) if v]
-    return {
-        "venv": venv,
-        "python": max(known, key=lambda v: tuple(int(p) for p in v.split("."))) if known else None,
-        "packages": len(lines),
-        "packages_sha256": hashlib.sha256("".join(sorted(lines)).encode()).hexdigest(),
-    }
-
-
-def _python_version(dirname: str) -> str | None:
-    match = re.fullmatch(r"python(\d+\.\d+)t?", dirname)
-    return match.group(1) if match else None
-
-
-def _distribution(path: Path) -> tuple[str, str]:
-    """(name, version) of one dist-info/egg-info entry; from its metadata, else its name."""
-    meta = path / ("METADATA" if path.name.endswith(".dist-info") else "PKG-INFO")
-    if path.name.endswith(".egg-info") and not path.is_dir():
-        meta = path  # an egg-info file is the PKG-INFO itself
-    headers: dict[str, str] = {}
-    try:
-        with meta.open(encoding="utf-8", errors="replace") as fh:
-            for _, line in zip(range(200), fh, strict=False):  # headers come first; stop at the body
-                if not line.strip():
-                    break
-                key, sep, value = line.partition(":")
-                if sep and key in ("Name", "Version") and key not in headers:
-                    headers[key] = value.strip()
-    except OSError:
-        pass
-    stem = path.name.rsplit(".", 1)[0]
-    name_part, _, rest = stem.partition("-")
-    return headers.get("Name") or name_part, headers.get("Version") or rest.partition("-")[0]
-
-
 # ---------------------------------------------------------------- container image
 
 
@@ -268,9 +188,9 @@ def image_info(ref: str, *, cache_path: str | None = None) -> dict[str, Any]:
 
     A missing, unreadable or non-regular file is reported in ``"error"``; never raises.
     """
-    match = _DIGEST_REF.search(ref)
-    if match:
-        return {"image": ref, "digest": "sha256:" + match.group(1).lower(), "how": "reference"}
+    digest = image_ref_digest(ref)
+    if digest:
+        return {"image": ref, "digest": digest, "how": "reference"}
     failed = {"image": ref, "digest": None, "how": None}
     if not os.path.isabs(ref):
         return failed

@@ -64,6 +64,11 @@ class LocalRunner:
         env: Mapping[str, str] | None = None,
         as_user: str | None = None,
     ) -> CommandResult:
+        """``CommandRunner.run``: a local process, never a shell; output decoded, bad bytes replaced.
+
+        A non-zero exit is not an error here (the caller reads ``returncode`` and stderr). CommandError
+        also when ``as_user`` has no account on this machine.
+        """
         if as_user:
             # A job's environment starts clean, even as the gateway's own user: nothing of
             # the gateway's (database URL, tokens) may leak into it.

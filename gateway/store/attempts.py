@@ -7,8 +7,8 @@ from datetime import datetime
 
 from sqlalchemy import func, select
 
+from gateway.core.domain import Attempt
 from gateway.core.states import RunState
-from gateway.domain import Attempt
 from gateway.errors import Conflict
 from gateway.store.audit import AuditEntry, append
 from gateway.store.db import Database
@@ -122,6 +122,9 @@ class AttemptWrites:
                 row.stale = True
 
     def mark_never_submitted(self, attempt_id: int, reason: str, *, source: str) -> Attempt:
+        """Move an attempt to NEVER_SUBMITTED (sbatch refused it, or recovery found no job), with an
+        event saying ``reason`` and ``source``; the attempt with its events. NotFound for an unknown id.
+        """
         with self.db.session() as session:
             row = attempt_row(session, attempt_id)
             transition(

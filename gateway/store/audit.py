@@ -6,21 +6,27 @@ which takes the write lock (SQLite) or the row lock (PostgreSQL), so two
 appends can never chain onto the same predecessor. ``verify`` recomputes the
 chain and names the first event that was edited, and any sequence number
 that is missing (a deleted event).
+
+The chain alone cannot show a log cut at its end (delete the last events and
+point the head at the one before): ``check`` also returns what checkpoints
+kept outside the database are judged against (``gateway/core/anchors.py``),
+and ``tip`` what a new checkpoint needs.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
-from gateway.domain import AuditEvent
+from gateway.core.anchors import ANCHOR_ACTION, AnchorStart
+from gateway.core.domain import AuditEvent
 from gateway.store.db import Database
 from gateway.store.models import AuditHeadRow, AuditRow, utcnow
 
@@ -48,6 +54,9 @@ class AuditEntry:
 
 
 def event_hash(prev_hash: str, seq: int, at: datetime, entry: AuditEntry | AuditEvent) -> str:
+    """The hash chaining an event onto ``prev_hash``: sha256 of ``prev_hash`` and the event's canonical
+    JSON (seq, at, actor, action, target, project, source, before, after).
+    """
     body = {
         "seq": seq,
         "at": at.isoformat(),
@@ -66,6 +75,10 @@ def event_hash(prev_hash: str, seq: int, at: datetime, entry: AuditEntry | Audit
 
 def append(conn: Session | Connection, entry: AuditEntry) -> int:
     """Chain ``entry`` onto the log inside the caller's transaction; returns its sequence number."""
+    return _append(conn, entry)[0]
+
+
+def _append(conn: Session | Connection, entry: AuditEntry) -> tuple[int, str]:
     seq, prev_hash = conn.execute(_BUMP_HEAD).one()
     # Microseconds survive both databases; the hash must match what verify() reads back.
     at = utcnow()
@@ -88,7 +101,7 @@ def append(conn: Session | Connection, entry: AuditEntry) -> int:
         },
     )
     conn.execute(_SET_HEAD_HASH, {"new_hash": digest})
-    return seq
+    return seq, digest
 
 
 @dataclass(frozen=True)
@@ -100,13 +113,41 @@ class AuditProblem:
         return f"event {self.seq}: {self.problem}"
 
 
+@dataclass(frozen=True)
+class ChainCheck:
+    """The chain recomputed: its problems, where it ends, and what checkpoints are judged against."""
+
+    problems: list[AuditProblem]
+    head_seq: int
+    head_hash: str
+    recorded: dict[int, str] = field(default_factory=dict)  # hash of each asked-for event still there
+    anchor_start: AnchorStart | None = None  # the newest audit.anchor event
+
+
+@dataclass(frozen=True)
+class Tip:
+    """The chain's head, the hash the log holds for one asked-for event (None: not there), the newest
+    audit.anchor event."""
+
+    seq: int
+    hash: str
+    hash_at: str | None
+    anchor_start: AnchorStart | None
+
+
 class AuditStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
     def record(self, entry: AuditEntry) -> int:
+        """Chain ``entry`` onto the log in a transaction of its own; its sequence number."""
         with self.db.transaction() as conn:
             return append(conn, entry)
+
+    def record_hashed(self, entry: AuditEntry) -> tuple[int, str]:
+        """Like ``record``; returns the event's sequence number and hash."""
+        with self.db.transaction() as conn:
+            return _append(conn, entry)
 
     def events(
         self,
@@ -133,9 +174,28 @@ class AuditStore:
         with self.db.session() as session:
             return [_event(r) for r in session.scalars(query)]
 
+    def events_for(
+        self, target_ids: Collection[str], *, projects: Sequence[str] | None = None, limit: int = 5000
+    ) -> list[AuditEvent]:
+        """Events about any of ``target_ids`` (in ``projects``; None: all), in order, at most ``limit``."""
+        if not target_ids:
+            return []
+        query = select(AuditRow).where(AuditRow.target_id.in_(sorted(target_ids))).order_by(AuditRow.seq)
+        if projects is not None:
+            query = query.where(AuditRow.project.in_(list(projects)))
+        with self.db.session() as session:
+            return [_event(r) for r in session.scalars(query.limit(limit))]
+
     def verify(self) -> list[AuditProblem]:
         """Recompute the chain; report edited events and missing sequence numbers."""
+        return self.check().problems
+
+    def check(self, anchored: Collection[int] = ()) -> ChainCheck:
+        """Recompute the chain (as ``verify``), and collect the hash of each event in ``anchored``."""
         problems: list[AuditProblem] = []
+        recorded: dict[int, str] = {}
+        wanted = set(anchored)
+        start: AnchorStart | None = None
         prev_hash, expected = GENESIS, 1
         with self.db.session() as session:
             head_seq, head_hash = session.execute(select(HEAD.c.seq, HEAD.c.hash).where(HEAD.c.id == 1)).one()
@@ -150,13 +210,39 @@ class AuditStore:
                     problems.append(
                         AuditProblem(event.seq, "was edited: its hash does not match its content")
                     )
+                if event.seq in wanted:
+                    recorded[event.seq] = event.hash
+                if event.action == ANCHOR_ACTION and event.seq <= head_seq:
+                    start = _anchor_start(event.seq, event.at, event.after)
                 prev_hash, expected = event.hash, event.seq + 1
         while expected <= head_seq:
             problems.append(AuditProblem(expected, "missing (deleted?)"))
             expected += 1
         if not problems and prev_hash != head_hash:
             problems.append(AuditProblem(head_seq, "the chain's head does not match the last event"))
-        return problems
+        return ChainCheck(problems, head_seq, head_hash, recorded, start)
+
+    def tip(self, seq: int | None = None) -> Tip:
+        """The head, the log's hash of event ``seq`` (when given), and the newest audit.anchor event:
+        three indexed look-ups, cheap enough for every scheduler cycle."""
+        with self.db.session() as session:
+            head_seq, head_hash = session.execute(select(HEAD.c.seq, HEAD.c.hash).where(HEAD.c.id == 1)).one()
+            hash_at = None
+            if seq is not None:
+                hash_at = session.scalar(select(AuditRow.hash).where(AuditRow.seq == seq))
+            newest = session.execute(
+                select(AuditRow.seq, AuditRow.at, AuditRow.after)
+                .where(AuditRow.action == ANCHOR_ACTION, AuditRow.seq <= head_seq)
+                .order_by(AuditRow.seq.desc())
+                .limit(1)
+            ).first()
+        start = _anchor_start(*newest) if newest is not None else None
+        return Tip(head_seq, head_hash, hash_at, start)
+
+
+def _anchor_start(seq: int, at: datetime, after: dict[str, Any] | None) -> AnchorStart:
+    path = after.get("path") if isinstance(after, dict) else None
+    return AnchorStart(seq=seq, at=at, path=str(path) if path is not None else "(no path recorded)")
 
 
 def _event(row: AuditRow) -> AuditEvent:

@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
+from gateway.core.domain import Dataset, DatasetVersion
 from gateway.core.manifest import FileEntry
-from gateway.domain import Dataset, DatasetVersion
 from gateway.errors import NotFound, StoreError
 from gateway.store.audit import AuditEntry, append
 from gateway.store.db import Database
@@ -27,6 +27,7 @@ FILE_BATCH = 5000
 
 
 def new_id(prefix: str) -> str:
+    """A fresh id: ``prefix``, ``-`` and 16 random hex digits."""
     return f"{prefix}-{uuid.uuid4().hex[:16]}"
 
 
@@ -141,6 +142,7 @@ class DatasetStore:
             return to_version(row, dataset), True
 
     def share(self, dataset_id: str, project: str, *, by: str, audit: AuditEntry) -> None:
+        """Let ``project`` read the dataset (and write ``audit``); sharing twice changes nothing."""
         with self.db.session() as session:
             if session.get(DatasetShareRow, (dataset_id, project)) is None:
                 session.add(DatasetShareRow(dataset_id=dataset_id, project=project, shared_by=by))
@@ -148,6 +150,7 @@ class DatasetStore:
                 append(session, audit)
 
     def unshare(self, dataset_id: str, project: str, *, audit: AuditEntry) -> None:
+        """Stop ``project`` reading the dataset (and write ``audit``); not shared changes nothing."""
         with self.db.session() as session:
             row = session.get(DatasetShareRow, (dataset_id, project))
             if row is not None:
@@ -158,6 +161,7 @@ class DatasetStore:
     # -- reads ------------------------------------------------------------------------------
 
     def dataset(self, project: str, name: str) -> Dataset:
+        """The dataset ``project/name`` with its shares and latest version, or NotFound."""
         with self.db.session() as session:
             row = session.scalar(
                 select(DatasetRow).where(DatasetRow.project == project, DatasetRow.name == name)
@@ -176,6 +180,7 @@ class DatasetStore:
             return [_dataset(session, row) for row in session.scalars(query)]
 
     def versions(self, dataset_id: str) -> list[DatasetVersion]:
+        """Every version of the dataset, oldest first; NotFound for an unknown dataset id."""
         with self.db.session() as session:
             dataset = session.get(DatasetRow, dataset_id)
             if dataset is None:
@@ -188,6 +193,7 @@ class DatasetStore:
             return [to_version(r, dataset) for r in rows]
 
     def version(self, version_id: str) -> DatasetVersion:
+        """The version with id ``version_id``, or NotFound."""
         with self.db.session() as session:
             row = session.get(DatasetVersionRow, version_id)
             if row is None:
@@ -223,6 +229,7 @@ class DatasetStore:
             return to_version(rows[0], dataset)
 
     def files(self, version_id: str) -> list[FileEntry]:
+        """The version's manifest, in the order it was registered (by path); empty for an unknown id."""
         with self.db.session() as session:
             rows = session.execute(
                 select(DatasetFileRow.path, DatasetFileRow.size, DatasetFileRow.sha256)
@@ -318,6 +325,7 @@ def _dataset(session: Session, row: DatasetRow) -> Dataset:
 
 
 def to_version(row: DatasetVersionRow, dataset: DatasetRow) -> DatasetVersion:
+    """A version row of ``dataset`` as the domain's ``DatasetVersion``."""
     return DatasetVersion(
         id=row.id,
         dataset_id=row.dataset_id,

@@ -54,6 +54,7 @@ class Lease:
             raise
 
     def release(self) -> None:
+        """Give the lease up now if this holder has it (it expires at once), so another can take it."""
         with self.db.transaction() as conn:
             conn.execute(
                 update(LEASES)

@@ -13,8 +13,8 @@ from typing import Any
 
 from sqlalchemy import delete, insert, select, update
 
+from gateway.core.domain import Artifact, RunInput
 from gateway.core.states import TERMINAL
-from gateway.domain import Artifact, RunInput
 from gateway.store.datasets import to_version
 from gateway.store.db import Database
 from gateway.store.models import AttemptRow, RunRow, utcnow
@@ -42,6 +42,8 @@ class HarvestJob:
     outputs: list[str]
     metrics: list[str]
     started: bool  # the job ran (a never-submitted or never-started attempt wrote nothing)
+    submitter: str = ""
+    os_user: str | None = None  # the OS user the job ran as (None: a run from before it was recorded)
 
 
 class LineageStore:
@@ -51,6 +53,7 @@ class LineageStore:
     # -- inputs -----------------------------------------------------------------------------
 
     def inputs(self, run_id: str) -> list[RunInput]:
+        """The dataset versions the run reads, in the spec's order; empty for an unknown run."""
         with self.db.session() as session:
             rows = session.execute(
                 select(RunInputRow, DatasetVersionRow, DatasetRow)
@@ -86,6 +89,7 @@ class LineageStore:
     # -- outputs ----------------------------------------------------------------------------
 
     def artifacts(self, run_id: str) -> list[Artifact]:
+        """The run's artifacts, by path (then as recorded), each with its attempt's number."""
         with self.db.session() as session:
             rows = session.execute(
                 select(ArtifactRow, AttemptRow.number)
@@ -96,6 +100,7 @@ class LineageStore:
             return [_artifact(a, n) for a, n in rows]
 
     def artifacts_by_sha256(self, sha256: str, limit: int = 100) -> list[Artifact]:
+        """Artifacts of any run with this content (hex sha256), oldest first, at most ``limit``."""
         with self.db.session() as session:
             rows = session.execute(
                 select(ArtifactRow, AttemptRow.number)
@@ -144,6 +149,8 @@ class LineageStore:
                     RunRow.id,
                     RunRow.run_dir,
                     RunRow.spec,
+                    RunRow.submitter,
+                    RunRow.os_user,
                 )
                 .join(RunRow, RunRow.id == AttemptRow.run_id)
                 .where(AttemptRow.outputs_at.is_(None), AttemptRow.state.in_(TERMINAL_STATES))
@@ -159,8 +166,10 @@ class LineageStore:
                     outputs=list(spec.get("outputs") or []),
                     metrics=list(spec.get("metrics") or []),
                     started=start is not None,
+                    submitter=submitter,
+                    os_user=os_user,
                 )
-                for attempt_id, number, start, run_id, run_dir, spec in rows
+                for attempt_id, number, start, run_id, run_dir, spec, submitter, os_user in rows
             ]
 
     def known_files(self, run_id: str) -> set[tuple[str, str]]:
@@ -230,7 +239,7 @@ def _artifact(row: ArtifactRow, attempt_number: int) -> Artifact:
         attempt_id=row.attempt_id,
         attempt_number=attempt_number,
         path=row.path,
-        size=row.size,
+        size_bytes=row.size,
         sha256=row.sha256,
         created_at=row.created_at,
     )

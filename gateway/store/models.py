@@ -1,4 +1,4 @@
-"""ORM rows. They stay inside ``gateway.store``; services see ``gateway.domain`` values."""
+"""ORM rows. They stay inside ``gateway.store``; services see ``gateway.core.domain`` values."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -28,6 +29,9 @@ class UTCDateTime(TypeDecorator):
     cache_ok = True
 
     def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        """An aware datetime as the database stores it: UTC, naive on SQLite. ValueError for a
+        naive one (the store only takes aware UTC datetimes).
+        """
         if value is None:
             return None
         if value.tzinfo is None:
@@ -36,12 +40,14 @@ class UTCDateTime(TypeDecorator):
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
     def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        """A stored datetime back as an aware UTC one (SQLite gives it naive)."""
         if value is None:
             return None
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def utcnow() -> datetime:
+    """Now, as an aware UTC datetime."""
     return datetime.now(UTC)
 
 
@@ -57,6 +63,8 @@ class RunRow(Base):
     project: Mapped[str] = mapped_column(String(64), index=True)
     queue: Mapped[str] = mapped_column(String(64))
     submitter: Mapped[str] = mapped_column(String(128), index=True)
+    # The OS account the run's jobs run as, fixed at submission (None for runs from before 0005).
+    os_user: Mapped[str | None] = mapped_column(String(32))
     state: Mapped[str] = mapped_column(String(32), index=True)
     spec: Mapped[dict] = mapped_column(JSON)
     spec_sha256: Mapped[str] = mapped_column(String(64))
@@ -208,6 +216,9 @@ class QueueRow(Base):
     gpu_types: Mapped[list] = mapped_column(JSON, default=list)  # empty: any
     max_walltime_min: Mapped[int | None] = mapped_column(Integer)
     retry: Mapped[dict | None] = mapped_column(JSON)  # the queue's retry policy; None: the default
+    whole_node_mem: Mapped[bool] = mapped_column(
+        Boolean, default=False, server_default=false()
+    )  # --mem=0 (all of each node's memory) allowed
 
 
 class SiteOptionRow(Base):
@@ -254,3 +265,17 @@ class LeaseRow(Base):
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     holder: Mapped[str] = mapped_column(String(128))
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class IdempotencyKeyRow(Base):
+    """A client's ``Idempotency-Key`` for one submission: the same key again returns the same run."""
+
+    __tablename__ = "idempotency_keys"
+
+    user: Mapped[str] = mapped_column(String(128), primary_key=True)
+    key: Mapped[str] = mapped_column(String(128), primary_key=True)
+    operation: Mapped[str] = mapped_column(String(96))  # run.submit, or run.rerun of <run id>
+    request_sha256: Mapped[str] = mapped_column(String(64))  # of the request's canonical form
+    run_id: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)

@@ -1,25 +1,39 @@
 """Reading and writing runs, attempts and their timeline.
 
 Every method opens one unit of work (``Database.session``) and returns
-domain values (``gateway.domain``), never ORM rows.
+domain values (``gateway.core.domain``), never ORM rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict
 from datetime import datetime
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import Connection, and_, func, or_, select
 from sqlalchemy.orm import selectinload
 
+from gateway.core.domain import (
+    Attempt,
+    AttemptUpdate,
+    NewRun,
+    Page,
+    Run,
+    RunFilter,
+    StateEvent,
+)
+from gateway.core.idempotency import ClaimedKey, IdempotencyClaim
+from gateway.core.paging import Cursor
 from gateway.core.states import LIVE, RunState
-from gateway.domain import Attempt, AttemptUpdate, Page, Run, StateEvent
 from gateway.errors import Conflict
 from gateway.store.attempts import AttemptWrites
 from gateway.store.audit import AuditEntry, append
 from gateway.store.db import Database
 from gateway.store.models import AttemptRow, RunRow, RunTagRow, utcnow
 from gateway.store.rows import (
+    DROP_EXPIRED_KEY,
+    DROP_EXPIRED_KEYS,
+    FIND_KEY,
     INSERT_ATTEMPT,
     INSERT_EVENT,
     INSERT_INPUT,
@@ -27,9 +41,11 @@ from gateway.store.rows import (
     INSERT_TAG,
     RECORD_JOB_ID,
     attempt_row,
-    decode_cursor,
-    encode_cursor,
+    first_attempt_values,
+    insert_key_once,
     load_run,
+    new_run_value,
+    run_values,
     set_run_state,
     to_attempt,
     to_run,
@@ -37,151 +53,81 @@ from gateway.store.rows import (
 )
 
 # Attempts the refresher asks Slurm about: live ones, and those whose state is unknown.
+SUBMITTING = RunState.SUBMITTING.value
 POLLED_STATES = [s.value for s in LIVE if s is not RunState.SUBMITTING] + [RunState.UNKNOWN.value]
 
 
 class RunStore(AttemptWrites):
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._insert_key = insert_key_once(db.dialect)
 
     # -- writes -------------------------------------------------------------
 
     def create_run(
-        self,
-        *,
-        run_id: str,
-        name: str,
-        project: str,
-        queue: str,
-        submitter: str,
-        tags: Sequence[str],
-        spec: dict,
-        spec_sha256: str,
-        script: str,
-        script_sha256: str,
-        template_name: str,
-        template_version: str,
-        run_dir: str,
-        attempt_tag: str,
-        array_size: int | None = None,
-        audit: AuditEntry | None = None,
-        parent_run_id: str | None = None,
-        derived_diff: list[dict] | None = None,
-        code: dict | None = None,
-        environment: dict | None = None,
-        inputs: Sequence[dict] = (),
-    ) -> Run:
-        """Write a run and its first attempt (SUBMITTING) in one transaction.
+        self, new: NewRun, *, audit: AuditEntry | None = None, claim: IdempotencyClaim | None = None
+    ) -> Run | None:
+        """Write a run and its first attempt (SUBMITTING) in one transaction, with ``audit``.
 
+        With ``claim``, its idempotency key is written in the same transaction; when another request
+        holds the (unexpired) key already, nothing is written and None is returned.
         Plain INSERTs (no ORM unit of work): this sits on the submit path,
         which has to stay close to the cost of a bare sbatch.
         """
         now = utcnow()
-        submitting = RunState.SUBMITTING.value
-        unique_tags = list(dict.fromkeys(tags))
-        with self.db.transaction() as session:
+        spec = new.spec
+        tags = list(dict.fromkeys(spec.tags))
+        with self.db.transaction(writes=True) as session:
+            if claim is not None and not self._take_key(session, claim, new.id, now):
+                return None
             # Core statements on the tables, parameters bound: compiled once, cached.
-            session.execute(
-                INSERT_RUN,
-                {
-                    "id": run_id,
-                    "name": name,
-                    "project": project,
-                    "queue": queue,
-                    "submitter": submitter,
-                    "state": submitting,
-                    "spec": spec,
-                    "spec_sha256": spec_sha256,
-                    "script": script,
-                    "script_sha256": script_sha256,
-                    "template_name": template_name,
-                    "template_version": template_version,
-                    "run_dir": run_dir,
-                    "parent_run_id": parent_run_id,
-                    "derived_diff": derived_diff,
-                    "code": code,
-                    "environment": environment,
-                    "created_at": now,
-                    "updated_at": now,
-                },
-            )
-            if unique_tags:
-                session.execute(INSERT_TAG, [{"run_id": run_id, "tag": t} for t in unique_tags])
-            if inputs:
-                session.execute(INSERT_INPUT, [{"run_id": run_id, **row} for row in inputs])
-            attempt_id = session.execute(
-                INSERT_ATTEMPT,
-                {
-                    "run_id": run_id,
-                    "number": 1,
-                    "tag": attempt_tag,
-                    "state": submitting,
-                    "stale": False,
-                    "alloc_tres": {},
-                    "tasks": {},
-                    "array_size": array_size,
-                    "created_at": now,
-                    "updated_at": now,
-                },
-            ).scalar_one()
+            session.execute(INSERT_RUN, run_values(new, now))
+            if tags:
+                session.execute(INSERT_TAG, [{"run_id": new.id, "tag": t} for t in tags])
+            if new.inputs:
+                session.execute(INSERT_INPUT, [{"run_id": new.id, **asdict(i)} for i in new.inputs])
+            attempt_id = session.execute(INSERT_ATTEMPT, first_attempt_values(new, now)).scalar_one()
             event_id = session.execute(
                 INSERT_EVENT,
-                {"attempt_id": attempt_id, "at": now, "to_state": submitting, "source": "gateway"},
+                {
+                    "attempt_id": attempt_id,
+                    "at": now,
+                    "to_state": RunState.SUBMITTING.value,
+                    "source": "gateway",
+                },
             ).scalar_one()
             if audit is not None:
                 append(session, audit)
         event = StateEvent(event_id, attempt_id, now, None, RunState.SUBMITTING, None, None, "gateway")
-        attempt = Attempt(
-            id=attempt_id,
-            run_id=run_id,
-            number=1,
-            tag=attempt_tag,
-            job_id=None,
-            state=RunState.SUBMITTING,
-            slurm_state=None,
-            reason=None,
-            stale=False,
-            node_list=None,
-            submit_time=None,
-            start_time=None,
-            end_time=None,
-            exit_code=None,
-            exit_signal=None,
-            elapsed_s=None,
-            alloc_tres={},
-            max_rss_kb=None,
-            cancelled_by_uid=None,
-            timelimit_min=None,
-            tasks={},
-            array_size=array_size,
-            expected_start=None,
-            created_at=now,
-            updated_at=now,
-            events=[event],
+        return new_run_value(new, attempt_id=attempt_id, event=event, tags=tags, now=now)
+
+    def _take_key(self, session: Connection, claim: IdempotencyClaim, run_id: str, now: datetime) -> bool:
+        """Write the key for ``run_id`` unless a live one exists (an expired one is replaced)."""
+        session.execute(DROP_EXPIRED_KEY, {"user": claim.user, "key": claim.key, "now": now})
+        inserted = session.execute(
+            self._insert_key,
+            {
+                "user": claim.user,
+                "key": claim.key,
+                "operation": claim.operation,
+                "request_sha256": claim.request_sha256,
+                "run_id": run_id,
+                "created_at": now,
+                "expires_at": claim.expires_at,
+            },
         )
-        return Run(
-            id=run_id,
-            name=name,
-            project=project,
-            queue=queue,
-            submitter=submitter,
-            tags=unique_tags,
-            state=RunState.SUBMITTING,
-            spec=spec,
-            spec_sha256=spec_sha256,
-            script=script,
-            script_sha256=script_sha256,
-            template_name=template_name,
-            template_version=template_version,
-            run_dir=run_dir,
-            created_at=now,
-            updated_at=now,
-            attempts=[attempt],
-            parent_run_id=parent_run_id,
-            derived_diff=derived_diff,
-            code=code,
-            environment=environment,
-        )
+        return inserted.first() is not None
+
+    def claimed_key(self, user: str, key: str) -> ClaimedKey | None:
+        """What an earlier, unexpired request with this key of ``user`` made; None when there is none."""
+        with self.db.transaction() as session:
+            row = session.execute(FIND_KEY, {"user": user, "key": key, "now": utcnow()}).first()
+        return None if row is None else ClaimedKey(row.run_id, row.operation, row.request_sha256)
+
+    def forget_expired_keys(self, now: datetime | None = None) -> int:
+        """Delete idempotency keys past their time; returns how many."""
+        with self.db.transaction(writes=True) as session:
+            return session.execute(DROP_EXPIRED_KEYS, {"now": now or utcnow()}).rowcount
 
     def record_job_id(self, attempt_id: int, job_id: str, *, source: str = "gateway") -> StateEvent:
         """Store the Slurm job id of a SUBMITTING attempt; it becomes QUEUED. Returns the event.
@@ -192,7 +138,7 @@ class RunStore(AttemptWrites):
         """
         now = utcnow()
         queued = RunState.QUEUED.value
-        with self.db.transaction() as session:
+        with self.db.transaction(writes=True) as session:
             found = session.execute(
                 RECORD_JOB_ID,
                 {
@@ -238,8 +184,8 @@ class RunStore(AttemptWrites):
                 row = rows.get(update.attempt_id)
                 if row is None:
                     continue
-                for key, value in update.fields.items():
-                    setattr(row, key, value)
+                for column, value in update.facts.changes().items():
+                    setattr(row, column, value)
                 row.stale = update.stale
                 if update.stale:
                     row.updated_at = utcnow()
@@ -271,6 +217,7 @@ class RunStore(AttemptWrites):
             return [to_attempt(r) for r in rows]
 
     def submitting_attempts(self, *, created_before: datetime | None = None) -> list[Attempt]:
+        """Attempts still SUBMITTING (created before ``created_before`` when given), oldest first."""
         with self.db.session() as session:
             query = select(AttemptRow).where(AttemptRow.state == RunState.SUBMITTING.value)
             if created_before is not None:
@@ -278,6 +225,7 @@ class RunStore(AttemptWrites):
             return [to_attempt(r) for r in session.scalars(query.order_by(AttemptRow.id))]
 
     def get_run(self, run_id: str) -> Run:
+        """The run with its attempts, their events and its tags; NotFound for an unknown id."""
         with self.db.session() as session:
             return load_run(session, run_id)
 
@@ -291,49 +239,52 @@ class RunStore(AttemptWrites):
             )
 
     def attempts(self, attempt_ids: Sequence[int]) -> list[Attempt]:
+        """The attempts with these ids, with their events (unknown ids are left out; no order)."""
         with self.db.session() as session:
             rows = session.scalars(select(AttemptRow).where(AttemptRow.id.in_(list(attempt_ids))))
             return [to_attempt(r, with_events=True) for r in rows]
 
     def get_attempt(self, attempt_id: int) -> Attempt:
+        """The attempt with its events; NotFound for an unknown id."""
         with self.db.session() as session:
             return to_attempt(attempt_row(session, attempt_id), with_events=True)
 
-    def list_runs(
-        self,
-        *,
-        projects: Sequence[str] | None = None,
-        project: str | None = None,
-        state: RunState | None = None,
-        submitter: str | None = None,
-        tag: str | None = None,
-        cursor: str | None = None,
-        limit: int = 50,
-    ) -> Page:
-        """Runs, newest first, ``limit`` at a time; ``next_cursor`` fetches the next page."""
+    def count_by_project_state(self) -> dict[tuple[str, str], int]:
+        """How many runs each (project, state) holds: one grouped query (read at each metrics scrape)."""
+        query = select(RunRow.project, RunRow.state, func.count()).group_by(RunRow.project, RunRow.state)
+        with self.db.session() as session:
+            return {(project, state): count for project, state, count in session.execute(query)}
+
+    def list_runs(self, where: RunFilter | None = None, *, projects: Sequence[str] | None = None) -> Page:
+        """Runs of ``projects`` (None: all), newest first, as ``where`` says; ``next_cursor`` pages on."""
+        where = where or RunFilter()
         query = select(RunRow).options(selectinload(RunRow.attempts), selectinload(RunRow.tags))
         if projects is not None:
             query = query.where(RunRow.project.in_(list(projects)))
-        if project:
-            query = query.where(RunRow.project == project)
-        if state:
-            query = query.where(RunRow.state == state.value)
-        if submitter:
-            query = query.where(RunRow.submitter == submitter)
-        if tag:
-            query = query.where(RunRow.id.in_(select(RunTagRow.run_id).where(RunTagRow.tag == tag)))
-        if cursor:
-            created, run_id = decode_cursor(cursor)
+        if where.project:
+            query = query.where(RunRow.project == where.project)
+        if where.state:
+            query = query.where(RunRow.state == where.state.value)
+        if where.submitter:
+            query = query.where(RunRow.submitter == where.submitter)
+        if where.tag:
+            query = query.where(RunRow.id.in_(select(RunTagRow.run_id).where(RunTagRow.tag == where.tag)))
+        if where.since:
+            query = query.where(RunRow.created_at >= where.since)
+        if where.until:
+            query = query.where(RunRow.created_at < where.until)
+        if where.cursor:
+            created, run_id = where.cursor.created_at, where.cursor.run_id
             query = query.where(
                 or_(RunRow.created_at < created, and_(RunRow.created_at == created, RunRow.id < run_id))
             )
-        query = query.order_by(RunRow.created_at.desc(), RunRow.id.desc()).limit(limit + 1)
+        query = query.order_by(RunRow.created_at.desc(), RunRow.id.desc()).limit(where.limit + 1)
         with self.db.session() as session:
             rows = list(session.scalars(query))
-            more = len(rows) > limit
-            rows = rows[:limit]
+            more = len(rows) > where.limit
+            rows = rows[: where.limit]
             items = [to_run(r) for r in rows]
-        next_cursor = encode_cursor(rows[-1].created_at, rows[-1].id) if more and rows else None
+        next_cursor = Cursor(rows[-1].created_at, rows[-1].id) if more and rows else None
         return Page(items=items, next_cursor=next_cursor)
 
 

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from pydantic import ValidationError
+from sqlalchemy import Connection, Insert, bindparam, delete, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 
+from gateway.core.domain import Attempt, NewRun, Run, StateEvent
+from gateway.core.spec import RunSpec
 from gateway.core.states import RunState
-from gateway.domain import Attempt, Run, StateEvent
-from gateway.errors import NotFound, SpecError, SpecIssue
-from gateway.store.models import AttemptRow, RunRow, RunTagRow, StateEventRow, utcnow
+from gateway.errors import NotFound, StoreError
+from gateway.store.models import AttemptRow, IdempotencyKeyRow, RunRow, RunTagRow, StateEventRow, utcnow
 from gateway.store.models_lineage import RunInputRow
 
 RUNS, RUN_TAGS = RunRow.__table__, RunTagRow.__table__
@@ -20,6 +22,7 @@ ATTEMPTS, EVENTS = AttemptRow.__table__, StateEventRow.__table__
 
 
 def load_run(session: Session, run_id: str) -> Run:
+    """The run ``run_id`` read afresh in ``session``, attempts, events and tags loaded; or NotFound."""
     row = session.scalar(
         select(RunRow)
         .where(RunRow.id == run_id)
@@ -35,6 +38,7 @@ def load_run(session: Session, run_id: str) -> Run:
 
 
 def attempt_row(session: Session, attempt_id: int) -> AttemptRow:
+    """The attempt row ``attempt_id`` in ``session``, or NotFound."""
     row = session.get(AttemptRow, attempt_id)
     if row is None:
         raise NotFound(f"no attempt {attempt_id}")
@@ -112,7 +116,30 @@ SET_RUN_STATE = (
 )
 
 
+KEYS = IdempotencyKeyRow.__table__
+FIND_KEY = select(KEYS.c.run_id, KEYS.c.operation, KEYS.c.request_sha256).where(
+    KEYS.c.user == bindparam("user"), KEYS.c.key == bindparam("key"), KEYS.c.expires_at > bindparam("now")
+)
+DROP_EXPIRED_KEY = delete(KEYS).where(
+    KEYS.c.user == bindparam("user"), KEYS.c.key == bindparam("key"), KEYS.c.expires_at <= bindparam("now")
+)
+DROP_EXPIRED_KEYS = delete(KEYS).where(KEYS.c.expires_at <= bindparam("now"))
+
+
+def insert_key_once(dialect: str) -> Insert:
+    """INSERT of an idempotency key that returns its key when it wrote the row, and no row when the key
+    is there already.
+
+    ON CONFLICT DO NOTHING: on PostgreSQL a second request with the same key waits for the first
+    one's transaction and then inserts nothing, so exactly one run owns the key. RETURNING, not
+    rowcount: psycopg reports -1 for this statement.
+    """
+    dialect_insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    return dialect_insert(KEYS).on_conflict_do_nothing(index_elements=["user", "key"]).returning(KEYS.c.key)
+
+
 def to_event(row: StateEventRow) -> StateEvent:
+    """A state event row as the domain's ``StateEvent``."""
     return StateEvent(
         id=row.id,
         attempt_id=row.attempt_id,
@@ -126,6 +153,7 @@ def to_event(row: StateEventRow) -> StateEvent:
 
 
 def to_attempt(row: AttemptRow, *, with_events: bool = False) -> Attempt:
+    """An attempt row as the domain's ``Attempt``; its events only with ``with_events``."""
     return Attempt(
         id=row.id,
         run_id=row.run_id,
@@ -163,6 +191,7 @@ def to_attempt(row: AttemptRow, *, with_events: bool = False) -> Attempt:
 
 
 def to_run(row: RunRow, *, with_events: bool = False) -> Run:
+    """A run row as the domain's ``Run`` (spec validated again), attempts by number."""
     return Run(
         id=row.id,
         name=row.name,
@@ -171,7 +200,7 @@ def to_run(row: RunRow, *, with_events: bool = False) -> Run:
         submitter=row.submitter,
         tags=[t.tag for t in row.tags],
         state=RunState(row.state),
-        spec=dict(row.spec),
+        spec=stored_spec(row),
         spec_sha256=row.spec_sha256,
         script=row.script,
         script_sha256=row.script_sha256,
@@ -185,18 +214,114 @@ def to_run(row: RunRow, *, with_events: bool = False) -> Run:
         derived_diff=row.derived_diff,
         code=row.code,
         environment=row.environment,
+        os_user=row.os_user,
     )
 
 
-def encode_cursor(created: datetime, run_id: str) -> str:
-    return base64.urlsafe_b64encode(f"{created.isoformat()}|{run_id}".encode()).decode()
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, str]:
+def stored_spec(row: RunRow) -> RunSpec:
+    """A run's spec as submitted. It was validated then; spec fields only ever gain defaults, so an
+    old spec still validates (StoreError, not a crash, should one ever not)."""
     try:
-        created, _, run_id = base64.urlsafe_b64decode(cursor.encode()).decode().partition("|")
-        return datetime.fromisoformat(created), run_id
-    except (ValueError, UnicodeDecodeError, binascii.Error) as exc:
-        raise SpecError(
-            [SpecIssue("cursor", "not a cursor this gateway gave out", cursor)], location="query"
-        ) from exc
+        return RunSpec.model_validate(row.spec)
+    except ValidationError as exc:
+        raise StoreError(f"the stored spec of run {row.id} no longer validates: {exc}") from exc
+
+
+def run_values(new: NewRun, now: datetime) -> dict[str, Any]:
+    """The ``runs`` row of a new run (state SUBMITTING)."""
+    spec = new.spec
+    return {
+        "id": new.id,
+        "name": spec.name,
+        "project": spec.project,
+        "queue": spec.queue,
+        "submitter": new.submitter,
+        "os_user": new.os_user,
+        "state": RunState.SUBMITTING.value,
+        "spec": spec.model_dump(mode="json"),
+        "spec_sha256": spec.spec_hash(),
+        "script": new.script,
+        "script_sha256": new.script_sha256,
+        "template_name": new.template_name,
+        "template_version": new.template_version,
+        "run_dir": new.run_dir,
+        "parent_run_id": new.parent_run_id,
+        "derived_diff": new.derived_diff,
+        "code": new.code,
+        "environment": new.environment,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def first_attempt_values(new: NewRun, now: datetime) -> dict[str, Any]:
+    """The ``attempts`` row of a new run's first attempt."""
+    return {
+        "run_id": new.id,
+        "number": 1,
+        "tag": new.first_tag,
+        "state": RunState.SUBMITTING.value,
+        "stale": False,
+        "alloc_tres": {},
+        "tasks": {},
+        "array_size": new.array_size,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def new_run_value(new: NewRun, *, attempt_id: int, event: StateEvent, tags: list[str], now: datetime) -> Run:
+    """The ``Run`` a new run is, as written: no need to read it back."""
+    attempt = Attempt(
+        id=attempt_id,
+        run_id=new.id,
+        number=1,
+        tag=new.first_tag,
+        job_id=None,
+        state=RunState.SUBMITTING,
+        slurm_state=None,
+        reason=None,
+        stale=False,
+        node_list=None,
+        submit_time=None,
+        start_time=None,
+        end_time=None,
+        exit_code=None,
+        exit_signal=None,
+        elapsed_s=None,
+        alloc_tres={},
+        max_rss_kb=None,
+        cancelled_by_uid=None,
+        timelimit_min=None,
+        tasks={},
+        array_size=new.array_size,
+        expected_start=None,
+        created_at=now,
+        updated_at=now,
+        events=[event],
+    )
+    spec = new.spec
+    return Run(
+        id=new.id,
+        name=spec.name,
+        project=spec.project,
+        queue=spec.queue,
+        submitter=new.submitter,
+        tags=tags,
+        state=RunState.SUBMITTING,
+        spec=spec,
+        spec_sha256=spec.spec_hash(),
+        script=new.script,
+        script_sha256=new.script_sha256,
+        template_name=new.template_name,
+        template_version=new.template_version,
+        run_dir=new.run_dir,
+        created_at=now,
+        updated_at=now,
+        attempts=[attempt],
+        parent_run_id=new.parent_run_id,
+        derived_diff=new.derived_diff,
+        code=new.code,
+        environment=new.environment,
+        os_user=new.os_user,
+    )

@@ -57,6 +57,7 @@ sacctmgr quirks (Slurm 22.05, seen on the test cluster):
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Collection, Sequence
 
 from gateway.adapters.runner import CommandResult, CommandRunner
@@ -84,6 +85,7 @@ from gateway.adapters.slurm.associations import (
     settings,
 )
 from gateway.adapters.slurm.cli import _UNAVAILABLE, SLURM_ENV
+from gateway.adapters.slurm.writelock import sacctmgr_writes
 from gateway.core import names
 from gateway.errors import (
     CommandError,
@@ -118,6 +120,10 @@ class SlurmAccounts:
 
     @property
     def cluster(self) -> str:
+        """The Slurm cluster name, asked of ``scontrol show config`` on first use unless given.
+
+        SlurmOutputError when scontrol prints no ClusterName.
+        """
         if self._cluster is None:
             config = self._run(["scontrol", "show", "config"]).stdout
             match = re.search(r"^ClusterName\s*=\s*(\S+)", config, re.M)
@@ -172,40 +178,57 @@ class SlurmAccounts:
             check_change(change)
         leaving = {(c.account, c.user) for c in changes if c.kind == REMOVE_USER}
         leaving |= {(c.account, None) for c in changes if c.kind == REMOVE_ACCOUNT}
-        for change in sorted(changes, key=lambda c: kind_order(c.kind)):
-            acct, user = change.account, change.user
-            if user is None:
-                where = ["where", f"name={acct}", f"cluster={self.cluster}"]
-                modify = ["modify", "account", *where, "set"]
+        with sacctmgr_writes():
+            for change in sorted(changes, key=lambda c: kind_order(c.kind)):
+                self._apply_one(change, leaving)
+
+    def _apply_one(self, change: Change, leaving: set) -> None:
+        """The sacctmgr commands of one change (see ``apply``)."""
+        acct, user = change.account, change.user
+        if user is None:
+            where = ["where", f"name={acct}", f"cluster={self.cluster}"]
+            modify = ["modify", "account", *where, "set"]
+        else:
+            where = ["where", f"name={user}", f"account={acct}", f"cluster={self.cluster}"]
+            modify = ["modify", "user", *where, "set"]
+        if change.kind in (ADD_ACCOUNT, ADD_USER):
+            extra = settings(change.after, clear=False)
+            if change.kind == ADD_ACCOUNT:
+                add = [
+                    "add",
+                    "account",
+                    acct,
+                    f"cluster={self.cluster}",
+                    f"Organization={MANAGED_ORGANIZATION}",
+                ]
             else:
-                where = ["where", f"name={user}", f"account={acct}", f"cluster={self.cluster}"]
-                modify = ["modify", "user", *where, "set"]
-            if change.kind in (ADD_ACCOUNT, ADD_USER):
-                extra = settings(change.after, clear=False)
-                if change.kind == ADD_ACCOUNT:
-                    add = [
-                        "add",
-                        "account",
-                        acct,
-                        f"cluster={self.cluster}",
-                        f"Organization={MANAGED_ORGANIZATION}",
-                    ]
-                else:
-                    add = ["add", "user", str(user), f"account={acct}", f"cluster={self.cluster}"]
-                if not self._write([*add, *extra]) and extra:
-                    self._write([*modify, *extra])  # it was there already: its limits still have to land
-            elif change.kind in (MODIFY_ACCOUNT, MODIFY_USER):
-                self._write([*modify, *settings(change.after, clear=True)])
-            elif change.kind == REMOVE_USER:
-                self._refuse_live_jobs(acct, user)
-                self._keep_default_account(str(user), acct, leaving)
-                self._write(["remove", "user", *where])
-            else:  # REMOVE_ACCOUNT
-                self._refuse_live_jobs(acct, None)
-                self._write(["remove", "account", *where])
-                left = self._read_text("show", "association", "where", f"account={acct}", "format=Cluster")
-                if not left.strip():  # no cluster uses it any more: drop the account record too
-                    self._write(["remove", "account", "where", f"name={acct}"])
+                add = ["add", "user", str(user), f"account={acct}", f"cluster={self.cluster}"]
+            if not self._write([*add, *extra]) and extra:
+                self._write([*modify, *extra])  # it was there already: its limits still have to land
+            if change.kind == ADD_ACCOUNT:
+                self._ensure_account(acct, [*add, *extra])
+        elif change.kind in (MODIFY_ACCOUNT, MODIFY_USER):
+            self._write([*modify, *settings(change.after, clear=True)])
+        elif change.kind == REMOVE_USER:
+            self._refuse_live_jobs(acct, user)
+            self._keep_default_account(str(user), acct, leaving)
+            self._write(["remove", "user", *where])
+        else:  # REMOVE_ACCOUNT
+            self._refuse_live_jobs(acct, None)
+            self._write(["remove", "account", *where])
+            left = self._read_text("show", "association", "where", f"account={acct}", "format=Cluster")
+            if not left.strip():  # no cluster uses it any more: drop the account record too
+                self._write(["remove", "account", "where", f"name={acct}"])
+
+    def _ensure_account(self, account: str, add: list[str], tries: int = 3) -> None:
+        """Add ``account`` again until Slurm lists it (a concurrent add elsewhere can lose it)."""
+        for _ in range(tries):
+            listed = self._read_text("show", "account", "where", f"name={account}", "format=Account")
+            if account in listed.split():
+                return
+            time.sleep(0.2)
+            self._write(add)
+        raise SlurmError(f"sacctmgr add account {account}: Slurm does not list it after {tries} tries")
 
     def sync(self, desired: Sequence[AccountSpec], *, scope: Collection[str] | None = None) -> list[Change]:
         """Make Slurm match ``desired`` (see ``plan``; ``scope``: module notes); returns the changes."""

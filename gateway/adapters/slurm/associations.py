@@ -58,6 +58,7 @@ class Limits:
                 )
 
     def as_dict(self) -> dict[str, int | None]:
+        """The caps by field name (``gpus``, ``gpu_minutes``, ``submit_jobs``), None for no cap."""
         return {name: getattr(self, name) for name in SLURM_FIELDS}
 
 
@@ -264,6 +265,7 @@ def diff(
 
 
 def kind_order(kind: str) -> int:
+    """Where a change of ``kind`` comes in the apply order (:data:`KINDS`); SpecError for an unknown kind."""
     if kind not in KINDS:
         raise SpecError([SpecIssue("kind", f"unknown change kind; valid kinds are {', '.join(KINDS)}", kind)])
     return KINDS.index(kind)

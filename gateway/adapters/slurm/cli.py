@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 
 from gateway.adapters.runner import CommandResult, CommandRunner
 from gateway.core import names
+from gateway.core.accounting_parse import LEDGER_FORMAT, LedgerRead, parse_ledger
 from gateway.core.slurm_parse import (
     SACCT_FORMAT,
     SQUEUE_FORMAT,
@@ -30,6 +31,8 @@ from gateway.core.slurm_parse import (
     parse_squeue,
 )
 from gateway.core.slurm_records import AccountingRecord, JobStatus, NodeInfo, PartitionInfo
+from gateway.core.spec_slurm import COMMENT
+from gateway.core.tags import slurm_comment, tag_of
 from gateway.errors import (
     CommandError,
     CommandTimeout,
@@ -52,6 +55,9 @@ _UNAVAILABLE = re.compile(
     re.IGNORECASE,
 )
 _ERROR_LINE = re.compile(r"(^|:\s)error:", re.IGNORECASE | re.MULTILINE)
+# sbatch prints this as an "error:" line while slurmctld is busy, then retries by itself and may
+# succeed (exit 0, a job id): the line is a notice, never the outcome (sbatch's _retry_submit).
+_RETRY_NOTICE = re.compile(r"^.*temporarily unable to accept job, sleeping and retrying.*$\n?", re.I | re.M)
 _INVALID_JOB = "Invalid job id specified"
 _ALREADY_DONE = "already completing or completed"
 _JOB_ID = re.compile(r"\d+(_\d+)?")
@@ -108,7 +114,7 @@ class SlurmCLI:
                 command=command,
                 stderr=stderr,
             )
-        if _ERROR_LINE.search(stderr):
+        if _ERROR_LINE.search(_RETRY_NOTICE.sub("", stderr)):
             # Slurm exits 0 on some failures; an error line on stderr wins.
             raise SlurmError(
                 f"{argv[0]} reported an error (exit status 0): {stderr}", command=command, stderr=stderr
@@ -118,13 +124,23 @@ class SlurmCLI:
     # -- operations --------------------------------------------------------
 
     def submit(
-        self, script: str, *, tag: str, as_user: str | None = None, exclude_nodes: Sequence[str] = ()
+        self,
+        script: str,
+        *,
+        tag: str,
+        as_user: str | None = None,
+        exclude_nodes: Sequence[str] = (),
+        comment: str | None = None,
     ) -> str:
-        if not names.TAG.fullmatch(tag):
-            raise SpecError([SpecIssue("tag", f"not a valid submission tag; use {names.TAG_HELP}", tag)])
-        argv = ["sbatch", "--parsable", f"--comment={tag}"]
+        """``SlurmBackend.submit`` with ``sbatch --parsable --comment=TAG[ COMMENT]``, the script on stdin.
+
+        SpecError for a malformed tag or node name; SubmitRejected when sbatch refuses the job or cannot
+        start (nothing was queued); SlurmUnavailable when it does not answer within ``submit_timeout_s``;
+        SlurmOutputError when it prints no job id.
+        """
+        check_submission(tag, exclude_nodes, comment)
+        argv = ["sbatch", "--parsable", f"--comment={slurm_comment(tag, comment)}"]
         if exclude_nodes:
-            _check_names(exclude_nodes, "--exclude")
             argv.append(f"--exclude={','.join(exclude_nodes)}")
         try:
             result = self._run(argv, stdin=script, timeout_s=self.submit_timeout_s, as_user=as_user)
@@ -150,11 +166,30 @@ class SlurmCLI:
             )
         return job_id
 
+    def test_only(self, script: str, *, as_user: str | None = None, comment: str | None = None) -> str:
+        """``SlurmBackend.test_only`` with ``sbatch --test-only``, the script on stdin: Slurm's answer,
+        such as ``Job 394 to start at 2026-12-01T13:50:55 using 1 processors on nodes c1 in
+        partition cpu``. SubmitRejected when sbatch refuses the job; SlurmUnavailable when it does
+        not answer."""
+        _check_comment(comment)
+        argv = ["sbatch", "--test-only", f"--comment={slurm_comment('gw-check', comment)}"]
+        try:
+            result = self._run(argv, stdin=script, timeout_s=self.submit_timeout_s, as_user=as_user)
+        except SlurmError as exc:
+            message = (exc.stderr or str(exc)).replace("sbatch: error: ", "").strip()
+            raise SubmitRejected(
+                f"Slurm refused the job: {message}", command="sbatch", stderr=exc.stderr
+            ) from exc
+        lines = [line.removeprefix("sbatch: ").strip() for line in result.stderr.splitlines()]
+        return "\n".join(line for line in lines if line) or result.stdout.strip()
+
     def cancel(self, job_id: str) -> None:
+        """``SlurmBackend.cancel`` with ``scancel``; SpecError for a malformed job id."""
         _check_job_ids([job_id])
         self._run(["scancel", job_id], ok_errors=(_ALREADY_DONE,))
 
     def status(self, job_ids: Sequence[str]) -> list[JobStatus]:
+        """``SlurmBackend.status`` with one ``squeue --array --jobs=...``; SpecError for a malformed id."""
         if not job_ids:
             return []
         _check_job_ids(job_ids)
@@ -164,6 +199,7 @@ class SlurmCLI:
         return parse_squeue(result.stdout)
 
     def accounting(self, job_ids: Sequence[str]) -> list[AccountingRecord]:
+        """``SlurmBackend.accounting`` with one ``sacct`` (``sacct_argv``); SpecError for a malformed id."""
         if not job_ids:
             return []
         _check_job_ids(job_ids)
@@ -201,12 +237,37 @@ class SlurmCLI:
         ]
         return parse_sacct(self._run(argv).stdout)
 
+    def ledger(self, start: datetime, end: datetime) -> LedgerRead:
+        """``SlurmLedger.ledger``: every record of the cluster (all users, every requeued attempt,
+        all states, steps) that was eligible, running or ended in [start, end), in one ``sacct``.
+
+        Times are UTC (``SLURM_ENV``). SlurmUnavailable when sacct does not answer, SlurmError when
+        it fails; lines it cannot read are in ``problems``.
+        """
+        argv = [
+            "sacct",
+            "--noheader",
+            "--parsable2",
+            f"--delimiter={US}",
+            "--allusers",
+            "--duplicates",
+            "--units=K",
+            f"--starttime={start.astimezone(UTC):%Y-%m-%dT%H:%M:%S}",
+            f"--endtime={end.astimezone(UTC):%Y-%m-%dT%H:%M:%S}",
+            f"--format={LEDGER_FORMAT}",
+        ]
+        return parse_ledger(self._run(argv).stdout)
+
     def find_by_tag(self, tag: str, *, since: datetime | None = None) -> list[str]:
+        """``SlurmBackend.find_by_tag``: one ``squeue`` of every live job, one ``sacct`` since ``since``.
+
+        ``since`` defaults to :data:`TAG_LOOKBACK` ago. Base job ids (an array once), in numeric order.
+        """
         found: set[str] = set()
         live = self._run(["squeue", "--noheader", "--all", "--states=all", f"--format=%F{US}%k"]).stdout
         for line in live.splitlines():
             base, _, comment = line.partition(US)
-            if comment.strip() == tag:
+            if tag_of(comment) == tag:
                 found.add(base.strip())
         start = (since or datetime.now(UTC) - TAG_LOOKBACK).astimezone(UTC)
         done = self._run(
@@ -224,14 +285,16 @@ class SlurmCLI:
         ).stdout
         for line in done.splitlines():
             job, _, comment = line.partition(US)
-            if comment.strip() == tag:
+            if tag_of(comment) == tag:
                 found.add(job.strip().split("_")[0])
         return sorted(found, key=int)
 
     def partitions(self) -> list[PartitionInfo]:
+        """``SlurmBackend.partitions`` from ``scontrol show partition``."""
         return parse_partitions(self._run(["scontrol", "show", "partition", "--oneliner"]).stdout)
 
     def nodes(self) -> list[NodeInfo]:
+        """``SlurmBackend.nodes`` from ``scontrol show node``."""
         return parse_nodes(self._run(["scontrol", "show", "node", "--oneliner"]).stdout)
 
 
@@ -265,3 +328,17 @@ def _check_job_ids(job_ids: Sequence[str]) -> None:
     bad = [j for j in job_ids if not _JOB_ID.fullmatch(j)]
     if bad:
         raise SpecError([SpecIssue("job_id", "not a Slurm job id (digits, or digits_digits)", bad[0])])
+
+
+def check_submission(tag: str, exclude_nodes: Sequence[str], comment: str | None) -> None:
+    """What every backend refuses before submitting: a malformed tag, node name or comment (SpecError)."""
+    if not names.TAG.fullmatch(tag):
+        raise SpecError([SpecIssue("tag", f"not a valid submission tag; use {names.TAG_HELP}", tag)])
+    if exclude_nodes:
+        _check_names(exclude_nodes, "--exclude")
+    _check_comment(comment)
+
+
+def _check_comment(comment: str | None) -> None:
+    if comment is not None and not COMMENT.fullmatch(comment):
+        raise SpecError([SpecIssue("comment", "must be one line of at most 1024 characters", comment)])

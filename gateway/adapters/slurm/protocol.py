@@ -1,11 +1,19 @@
-"""What the gateway needs from a Slurm backend (CLI now; pyslurm or REST later)."""
+"""What the gateway needs from Slurm (CLI now; pyslurm or REST later): jobs, and associations.
+
+``SlurmBackend`` submits and follows jobs (``SlurmCLI``); ``SlurmAssociations``
+keeps the gateway's Slurm accounts and their caps in step (``SlurmAccounts``,
+over ``sacctmgr``). Services hold these protocols; ``gateway.wiring`` picks
+the implementations.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Protocol
 
+from gateway.adapters.slurm.associations import AccountSpec, Change
+from gateway.core.accounting_parse import LedgerRead
 from gateway.core.slurm_records import (
     AccountingRecord,
     JobStatus,
@@ -16,13 +24,28 @@ from gateway.core.slurm_records import (
 
 class SlurmBackend(Protocol):
     def submit(
-        self, script: str, *, tag: str, as_user: str | None = None, exclude_nodes: Sequence[str] = ()
+        self,
+        script: str,
+        *,
+        tag: str,
+        as_user: str | None = None,
+        exclude_nodes: Sequence[str] = (),
+        comment: str | None = None,
     ) -> str:
-        """Submit a batch script with ``tag`` in its comment, as OS user ``as_user``, kept off
-        ``exclude_nodes``; return the job id.
+        """Submit a batch script with ``tag`` in its comment (then the user's ``comment``, after a
+        space: ``tags.slurm_comment``), as OS user ``as_user``, kept off ``exclude_nodes``; return
+        the job id.
 
         Raises SubmitRejected when Slurm refuses it, SlurmUnavailable when
         Slurm does not answer (the job may or may not exist: look it up by tag).
+        """
+        ...
+
+    def test_only(self, script: str, *, as_user: str | None = None, comment: str | None = None) -> str:
+        """Ask Slurm whether and when it would start ``script`` (``sbatch --test-only``), as OS user
+        ``as_user``, queueing nothing; returns Slurm's answer (expected start, nodes, partition).
+
+        Raises SubmitRejected when Slurm refuses the job, SlurmUnavailable when it does not answer.
         """
         ...
 
@@ -55,6 +78,42 @@ class SlurmBackend(Protocol):
         """Allocations charged to ``accounts`` since ``since`` (requeues included), in one call."""
         ...
 
-    def partitions(self) -> list[PartitionInfo]: ...
+    def partitions(self) -> list[PartitionInfo]:
+        """Every partition: its state, nodes, CPUs, time limits (minutes), QOS and allowed accounts."""
+        ...
 
-    def nodes(self) -> list[NodeInfo]: ...
+    def nodes(self) -> list[NodeInfo]:
+        """Every node: its state and reason, partitions, CPUs, memory (MB) and GPUs, total and allocated."""
+        ...
+
+
+class SlurmLedger(Protocol):
+    """The cluster's accounting records, for the accounting ingest (``SlurmCLI.ledger``)."""
+
+    def ledger(self, start: datetime, end: datetime) -> LedgerRead:
+        """Every allocation record (all users, each requeued attempt, all states, with steps) that was
+        eligible, running or ended in [start, end) (UTC), in one call.
+
+        Raises SlurmUnavailable when Slurm does not answer, SlurmError when the read fails.
+        """
+        ...
+
+
+class SlurmAssociations(Protocol):
+    """The gateway-managed Slurm accounts and associations that carry the projects' caps."""
+
+    def plan(self, desired: Sequence[AccountSpec], *, scope: Collection[str] | None = None) -> list[Change]:
+        """What ``apply`` would change so Slurm matches ``desired``, comparing only the managed
+        accounts in ``scope`` plus those in ``desired`` (all managed ones when None).
+
+        Raises Conflict when a desired account exists but is not the gateway's.
+        """
+        ...
+
+    def apply(self, changes: Sequence[Change]) -> None:
+        """Make the changes ``plan`` gave, all checked before the first one runs.
+
+        Raises Conflict when a removal meets jobs still in the queue, SlurmError
+        when Slurm refuses a change.
+        """
+        ...

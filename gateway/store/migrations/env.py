@@ -5,7 +5,13 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from gateway.store import models_lineage  # noqa: F401 - registers the lineage tables
+from gateway.store import (  # noqa: F401 - registers those tables
+    models_accounting,
+    models_eval,
+    models_lineage,
+    models_release,
+    models_telemetry,
+)
 from gateway.store.models import Base
 
 config = context.config

@@ -1,0 +1,111 @@
+"""The run host: the files and OS accounts of the machine where jobs run, behind one protocol.
+
+Services never touch that machine's files themselves. They ask a ``RunHost``
+to make a run directory, write a manifest, read a log, hash a run's outputs,
+describe a venv, each done with the job's OS user's permissions
+(``as_user``), so a user gets back only what that user could read.
+``gateway.adapters.runhost_local.LocalRunHost`` is the implementation for a
+gateway on the login node; an SSH host (SFTP) fits the same protocol.
+
+Paired with the command runner (``gateway.adapters.runner``): the runner
+runs programs there, the run host reads and writes files there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class OsAccount:
+    name: str
+    uid: int
+    gid: int
+    home: str
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """Part of a file, as its reader was allowed to see it.
+
+    ``exists`` False: not there (yet). ``error``: why nothing was read (not a regular file, under
+    /proc, permission denied ...); None when ``data`` holds what was asked for.
+    """
+
+    path: str
+    exists: bool
+    size_bytes: int  # the file's size when it was read
+    offset_bytes: int  # where ``data`` starts in the file
+    data: bytes = b""
+    error: str | None = None
+
+    @property
+    def end_bytes(self) -> int:
+        """The offset just after ``data``: where a follower reads next."""
+        return self.offset_bytes + len(self.data)
+
+    def text(self) -> str:
+        """``data`` decoded as UTF-8, undecodable bytes replaced (a log can hold anything)."""
+        return self.data.decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True)
+class OutputFile:
+    path: str  # relative to the run directory
+    size_bytes: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class OutputScan:
+    """The regular files under a run directory that matched its output patterns, hashed."""
+
+    files: list[OutputFile] = field(default_factory=list)
+    skipped: int = 0  # symlinks, things reached through one, fifos, sockets, devices
+    truncated: bool = False  # more files matched than were hashed
+    errors: list[str] = field(default_factory=list)  # files that could not be read
+
+
+class RunHost(Protocol):
+    def account(self, user: str) -> OsAccount | None:
+        """The OS account ``user`` on the run host; None when there is none."""
+        ...
+
+    def make_run_dir(self, path: str, *, owner: str) -> None:
+        """Create a new run directory (its parents as needed), owned by ``owner`` and private to it.
+
+        RunHostError when it cannot be made (it already exists, no permission, no space).
+        """
+        ...
+
+    def write_file(self, path: str, data: bytes, *, as_user: str, mode: int = 0o644) -> None:
+        """Write ``path`` atomically as ``as_user``; RunHostError when that user cannot."""
+        ...
+
+    def read_file(
+        self,
+        path: str,
+        *,
+        as_user: str,
+        max_bytes: int,
+        offset_bytes: int | None = None,
+        tail_lines: int | None = None,
+        inside: str | None = None,
+    ) -> FileRead:
+        """Read at most ``max_bytes`` of a regular file as ``as_user``: from ``offset_bytes``, or the
+        last ``tail_lines`` lines. ``inside``: only a file below that directory, reached without
+        symlinks. Refusals are in ``FileRead.error``; RunHostUnavailable when the host does not answer."""
+        ...
+
+    def scan_outputs(self, run_dir: str, patterns: list[str], *, as_user: str, max_files: int) -> OutputScan:
+        """Match ``patterns`` under ``run_dir`` as ``as_user`` and hash each regular file found."""
+        ...
+
+    def writable_dir(self, path: str, *, as_user: str) -> str | None:
+        """None when ``as_user`` may create files in directory ``path``; else why not."""
+        ...
+
+    def python_env(self, venv: str, *, as_user: str) -> dict[str, Any]:
+        """The packages of a virtual environment as ``as_user`` sees it (JSON-ready, never raises)."""
+        ...

@@ -1,0 +1,125 @@
+"""The run host's file operations, done by ``runhost_agent`` as the job's OS user through a runner.
+
+``AgentRunHost`` implements the file half of ``RunHost``: each call runs the
+standard-library agent (``python3 -I -S -c SOURCE``, one JSON request on
+stdin, one JSON answer on stdout) as the job's user through a command
+runner, so the kernel of the machine where jobs run decides what that user
+may read. With the local runner that is ``runuser`` on this machine
+(``runhost_local``); with the SSH runner it is a login, or sudo, on the
+submit host (``runhost_ssh``). Either way a call is bounded in time
+(``timeout_s``) and the agent bounds it in size.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+from gateway.adapters import runhost_agent
+from gateway.adapters.runhost import FileRead, OutputFile, OutputScan
+from gateway.adapters.runner import CommandRunner
+from gateway.errors import CommandError, CommandTimeout, RunHostError, RunHostUnavailable
+
+AGENT_SOURCE = Path(runhost_agent.__file__).read_text(encoding="utf-8")
+
+
+class AgentRunHost:
+    """Files of the machine where jobs run, each operation by the agent as the job's user."""
+
+    def __init__(self, runner: CommandRunner, *, python: str = "/usr/bin/python3", timeout_s: float = 30.0):
+        self.runner = runner
+        self.python = python  # the interpreter the agent runs under as the job's user
+        self.timeout_s = timeout_s
+
+    def write_file(self, path: str, data: bytes, *, as_user: str, mode: int = 0o644) -> None:
+        """``RunHost.write_file``: done by the agent as ``as_user``; RunHostError with its reason."""
+        answer = self._call(
+            "write_file", as_user, path=path, data_b64=base64.b64encode(data).decode("ascii"), mode=mode
+        )
+        if answer.get("error"):
+            raise RunHostError(answer["error"])
+
+    def read_file(
+        self,
+        path: str,
+        *,
+        as_user: str,
+        max_bytes: int,
+        offset_bytes: int | None = None,
+        tail_lines: int | None = None,
+        inside: str | None = None,
+    ) -> FileRead:
+        """``RunHost.read_file``: done by the agent as ``as_user`` (``runhost_agent.read_file``).
+
+        RunHostError when the agent fails, RunHostUnavailable when it does not finish within ``timeout_s``.
+        """
+        answer = self._call(
+            "read_file",
+            as_user,
+            path=path,
+            max_bytes=max_bytes,
+            offset_bytes=offset_bytes,
+            tail_lines=tail_lines,
+            inside=inside,
+        )
+        return FileRead(
+            path=path,
+            exists=bool(answer["exists"]),
+            size_bytes=int(answer["size_bytes"]),
+            offset_bytes=int(answer["offset_bytes"]),
+            data=base64.b64decode(answer["data_b64"]),
+            error=answer.get("error"),
+        )
+
+    def scan_outputs(self, run_dir: str, patterns: list[str], *, as_user: str, max_files: int) -> OutputScan:
+        """``RunHost.scan_outputs``: done by the agent as ``as_user`` (``runhost_agent.scan_outputs``)."""
+        answer = self._call("scan_outputs", as_user, run_dir=run_dir, patterns=patterns, max_files=max_files)
+        return OutputScan(
+            files=[OutputFile(rel, int(size), sha) for rel, size, sha in answer["files"]],
+            skipped=int(answer["skipped"]),
+            truncated=bool(answer["truncated"]),
+            errors=list(answer["errors"]),
+        )
+
+    def writable_dir(self, path: str, *, as_user: str) -> str | None:
+        """``RunHost.writable_dir``: the agent tries it as ``as_user``."""
+        return self._call("writable_dir", as_user, path=path).get("error")
+
+    def python_env(self, venv: str, *, as_user: str) -> dict[str, Any]:
+        """``RunHost.python_env``: the agent reads the venv as ``as_user``; failing, ``{"venv", "error"}``."""
+        try:
+            return self._call("python_env", as_user, venv=venv)
+        except RunHostError as exc:
+            return {"venv": venv, "error": str(exc)}
+
+    def _call(self, op: str, as_user: str, **args: Any) -> dict[str, Any]:
+        """Run one agent operation as ``as_user``; its result, or RunHostError with the agent's reason."""
+        answer = self._through_runner({"op": op, "args": args}, as_user)
+        if not answer.get("ok"):
+            raise RunHostError(f"{op} as {as_user} failed: {answer.get('error')}")
+        return answer["result"]
+
+    def _through_runner(self, request: dict[str, Any], user: str) -> dict[str, Any]:
+        """The agent's JSON answer to ``request``, run as ``user``.
+
+        RunHostUnavailable when it did not answer within ``timeout_s`` (or the connection to the host
+        dropped), RunHostError when it could not start or gave no JSON.
+        """
+        argv = [self.python, "-I", "-S", "-c", AGENT_SOURCE]
+        try:
+            result = self.runner.run(argv, stdin=json.dumps(request), timeout_s=self.timeout_s, as_user=user)
+        except CommandTimeout as exc:
+            raise RunHostUnavailable(
+                f"the run host did not finish {request['op']} as {user} within {self.timeout_s:g} s: {exc}"
+            ) from exc
+        except CommandError as exc:
+            raise RunHostError(f"cannot act as {user} on the run host: {exc}") from exc
+        try:
+            return json.loads(result.stdout)
+        except ValueError as exc:
+            detail = (result.stderr or result.stdout).strip()[-500:]
+            raise RunHostError(
+                f"{request['op']} as {user} gave no answer (exit {result.returncode}): {detail}"
+            ) from exc

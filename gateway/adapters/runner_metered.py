@@ -1,0 +1,47 @@
+"""A ``CommandRunner`` that times every command it passes on: how Slurm call latency is measured.
+
+``gateway.wiring`` puts it in front of the runner the Slurm adapters use
+(``SlurmCLI``, ``SlurmAccounts``), the one place every Slurm command passes,
+locally or over SSH.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+
+from gateway.adapters.metrics import GatewayMetrics
+from gateway.adapters.runner import CommandResult, CommandRunner
+from gateway.errors import CommandError, CommandTimeout
+
+
+class MeteredRunner:
+    """Runs through ``inner`` and records each command's wall time and failure in ``metrics``."""
+
+    def __init__(self, inner: CommandRunner, metrics: GatewayMetrics) -> None:
+        self.inner = inner
+        self.metrics = metrics
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: str | None = None,
+        timeout_s: float = 30.0,
+        env: Mapping[str, str] | None = None,
+        as_user: str | None = None,
+    ) -> CommandResult:
+        """``CommandRunner.run`` of ``inner``; a non-zero exit counts as an "exit" error, not raised."""
+        started = time.monotonic()
+        try:
+            result = self.inner.run(argv, stdin=stdin, timeout_s=timeout_s, env=env, as_user=as_user)
+        except CommandTimeout:
+            self.metrics.slurm_command(argv, time.monotonic() - started, "timeout")
+            raise
+        except CommandError:
+            self.metrics.slurm_command(argv, time.monotonic() - started, "unstartable")
+            raise
+        self.metrics.slurm_command(
+            argv, time.monotonic() - started, "exit" if result.returncode != 0 else None
+        )
+        return result
