@@ -6,14 +6,18 @@ e.g. ``GATEWAY_TEMPLATE_DIR=/etc/gateway/sbatch``.
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, IPvAnyNetwork, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import NoDecode, SettingsConfigDict
+
+from gateway.settings_accounting import AccountingSettings
 
 
-class Settings(BaseSettings):
+class Settings(AccountingSettings):
     model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore")
 
     template_dir: Path | None = Field(
@@ -28,6 +32,14 @@ class Settings(BaseSettings):
         default="sqlite:////var/lib/gateway/gateway.db",
         description="SQLAlchemy URL of the gateway's database (SQLite file, or postgresql+psycopg://...).",
     )
+    audit_anchor_path: Path | None = Field(
+        default=None,
+        description=(
+            "The audit anchor file: checkpoints of the audit chain's head, kept outside the database so "
+            "that a log cut at its end is detected (docs/audit.md). Default: <name>-audit-anchors.jsonl "
+            "beside a SQLite database file, else /var/lib/gateway/gateway-audit-anchors.jsonl."
+        ),
+    )
     sqlite_synchronous: Literal["FULL", "NORMAL"] = Field(
         default="NORMAL",
         description=(
@@ -39,12 +51,34 @@ class Settings(BaseSettings):
         default="token",
         description=(
             "token: every request carries `Authorization: Bearer <token>`. trusted_proxy: a front end "
-            "that authenticated the user sends their name in `trusted_user_header`; bind the gateway "
-            "where only that front end can reach it."
+            "that authenticated the user sends their name in `trusted_user_header`, and only requests "
+            "from `trusted_proxies` may; bind the gateway where only that front end can reach it too."
         ),
     )
     trusted_user_header: str = Field(
         default="X-Remote-User", description="The header a trusted front end puts the user name in."
+    )
+    trusted_proxies: Annotated[list[IPvAnyNetwork], NoDecode] = Field(
+        default_factory=list,
+        description=(
+            "trusted_proxy mode: the front ends' addresses or networks, comma-separated "
+            "(10.0.0.5,10.0.1.0/24,::1). A request from anywhere else gets 401, whatever header it "
+            "sends. Required in that mode; `gw serve` refuses to start without it."
+        ),
+    )
+    metrics_allow: Annotated[list[IPvAnyNetwork], NoDecode] = Field(
+        default_factory=lambda: [ipaddress.ip_network("127.0.0.1/32"), ipaddress.ip_network("::1/128")],
+        description=(
+            "Who may scrape GET /metrics without a token: addresses or networks, comma-separated "
+            "(10.0.0.7,10.0.2.0/24); empty: nobody. The TCP peer's address counts, never X-Forwarded-For."
+        ),
+    )
+    metrics_token: SecretStr | None = Field(
+        default=None,
+        description=(
+            "A token a scraper sends as `Authorization: Bearer <token>` to read GET /metrics from any "
+            "address (at least 16 characters). Not a user token: user tokens do not open /metrics."
+        ),
     )
     refresh_interval_s: float = Field(
         default=5.0, gt=0, description="How often `gw serve` asks Slurm about live attempts."
@@ -54,12 +88,222 @@ class Settings(BaseSettings):
         gt=0,
         description="An attempt still SUBMITTING after this long is looked up by its tag (crash recovery).",
     )
+    max_body_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        ge=1024,
+        description=(
+            "Largest request body the API reads; a longer one is answered 413 before it is read. "
+            "Dataset manifests have their own cap, max_manifest_body_bytes."
+        ),
+    )
+    max_manifest_body_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1024,
+        description=(
+            "Largest body of POST /datasets/{project}/{name}/versions: a dataset's manifest, about "
+            "120 bytes per file (256 MiB holds some two million files)."
+        ),
+    )
     slurm_query_timeout_s: float = Field(
         default=30.0, gt=0, description="Longest wait for squeue, sacct or scontrol before 'unknown'."
     )
     slurm_submit_timeout_s: float = Field(
         default=60.0, gt=0, description="Longest wait for sbatch before the submission is looked up by tag."
     )
+    slurm_backend: Literal["cli", "rest"] = Field(
+        default="cli",
+        description="cli: sbatch, squeue, sacct (a process per call). rest: slurmrestd on unix sockets, one "
+        "daemon per submitting OS user, no fork per job; not as root, not with submit_host "
+        "(docs/slurm-backends.md).",
+    )
+    slurmrestd_socket_dir: Path = Field(
+        default=Path("/run/gateway/slurmrestd"),
+        description="rest: the daemons' sockets, in a directory only the gateway may enter (mode 0700).",
+    )
+    slurmrestd_query_user: str = Field(
+        default="slurm", description="rest: the OS user whose daemon reads job states and cancels jobs."
+    )
+    slurmrestd_max_daemons: int = Field(default=32, ge=2, description="rest: most daemons at once (LRU).")
+    slurmrestd_idle_stop_s: float = Field(default=900.0, gt=0, description="rest: an unused daemon stops.")
+
+    cluster_facts_ttl_s: float = Field(
+        default=10.0,
+        ge=0,
+        description="How long partitions, nodes, the live job list and usage are reused for pages and "
+        "explanations (one Slurm call serves every watcher in that window).",
+    )
+    idempotency_ttl_s: float = Field(
+        default=86_400.0,
+        gt=0,
+        description="How long an Idempotency-Key of a submission is remembered (a retry within it gets the "
+        "same run).",
+    )
+    run_host_python: str = Field(
+        default="/usr/bin/python3",
+        description="The Python the run host's file agent runs under as a job's OS user (standard library "
+        "only; the gateway's own venv may not be readable by that user).",
+    )
+    run_host_timeout_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="Longest wait for one file operation on the run host (read a log ...).",
+    )
+
+    eval_dir: Path | None = Field(
+        default=None,
+        description="The site's eval/ directory (suite task YAMLs and the eval job's programs) as the "
+        "compute nodes see it; default: the one the installed gateway carries (gateway/eval_files).",
+    )
+    eval_python: str = Field(
+        default="python3",
+        pattern=r"^[A-Za-z0-9._/+-]{1,1024}$",
+        description="The interpreter eval jobs run eval/jobs/run_eval.py with: a program on the job's PATH "
+        "or an absolute path. It needs PyYAML, and lm_eval at the suite's version for lm-eval suites.",
+    )
+    eval_results_max_bytes: int = Field(
+        default=4 * 1024**3,
+        ge=1024,
+        description="The most an eval run's results files may hold in all; larger ones are refused unread.",
+    )
+    submit_host: str | None = Field(
+        default=None,
+        description="The Slurm login node to submit through over SSH (docs/ssh.md); unset: Slurm commands "
+        "and job files are run and read on this machine.",
+    )
+    ssh_port: int = Field(default=22, ge=1, le=65535, description="The submit host's SSH port.")
+    ssh_known_hosts: Path = Field(
+        default=Path("/etc/gateway/ssh/known_hosts"),
+        description="The only host keys the gateway accepts for the submit host (OpenSSH known_hosts "
+        "format); an unknown or changed key is refused, and the refusal names its fingerprint.",
+    )
+    ssh_login: Literal["per_user_key", "sudo"] = Field(
+        default="per_user_key",
+        description="How the gateway acts as a job's OS user on the submit host. per_user_key: it logs in "
+        "as that user with that user's own key (ssh_user_keys). sudo: it logs in as ssh_service_user and "
+        "runs `sudo -n -u USER --` there. Risks of each: docs/ssh.md.",
+    )
+    ssh_service_user: str | None = Field(
+        default=None,
+        description="The account the gateway logs in as for its own commands (squeue, sacct, scontrol, "
+        "sacctmgr, account look-ups) and, in sudo mode, for every command. Required with submit_host.",
+    )
+    ssh_service_key: Path | None = Field(
+        default=None,
+        description="Private key file (unencrypted, mode 0600, the gateway's alone) of ssh_service_user. "
+        "Required with submit_host; no default.",
+    )
+    ssh_user_keys: str = Field(
+        default="/etc/gateway/ssh/users/{user}",
+        description="per_user_key mode: where each job user's private key file is; {user} is replaced "
+        "by the OS user name (a strict POSIX name). Each file mode 0600, the gateway's alone.",
+    )
+    ssh_pool_size: int = Field(
+        default=8,
+        ge=1,
+        le=256,
+        description="Most SSH connections open to the submit host at once, over all logins; an idle "
+        "one of another login is closed to make room.",
+    )
+    ssh_sessions_per_connection: int = Field(
+        default=8,
+        ge=1,
+        le=64,
+        description="Commands at once on one connection (keep it below the server's MaxSessions, 10 by "
+        "default).",
+    )
+    ssh_keepalive_s: float = Field(
+        default=15.0,
+        ge=0,
+        description="Seconds between SSH keepalives on an open connection (0: none); a dead one is "
+        "noticed and replaced.",
+    )
+    ssh_connect_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="Longest wait for the TCP connection, the SSH handshake and the login, each.",
+    )
+    ssh_idle_close_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="An SSH connection unused this long is closed (the next command opens a new one).",
+    )
+
+    file_reads_at_once: int = Field(
+        default=8,
+        ge=1,
+        le=64,
+        description="Log reads served at once, in threads of their own (the other routes keep theirs).",
+    )
+    file_read_wait_s: float = Field(
+        default=5.0, gt=0, description="Longest a log read waits for a free slot before it gets 503."
+    )
+
+    web_session_key: SecretStr | None = Field(
+        default=None,
+        description=(
+            "The key web session cookies and CSRF tokens are signed with (at least 32 characters, e.g. "
+            "`openssl rand -hex 32`). Unset: a random key per `gw serve` process (a restart signs "
+            "everyone out)."
+        ),
+    )
+    web_session_ttl_s: float = Field(
+        default=8 * 3600, gt=0, le=30 * 86400, description="How long a web sign-in lasts, in seconds."
+    )
+
+    @field_validator("trusted_proxies", "metrics_allow", mode="before")
+    @classmethod
+    def _networks(cls, value: Any) -> Any:
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list | tuple):
+            return value
+        networks = []
+        for item in items:
+            if isinstance(item, str):
+                if not item.strip():
+                    continue
+                try:
+                    item = ipaddress.ip_network(item.strip())
+                except ValueError as exc:
+                    raise ValueError(
+                        f"{item.strip()!r} is not an IP address or network ({exc}); give addresses or "
+                        "networks separated by commas, e.g. 10.0.0.5,10.0.1.0/24,::1"
+                    ) from exc
+            networks.append(item)
+        return networks
+
+    @field_validator("metrics_token")
+    @classmethod
+    def _long_metrics_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 16:
+            raise ValueError(
+                f"the metrics token has {len(value.get_secret_value())} characters; give at least 16 "
+                "(e.g. `openssl rand -hex 24`), or leave it unset to allow only GATEWAY_METRICS_ALLOW"
+            )
+        return value
+
+    @field_validator("web_session_key")
+    @classmethod
+    def _long_web_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 32:
+            raise ValueError("the web session key needs at least 32 characters (`openssl rand -hex 32`)")
+        return value
+
+    @field_validator("eval_dir", "accounting_dir")
+    @classmethod
+    def _absolute_eval_dir(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_absolute():
+            raise ValueError(f"{value} is not an absolute path; jobs read it on their compute node")
+        return value
+
+    @model_validator(mode="after")
+    def _proxies_for_trusted_mode(self) -> Settings:
+        if self.auth_mode == "trusted_proxy" and not self.trusted_proxies:
+            raise ValueError(
+                "auth_mode trusted_proxy needs trusted_proxies (GATEWAY_TRUSTED_PROXIES): the addresses "
+                f"of the front ends allowed to send {self.trusted_user_header}, e.g. 10.0.0.5 or "
+                "10.0.1.0/24; without them anyone who can reach the port could claim to be any user"
+            )
+        return self
 
     @model_validator(mode="after")
     def _grace_covers_sbatch(self) -> Settings:
@@ -71,36 +315,55 @@ class Settings(BaseSettings):
             )
         return self
 
+    @model_validator(mode="after")
+    def _ssh_login_complete(self) -> Settings:
+        if self.submit_host is None:
+            return self
+        if self.slurm_backend == "rest":
+            raise ValueError("slurm_backend rest talks to slurmrestd on this host; use cli with submit_host")
+        missing = [
+            f"GATEWAY_{name.upper()}"
+            for name in ("ssh_service_user", "ssh_service_key")
+            if not getattr(self, name)
+        ]
+        if missing:
+            raise ValueError(
+                f"submit_host {self.submit_host} needs {' and '.join(missing)}: the account the gateway logs "
+                "in as for its own Slurm commands, and that account's private key file (docs/ssh.md)"
+            )
+        if self.ssh_login == "per_user_key" and "{user}" not in self.ssh_user_keys:
+            raise ValueError(
+                f"ssh_user_keys {self.ssh_user_keys!r} must contain {{user}}, replaced by each job user's OS "
+                "name, e.g. /etc/gateway/ssh/users/{user}"
+            )
+        return self
 
-CLIENT_CONFIG_FILE = Path.home() / ".config" / "gw" / "config.toml"
+    @property
+    def anchor_path(self) -> Path:
+        """``audit_anchor_path``, or its default derived from ``database_url``."""
+        if self.audit_anchor_path is not None:
+            return self.audit_anchor_path
+        sqlite = _SQLITE_FILE.match(self.database_url)
+        if sqlite and sqlite["path"] != ":memory:":
+            database = Path(sqlite["path"])
+            return database.with_name(f"{database.stem}-audit-anchors.jsonl")
+        return DEFAULT_ANCHOR_PATH
 
 
-class ClientSettings(BaseSettings):
-    """What the ``gw`` CLI needs to reach the API.
+DEFAULT_ANCHOR_PATH = Path("/var/lib/gateway/gateway-audit-anchors.jsonl")
+_SQLITE_FILE = re.compile(r"sqlite(\+\w+)?:///(?P<path>[^?]+)")
 
-    Read from ``GW_URL`` and ``GW_TOKEN`` (environment wins), else from
-    ``~/.config/gw/config.toml`` (``GW_CONFIG`` names another file) with keys
-    ``url`` and ``token``.
+
+def settings_problems(exc: ValidationError, prefix: str = "GATEWAY_") -> str:
+    """What is wrong with the settings, one line a problem, naming each environment variable.
+
+    pydantic's own text echoes every refused value; a setting may be a secret (a token, a
+    database URL with its password), so the values are left out here.
     """
-
-    model_config = SettingsConfigDict(env_prefix="GW_", extra="ignore")
-
-    url: str = Field(default="http://127.0.0.1:8000", description="Base URL of the gateway API.")
-    token: str | None = Field(default=None, description="API token (sent as a Bearer token).")
-    timeout_s: float = Field(default=30.0, gt=0, description="HTTP timeout of one request.")
-
-    @classmethod
-    def load(cls) -> ClientSettings:
-        import os
-        import tomllib
-
-        path = Path(os.environ.get("GW_CONFIG", CLIENT_CONFIG_FILE))
-        values = {}
-        if path.is_file():
-            with path.open("rb") as handle:
-                values = {k: v for k, v in tomllib.load(handle).items() if k in cls.model_fields}
-        env = cls()  # environment (and defaults)
-        explicit = {k for k in cls.model_fields if f"GW_{k.upper()}" in os.environ}
-        merged = {**values, **{k: getattr(env, k) for k in explicit}}
-        settings = cls.model_validate({**env.model_dump(), **merged})
-        return settings
+    lines = []
+    for error in exc.errors(include_input=False, include_url=False):
+        field = ".".join(str(part) for part in error["loc"]) or "(settings)"
+        variable = f"{prefix}{field.split('.')[0].upper()}" if error["loc"] else ""
+        message = error["msg"].removeprefix("Value error, ")
+        lines.append(f"  - {field}{f' ({variable})' if variable else ''}: {message}")
+    return "\n".join(lines)

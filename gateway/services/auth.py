@@ -3,17 +3,20 @@
 A token is shown once (``gwt_`` + 43 random characters); the database keeps
 its sha256 and a short prefix for people to recognise it. Tokens expire and
 can be revoked. In trusted-proxy mode a front end that already authenticated
-the user passes the name in a header instead.
+the user passes the name in a header instead; only requests that come from one
+of the trusted proxies' addresses may do that.
 """
 
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import secrets
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from gateway.core import names
-from gateway.domain import Principal, Token
+from gateway.core.domain import Principal, Token, User
 from gateway.errors import NotFound, SpecError, SpecIssue, Unauthorized
 from gateway.services.policy import require
 from gateway.store.access import AccessStore
@@ -24,16 +27,34 @@ TOUCH_EVERY = timedelta(minutes=1)  # how fresh a token's last_used_at is kept
 
 
 def digest(token: str) -> str:
+    """The hex sha256 of a token's secret: what the database keeps instead of the secret."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
 class AuthService:
-    def __init__(self, access: AccessStore) -> None:
+    """Tokens (issue, list, revoke, authenticate) and the trusted front end's user names.
+
+    ``trusted_proxies``: the addresses or networks a trusted-proxy request
+    must come from (``Settings.trusted_proxies``); none trusts no one.
+    """
+
+    def __init__(
+        self,
+        access: AccessStore,
+        *,
+        trusted_proxies: Sequence[Network] = (),
+        trusted_user_header: str = "X-Remote-User",
+    ) -> None:
         self.access = access
+        self.trusted_proxies = tuple(trusted_proxies)
+        self.trusted_user_header = trusted_user_header
 
     def issue_token(
         self,
-        actor: Principal | None,
+        actor: Principal,
         user: str,
         *,
         name: str = "default",
@@ -41,10 +62,11 @@ class AuthService:
     ) -> tuple[str, Token]:
         """Make a token for ``user``; returns the secret (shown once) and its record.
 
-        ``actor`` None means the operator on the gateway host (``gw admin token issue``).
-        Users issue their own tokens; admins issue anyone's.
+        Users issue their own tokens; admins (and the operator, ``gw admin
+        token``) issue anyone's: Forbidden otherwise.
         """
-        if actor is not None and actor.user != user:
+        own = isinstance(actor, Principal) and actor.user == user
+        if not own:
             require(actor, "site.admin")
         if not names.NAME.fullmatch(name):
             raise SpecError([SpecIssue("name", f"not a valid token name; use {names.NAME_HELP}", name)])
@@ -63,11 +85,11 @@ class AuthService:
             token_sha256=digest(secret),
             expires_at=expires,
             audit=AuditEntry(
-                actor=actor.user if actor else "operator",
+                actor=actor.user,
                 action="token.issue",
                 target_type="user",
                 target_id=user,
-                source=actor.source if actor else "gateway host",
+                source=actor.source,
                 after={
                     "name": name,
                     "prefix": secret[:12],
@@ -78,6 +100,10 @@ class AuthService:
         return secret, token
 
     def revoke(self, actor: Principal, token_id: int) -> Token:
+        """Revoke token ``token_id`` (audited; revoking twice is not an error); the token.
+
+        NotFound when there is no such token or it is another user's and ``actor`` is no admin.
+        """
         token = next((t for t in self.access.tokens() if t.id == token_id), None)
         if token is None or (token.user != actor.user and not actor.is_admin):
             raise NotFound(f"no token {token_id}")
@@ -94,15 +120,34 @@ class AuthService:
         )
 
     def tokens(self, actor: Principal, user: str | None = None) -> list[Token]:
+        """``user``'s tokens (default: the caller's), oldest first; another user's only for a site
+        admin (Forbidden otherwise).
+        """
         if user is not None and user != actor.user:
             require(actor, "site.admin")
         return self.access.tokens(user or actor.user)
 
     def authenticate(self, secret: str, *, source: str | None = None) -> Principal:
         """The principal a bearer token stands for; Unauthorized when it is not valid now."""
+        return self.sign_in(secret, source=source)[0]
+
+    def sign_in(self, secret: str, *, source: str | None = None) -> tuple[Principal, int]:
+        """``authenticate``, also returning the token's id (a web session is bound to it, so that
+        revoking the token ends the session); Unauthorized when the token is not valid now."""
         found = self.access.token_owner(digest(secret)) if secret.startswith(TOKEN_PREFIX) else None
         if found is None:
             raise Unauthorized("unknown token; get one with `gw token issue` or from your admin")
+        return self._valid(found, source), found[0].id
+
+    def session(self, token_id: int, *, source: str | None = None) -> Principal:
+        """The principal of a web session made from token ``token_id``: Unauthorized when that token
+        is unknown, revoked or expired now, or its user disabled (one read, every page)."""
+        found = self.access.token_by_id(token_id)
+        if found is None:
+            raise Unauthorized("the token this session was made from no longer exists; sign in again")
+        return self._valid(found, source)
+
+    def _valid(self, found: tuple[Token, User, dict[str, str]], source: str | None) -> Principal:
         token, user, roles = found
         now = datetime.now(UTC)
         if token.revoked_at is not None:
@@ -120,8 +165,20 @@ class AuthService:
             user=user.name, is_admin=user.is_admin, roles=roles, os_user=user.os_user, source=source
         )
 
-    def trusted(self, user: str, *, source: str | None = None) -> Principal:
-        """The principal for a user name a trusted front end vouches for."""
+    def trusted(self, user: str | None, *, source: str | None) -> Principal:
+        """The principal for the user name a trusted front end sent (trusted-proxy mode).
+
+        Unauthorized unless the request came from one of ``trusted_proxies``
+        (``source``: the peer's address), the name is valid, and the user is
+        known and enabled.
+        """
+        if not self._from_trusted_proxy(source):
+            raise Unauthorized(
+                f"this gateway takes user names only from its trusted proxies, and {source or 'this client'} "
+                f"is not one of them: go through the front end (or ask an admin for an API token)"
+            )
+        if not user or not names.NAME.fullmatch(user):
+            raise Unauthorized(f"no valid user name in the {self.trusted_user_header} header")
         try:
             principal = self.access.principal(user, source=source)
         except NotFound as exc:
@@ -131,3 +188,12 @@ class AuthService:
         if self.access.user(user).disabled:
             raise Unauthorized(f"user {user} is disabled")
         return principal
+
+    def _from_trusted_proxy(self, source: str | None) -> bool:
+        try:
+            address = ipaddress.ip_address(source or "")
+        except ValueError:
+            return False  # no address (a unix socket, a test client): not a known proxy
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped  # an IPv4 peer on a dual-stack socket
+        return any(address in network for network in self.trusted_proxies)

@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gateway.core import names
+from gateway.core.domain import Dataset, DatasetVersion, Principal
 from gateway.core.lineage_spec import DatasetRef, parse_dataset_ref
 from gateway.core.manifest import FileEntry, ManifestDiff, check_entries, diff_manifests, manifest_digest
-from gateway.domain import Dataset, DatasetVersion, Principal
 from gateway.errors import Forbidden, NotFound, SpecError, SpecIssue
 from gateway.services.policy import allowed, require, visible_projects
 from gateway.store.access import AccessStore
@@ -151,6 +151,7 @@ class DatasetService:
         return self.store.datasets(visible)
 
     def get(self, project: str, name: str, *, principal: Principal) -> Dataset:
+        """The dataset ``project/name``; NotFound when there is none or the caller may not read it."""
         try:
             dataset = self.store.dataset(project, name)
         except NotFound:
@@ -160,6 +161,7 @@ class DatasetService:
         return dataset
 
     def versions(self, project: str, name: str, *, principal: Principal) -> list[DatasetVersion]:
+        """Every version of ``project/name``, oldest first; NotFound as ``get``."""
         return self.store.versions(self.get(project, name, principal=principal).id)
 
     def version(self, project: str, name: str, selector: str, *, principal: Principal) -> DatasetVersion:
@@ -167,16 +169,23 @@ class DatasetService:
         return self.resolve(f"{project}/{name}@{selector}", project=project, principal=principal)
 
     def version_by_id(self, version_id: str, *, principal: Principal) -> DatasetVersion:
+        """The version with id ``version_id``; NotFound when there is none or the caller may not
+        read its dataset.
+        """
         version = self.store.version(version_id)
         self.get(version.project, version.name, principal=principal)
         return version
 
     def files(self, version: DatasetVersion) -> list[FileEntry]:
+        """The manifest of ``version``: every file, sorted by path (the caller may read ``version``)."""
         return self.store.files(version.id)
 
     def diff(
         self, project: str, name: str, old: str, new: str, *, principal: Principal
     ) -> tuple[DatasetVersion, DatasetVersion, ManifestDiff]:
+        """Versions ``old`` and ``new`` of ``project/name`` (selectors as ``version``) and what changed
+        between their manifests. SpecError or NotFound as ``version``.
+        """
         a = self.version(project, name, old, principal=principal)
         b = self.version(project, name, new, principal=principal)
         return a, b, diff_manifests(self.store.files(a.id), self.store.files(b.id))
@@ -192,6 +201,7 @@ class DatasetService:
         return chain
 
     def readable(self, dataset: Dataset, principal: Principal) -> bool:
+        """True when ``principal`` may read ``dataset``: in its project or in one it is shared with."""
         return allowed(principal, "dataset.read", dataset.project) or any(
             allowed(principal, "dataset.read", p) for p in dataset.shared_with
         )

@@ -10,17 +10,15 @@ checks the files against it. ``environment_of`` records the container image
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from gateway.adapters.provenance import image_info, python_env_info
-from gateway.core.lineage_spec import dataset_env_var
+from gateway.adapters.runhost import RunHost
+from gateway.core.domain import DatasetVersion, NewInput, Principal
+from gateway.core.lineage_spec import dataset_env_var, image_ref_digest
 from gateway.core.manifest import sha256sum_text
 from gateway.core.preflight import InputCheck
 from gateway.core.spec import RunSpec
-from gateway.domain import DatasetVersion, Principal
 from gateway.errors import SpecError, SpecIssue
 from gateway.services.datasets import DatasetService
 
@@ -35,16 +33,16 @@ class ResolvedInput:
     verify: str
     check: InputCheck
 
-    def row(self) -> dict[str, Any]:
-        """The run_inputs row (without run_id)."""
-        return {
-            "position": self.position,
-            "ref": self.ref,
-            "version_id": self.version.id,
-            "path": self.check.path,
-            "verify": self.verify,
-            "env_var": self.check.env_var,
-        }
+    def record(self) -> NewInput:
+        """How the store records this input of a new run."""
+        return NewInput(
+            position=self.position,
+            ref=self.ref,
+            version_id=self.version.id,
+            path=self.check.path,
+            verify=self.verify,
+            env_var=self.check.env_var,
+        )
 
 
 def resolve_inputs(
@@ -89,34 +87,34 @@ def resolve_inputs(
     return resolved
 
 
-def write_manifests(inputs: list[ResolvedInput], datasets: DatasetService) -> None:
-    """Write the sha256sum manifest of every ``verify: digest`` input where its job reads it."""
+def write_manifests(
+    inputs: list[ResolvedInput], datasets: DatasetService, host: RunHost, *, os_user: str
+) -> None:
+    """Write the sha256sum manifest of every ``verify: digest`` input where its job reads it.
+
+    Written on the run host as the job's OS user, into the run directory it owns.
+    """
     for item in inputs:
         if item.check.manifest is None:
             continue
-        path = Path(item.check.manifest)
-        path.parent.mkdir(mode=0o755, exist_ok=True)
         text = sha256sum_text(datasets.files(item.version))
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(text.encode("utf-8", "surrogateescape"))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        host.write_file(item.check.manifest, text.encode("utf-8", "surrogateescape"), as_user=os_user)
 
 
-def environment_of(spec: RunSpec) -> dict[str, Any]:
+def environment_of(spec: RunSpec, host: RunHost, *, os_user: str) -> dict[str, Any]:
     """What the job runs in: container image and digest, venv packages, modules (JSON-ready).
 
     An image digest comes from the spec (``container_digest``, which ``gw
     submit`` computes for a local image file) or from an ``@sha256:``
-    reference; the gateway does not hash image files on the submit path.
+    reference; the gateway does not hash image files on the submit path. The
+    venv's packages are read on the run host, as the job's OS user sees them.
     """
     env: dict[str, Any] = {}
     if spec.container_image:
-        image = image_info(spec.container_image) if "@sha256:" in spec.container_image else {}
         env["container_image"] = spec.container_image
-        env["image_digest"] = spec.container_digest or image.get("digest")
+        env["image_digest"] = spec.container_digest or image_ref_digest(spec.container_image)
     if spec.venv:
-        env["python_env"] = python_env_info(spec.venv)
+        env["python_env"] = host.python_env(spec.venv, as_user=os_user)
     if spec.modules:
         env["modules"] = list(spec.modules)
     env["kind"] = "container" if spec.container_image else "venv" if spec.venv else "host"

@@ -19,19 +19,27 @@ from dataclasses import asdict
 from typing import Any
 
 from gateway.core.compare import compare_runs
-from gateway.domain import Artifact, DatasetVersion, Principal, Run
+from gateway.core.domain import Artifact, DatasetVersion, Principal, Run
 from gateway.errors import NotFound
 from gateway.services.datasets import DatasetService
 from gateway.services.policy import allowed
 from gateway.store.lineage import LineageStore
 from gateway.store.repo import RunStore
+from gateway.store.telemetry import TelemetryStore
 
 
 class LineageService:
-    def __init__(self, store: LineageStore, datasets: DatasetService, runs: RunStore) -> None:
+    def __init__(
+        self,
+        store: LineageStore,
+        datasets: DatasetService,
+        runs: RunStore,
+        telemetry: TelemetryStore | None = None,
+    ) -> None:
         self.store = store
         self.datasets = datasets
         self.runs = runs
+        self.telemetry = telemetry  # each attempt's GPU use in its record (docs/telemetry.md)
 
     # -- one run ----------------------------------------------------------------------------
 
@@ -40,6 +48,22 @@ class LineageService:
         if not allowed(principal, "run.read", run.project):
             raise NotFound(f"no run {run_id!r}")
         return run
+
+    def _gpu_use(self, run_id: str) -> dict[int, dict[str, Any]]:
+        """Per attempt number, its GPU telemetry in brief (none harvested: not in the map)."""
+        if self.telemetry is None:
+            return {}
+        return {
+            stored.attempt: {
+                "status": stored.telemetry.status,
+                "gpus_sampled": sum(1 for g in stored.telemetry.gpus if g.samples),
+                "allocated_gpu_hours": stored.telemetry.allocated_gpu_hours,
+                "idle_gpu_hours": stored.telemetry.idle_gpu_hours,
+                "idle_fraction": stored.telemetry.idle_fraction,
+                "energy_wh": stored.telemetry.energy_wh,
+            }
+            for stored in self.telemetry.for_run(run_id)
+        }
 
     def outputs(self, run_id: str, *, principal: Principal) -> dict[str, Any]:
         """The run's artifacts and metrics (summary and per-step series)."""
@@ -57,11 +81,16 @@ class LineageService:
         }
 
     def trace_run(self, run_id: str, *, principal: Principal) -> dict[str, Any]:
+        """A run's lineage record: its script and template, the spec's and script's digests, code,
+        environment, params, dataset inputs (with their parent versions), attempts, artifacts and
+        metrics. NotFound when there is no such run or the caller may not read it.
+        """
         return self._run_record(self._run(run_id, principal))
 
     def _run_record(self, run: Run) -> dict[str, Any]:
         summary, _ = self.store.metrics(run.id)
         inputs = self.store.inputs(run.id)
+        gpu = self._gpu_use(run.id)
         return {
             "id": run.id,
             "name": run.name,
@@ -75,7 +104,7 @@ class LineageService:
             "script_sha256": run.script_sha256,
             "template": {"name": run.template_name, "version": run.template_version},
             "script": run.script,
-            "params": run.spec.get("params") or {},
+            "params": run.spec.params,
             "code": run.code,
             "environment": run.environment,
             "datasets": [
@@ -91,7 +120,7 @@ class LineageService:
             ]
             + [
                 {"ref": p, "path": p, "verify": "exists", "env_var": None, "version": None, "parents": []}
-                for p in _plain_paths(run)
+                for p in run.spec.dataset_paths()
             ],
             "attempts": [
                 {
@@ -103,6 +132,7 @@ class LineageService:
                     "end_time": a.end_time.isoformat() if a.end_time else None,
                     "exit_code": a.exit_code,
                     "failure_class": (a.failure or {}).get("class"),
+                    "gpu": gpu.get(a.number),
                 }
                 for a in run.attempts
             ],
@@ -143,6 +173,10 @@ class LineageService:
     def trace_dataset(
         self, project: str, name: str, selector: str, *, principal: Principal
     ) -> dict[str, Any]:
+        """A version of ``project/name`` (``selector`` as ``DatasetService.version``): its parents and
+        children, and the runs that read it with their artifacts. Runs the caller may not read are only
+        counted (``hidden``). SpecError or NotFound as ``DatasetService.version``.
+        """
         version = self.datasets.version(project, name, selector, principal=principal)
         used, hidden = [], 0
         for run_id, run_project in self.store.runs_using(version.id):
@@ -181,7 +215,7 @@ class LineageService:
         return {
             "id": run.id,
             "name": run.name,
-            "params": run.spec.get("params") or {},
+            "params": run.spec.params,
             "datasets": [
                 {
                     "name": i.version.name,
@@ -197,10 +231,6 @@ class LineageService:
         }
 
 
-def _plain_paths(run: Run) -> list[str]:
-    return [d for d in run.spec.get("datasets") or [] if isinstance(d, str) and d.startswith("/")]
-
-
 def version_dict(v: DatasetVersion) -> dict[str, Any]:
     """A version as the API shows it: ``dataset`` (project/name) and ``version`` (its number) added."""
     fields = asdict(v)
@@ -211,6 +241,9 @@ def version_dict(v: DatasetVersion) -> dict[str, Any]:
 
 
 def artifact_dict(a: Artifact, run: Run) -> dict[str, Any]:
+    """An artifact as the API shows it: with its attempt's Slurm job id and its absolute path in
+    ``run``'s directory (``size`` in bytes).
+    """
     attempt = next((x for x in run.attempts if x.id == a.attempt_id), None)
     return {
         "run_id": a.run_id,
@@ -218,7 +251,7 @@ def artifact_dict(a: Artifact, run: Run) -> dict[str, Any]:
         "job_id": attempt.job_id if attempt else None,
         "path": a.path,
         "abs_path": f"{run.run_dir}/{a.path}",
-        "size": a.size,
+        "size": a.size_bytes,
         "sha256": a.sha256,
         "created_at": a.created_at.isoformat(),
     }

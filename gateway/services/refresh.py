@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from gateway.adapters.slurm.protocol import SlurmBackend
-from gateway.core.aggregate import array_state
+from gateway.core.domain import Attempt, AttemptUpdate
+from gateway.core.observe import array_update, from_sacct, from_squeue, is_ours
 from gateway.core.slurm_records import AccountingRecord, JobStatus
-from gateway.core.states import TERMINAL, RunState
-from gateway.domain import Attempt, AttemptUpdate
+from gateway.core.states import TERMINAL, WAITING, RunState
+from gateway.core.tags import requeue_tag
 from gateway.errors import Conflict, GatewayError, SlurmUnavailable
 from gateway.services.retry import RetryService
 from gateway.settings import Settings
@@ -45,102 +46,115 @@ class ReconcileReport:
 
 class Refresher:
     def __init__(
-        self, store: RunStore, slurm: SlurmBackend, settings: Settings, retries: RetryService | None = None
+        self,
+        store: RunStore,
+        slurm: SlurmBackend,
+        settings: Settings,
+        retries: RetryService | None = None,
+        *,
+        on_change: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
         self.slurm = slurm
         self.settings = settings
         self.retries = retries  # diagnoses failures and schedules retries (None: records states only)
+        self.on_change = on_change  # a cycle saw jobs change state: cached cluster facts are old now
 
     # -- the periodic cycle ----------------------------------------------------
 
     def refresh(self) -> RefreshReport:
+        """One cycle: squeue for every polled attempt, sacct for those that left the queue.
+
+        Writes what changed (state, reason, accounting), flags the attempts
+        Slurm did not answer for as stale, adds the attempt a Slurm requeue
+        starts, and diagnoses attempts that ended without succeeding.
+        """
         attempts = self.store.polled_attempts()
         if not attempts:
             return RefreshReport(0, 0, 0, 0)
         by_job = {a.job_id: a for a in attempts if a.job_id}
-        calls = 1
         try:
             live = self.slurm.status(list(by_job))
         except SlurmUnavailable as exc:
             log.warning("squeue did not answer; %d attempts flagged stale: %s", len(by_job), exc)
             self.store.mark_stale([a.id for a in by_job.values()])
-            return RefreshReport(len(by_job), 0, len(by_job), calls)
-
+            return RefreshReport(len(by_job), 0, len(by_job), 1)
         queued: dict[str, list[JobStatus]] = defaultdict(list)
         for status in live:
             queued[status.array_job_id or status.job_id].append(status)
-
-        updates: list[AttemptUpdate] = []
-        ask_sacct: list[str] = []
+        cycle = _Cycle()
         for job_id, attempt in by_job.items():
-            statuses = queued.get(job_id, [])
-            requeued = attempt.start_time is not None and statuses and statuses[0].state in WAITING
-            if attempt.array_size is None and statuses and statuses[0].state not in TERMINAL and not requeued:
-                updates.append(_from_squeue(attempt, statuses[0]))
-            elif attempt.array_size is not None and len(statuses) >= attempt.array_size:
-                update = _array_update(attempt, statuses, [])
-                updates.append(update) if update else ask_sacct.append(job_id)
-            else:
-                ask_sacct.append(job_id)
-
-        stale: list[int] = []
-        requeues: list[tuple[Attempt, AccountingRecord]] = []
-        if ask_sacct:
+            _read_squeue(cycle, attempt, queued.get(job_id, []))
+        calls = 1
+        if cycle.ask_sacct:
             calls += 1
-            try:
-                records = self.slurm.accounting(ask_sacct)
-            except SlurmUnavailable as exc:
-                log.warning("sacct did not answer; %d attempts flagged stale: %s", len(ask_sacct), exc)
-                records = None
-                stale.extend(by_job[j].id for j in ask_sacct)
-            if records is not None:
-                accounted: dict[str, list[AccountingRecord]] = defaultdict(list)
-                for record in records:
-                    accounted[record.array_job_id or record.job_id].append(record)
-                for job_id in ask_sacct:
-                    attempt = by_job[job_id]
-                    found = [r for r in accounted.get(job_id, []) if _is_ours(r, attempt)]
-                    if attempt.array_size is not None:
-                        update = _array_update(attempt, queued.get(job_id, []), found)
-                    elif len(found) > attempt.slurm_record + 1:
-                        # Slurm requeued the job: this attempt's record has ended, the next one is
-                        # a new attempt with the same job id.
-                        update = _from_sacct(attempt, found[attempt.slurm_record])
-                        if update is not None:
-                            requeues.append((attempt, found[attempt.slurm_record + 1]))
-                    elif found:
-                        update = _from_sacct(attempt, found[-1])
-                    else:
-                        update = None  # left squeue, not in accounting yet (slurmdbd lags a little)
-                    if update is None:
-                        stale.append(attempt.id)
-                    else:
-                        updates.append(update)
-        transitions = self.store.apply_updates(updates)
-        self.store.mark_stale(stale)
-        for attempt, record in requeues:
+            self._read_sacct(cycle, by_job, queued)
+        transitions = self.store.apply_updates(cycle.updates)
+        self.store.mark_stale(cycle.stale)
+        for attempt, record in cycle.requeues:
             transitions += self._requeued(attempt, record)
-        ended = {a.id for a, _ in requeues}
+        if transitions:
+            self.on_change()
+        self._diagnose_failed(cycle)
+        return RefreshReport(len(by_job), transitions, len(cycle.stale), calls)
+
+    def _read_sacct(
+        self, cycle: _Cycle, by_job: dict[str, Attempt], queued: dict[str, list[JobStatus]]
+    ) -> None:
+        """One sacct call for the attempts squeue did not settle; their updates go into ``cycle``."""
+        try:
+            records = self.slurm.accounting(cycle.ask_sacct)
+        except SlurmUnavailable as exc:
+            log.warning("sacct did not answer; %d attempts flagged stale: %s", len(cycle.ask_sacct), exc)
+            cycle.stale.extend(by_job[j].id for j in cycle.ask_sacct)
+            return
+        accounted: dict[str, list[AccountingRecord]] = defaultdict(list)
+        for record in records:
+            accounted[record.array_job_id or record.job_id].append(record)
+        for job_id in cycle.ask_sacct:
+            attempt = by_job[job_id]
+            found = [r for r in accounted.get(job_id, []) if is_ours(r, attempt)]
+            if attempt.array_size is not None:
+                update = array_update(attempt, queued.get(job_id, []), found)
+            elif len(found) > attempt.slurm_record + 1:
+                # Slurm requeued the job: this attempt's record has ended, the next one is a new
+                # attempt with the same job id.
+                update = from_sacct(attempt, found[attempt.slurm_record])
+                if update is not None:
+                    cycle.requeues.append((attempt, found[attempt.slurm_record + 1]))
+            elif found:
+                update = from_sacct(attempt, found[-1])
+            else:
+                update = None  # left squeue, not in accounting yet (slurmdbd lags a little)
+            if update is None:
+                cycle.stale.append(attempt.id)
+            else:
+                cycle.updates.append(update)
+
+    def _diagnose_failed(self, cycle: _Cycle) -> None:
+        """Classify every attempt this cycle saw end without succeeding (a requeue is not one)."""
+        if self.retries is None:
+            return
+        requeued = {a.id for a, _ in cycle.requeues}
         failed = [
             u.attempt_id
-            for u in updates
-            if u.state in TERMINAL and u.state is not RunState.SUCCEEDED and u.attempt_id not in ended
+            for u in cycle.updates
+            if u.state in TERMINAL and u.state is not RunState.SUCCEEDED and u.attempt_id not in requeued
         ]
-        if failed and self.retries is not None:
-            for attempt in self.store.attempts(failed):
-                try:
-                    self.retries.diagnose(self.store.get_run(attempt.run_id), attempt)
-                except GatewayError as exc:
-                    log.warning("cannot diagnose %s attempt %d: %s", attempt.run_id, attempt.number, exc)
-        return RefreshReport(len(by_job), transitions, len(stale), calls)
+        if not failed:
+            return
+        for attempt in self.store.attempts(failed):
+            try:
+                self.retries.diagnose(self.store.get_run(attempt.run_id), attempt)
+            except GatewayError as exc:
+                log.warning("cannot diagnose %s attempt %d: %s", attempt.run_id, attempt.number, exc)
 
     def _requeued(self, attempt: Attempt, record: AccountingRecord) -> int:
         """Record Slurm's requeue of ``attempt``'s job as the next attempt, carrying the same job id."""
         try:
             new = self.store.add_attempt(
                 attempt.run_id,
-                tag=f"{attempt.tag.split(REQUEUE_MARK)[0]}{REQUEUE_MARK}{attempt.slurm_record + 1}",
+                tag=requeue_tag(attempt.tag, attempt.slurm_record + 1),
                 origin="requeue",
                 after=attempt.number,
                 job_id=attempt.job_id,
@@ -150,7 +164,7 @@ class Refresher:
             return 0
         if self.retries is not None:
             self.retries.requeued(self.store.get_run(attempt.run_id), self.store.attempts([attempt.id])[0])
-        update = _from_sacct(new, record)
+        update = from_sacct(new, record)
         return 1 + (self.store.apply_updates([update]) if update else 0)
 
     # -- crash recovery --------------------------------------------------------
@@ -194,138 +208,25 @@ class Refresher:
         return ReconcileReport(adopted, never, undecided)
 
 
-# A requeue attempt's tag: the submission's tag (which its Slurm job still carries) + "~r" + N.
-REQUEUE_MARK = "~r"
-WAITING = (RunState.QUEUED, RunState.HELD)
+@dataclass
+class _Cycle:
+    """What one refresh cycle has learned so far."""
 
-# Slurm stamps submit times in whole seconds; allow for that and a little clock skew.
-_SUBMIT_SLACK = timedelta(minutes=2)
-
-
-def _is_ours(record: AccountingRecord, attempt: Attempt) -> bool:
-    """Is this accounting record this attempt's job, not an older job that had the same id?
-
-    Job ids repeat when a controller's state is wiped; the tag in the comment
-    tells them apart. A requeued instance is accounted without its comment
-    (Slurm 22.05), so a record with no comment counts when it is not older
-    than the attempt.
-    """
-    if record.comment is not None:
-        return record.comment == attempt.tag.split(REQUEUE_MARK)[0]
-    return record.submit_time is None or record.submit_time >= attempt.created_at - _SUBMIT_SLACK
+    updates: list[AttemptUpdate] = field(default_factory=list)
+    ask_sacct: list[str] = field(default_factory=list)  # job ids squeue did not settle
+    stale: list[int] = field(default_factory=list)  # attempt ids Slurm did not answer for
+    requeues: list[tuple[Attempt, AccountingRecord]] = field(default_factory=list)
 
 
-def _from_squeue(attempt: Attempt, status: JobStatus) -> AttemptUpdate:
-    running = status.state is RunState.RUNNING
-    fields: dict[str, Any] = {"node_list": status.node_list, "submit_time": status.submit_time}
-    if running:
-        fields["start_time"] = status.start_time
-        fields["expected_start"] = None
-    else:
-        fields["expected_start"] = status.start_time
-    return AttemptUpdate(
-        attempt_id=attempt.id,
-        state=status.state,
-        slurm_state=status.slurm_state,
-        reason=status.reason,
-        event_at=status.start_time if running and status.start_time else None,
-        source="squeue",
-        fields=fields,
-    )
-
-
-def _settled(record: AccountingRecord) -> bool:
-    """False for the placeholder slurmdbd shows for a moment after a job ends.
-
-    Quirk (Slurm 22.05): for about half a second the record carries the name
-    "allocation" and no time limit; every batch job has a time limit, so a
-    finished record without one is read again on the next cycle.
-    """
-    return record.state not in TERMINAL or record.timelimit_min is not None
-
-
-def _from_sacct(attempt: Attempt, record: AccountingRecord) -> AttemptUpdate | None:
-    if not _settled(record):
-        return None
-    ended = record.state in TERMINAL
-    return AttemptUpdate(
-        attempt_id=attempt.id,
-        state=record.state,
-        slurm_state=record.slurm_state,
-        reason=record.reason,
-        event_at=record.end_time if ended else record.start_time,
-        source="sacct",
-        fields=_accounting_fields(record),
-    )
-
-
-def _accounting_fields(record: AccountingRecord) -> dict[str, Any]:
-    return {
-        "node_list": record.node_list,
-        "submit_time": record.submit_time,
-        "start_time": record.start_time,
-        "end_time": record.end_time,
-        "exit_code": record.exit_code,
-        "exit_signal": record.exit_signal,
-        "elapsed_s": record.elapsed_s,
-        "alloc_tres": record.alloc_tres,
-        "max_rss_kb": record.max_rss_kb,
-        "cancelled_by_uid": record.cancelled_by_uid,
-        "timelimit_min": record.timelimit_min,
-        "expected_start": None,
-    }
-
-
-def _array_update(
-    attempt: Attempt, statuses: list[JobStatus], records: list[AccountingRecord]
-) -> AttemptUpdate | None:
-    """Merge an array's tasks (squeue wins for live ones) into one attempt update."""
-    tasks: dict[str, dict[str, Any]] = {k: dict(v) for k, v in attempt.tasks.items()}
-    for record in records:
-        if record.array_task_id and not record.array_task_id.startswith("["):
-            tasks[record.array_task_id] = {
-                "state": record.state.value,
-                "slurm_state": record.slurm_state,
-                "job_id": record.job_id_raw,
-                "exit_code": record.exit_code,
-                "exit_signal": record.exit_signal,
-                "elapsed_s": record.elapsed_s,
-                "node_list": record.node_list,
-                "max_rss_kb": record.max_rss_kb,
-            }
-    for status in statuses:
-        if status.array_task_id and not status.array_task_id.startswith("["):
-            tasks[status.array_task_id] = {
-                **tasks.get(status.array_task_id, {}),
-                "state": status.state.value,
-                "slurm_state": status.slurm_state,
-                "reason": status.reason,
-                "node_list": status.node_list,
-            }
-    pending_ranges = [r for r in records if r.array_task_id and r.array_task_id.startswith("[")]
-    states = [RunState(t["state"]) for t in tasks.values()] + [r.state for r in pending_ranges]
-    state = array_state(states, attempt.array_size or 0)
-    if state is None:
-        return None
-    ended = [r for r in records if r.state in TERMINAL]
-    fields: dict[str, Any] = {"tasks": tasks}
-    if records:
-        fields["submit_time"] = min((r.submit_time for r in records if r.submit_time), default=None)
-        starts = [r.start_time for r in records if r.start_time]
-        fields["start_time"] = min(starts) if starts else None
-        if state in TERMINAL:
-            fields["end_time"] = max((r.end_time for r in ended if r.end_time), default=None)
-            fields["elapsed_s"] = sum(r.elapsed_s for r in records)
-            codes = [t.get("exit_code") for t in tasks.values() if t.get("exit_code") is not None]
-            fields["exit_code"] = max(codes) if codes else None
-            fields["max_rss_kb"] = max((r.max_rss_kb for r in records if r.max_rss_kb), default=None)
-    reason = next((s.reason for s in statuses if s.reason), None)
-    return AttemptUpdate(
-        attempt_id=attempt.id,
-        state=state,
-        slurm_state=None,
-        reason=reason,
-        event_at=fields.get("end_time") if state in TERMINAL else None,
-        source="sacct" if records else "squeue",
-        fields=fields,
-    )
+def _read_squeue(cycle: _Cycle, attempt: Attempt, statuses: list[JobStatus]) -> None:
+    """Settle ``attempt`` from squeue when its answer is enough; else ask sacct about it."""
+    requeued = attempt.start_time is not None and statuses and statuses[0].state in WAITING
+    if attempt.array_size is None and statuses and statuses[0].state not in TERMINAL and not requeued:
+        cycle.updates.append(from_squeue(attempt, statuses[0]))
+        return
+    if attempt.array_size is not None and len(statuses) >= attempt.array_size:
+        update = array_update(attempt, statuses, [])
+        if update is not None:
+            cycle.updates.append(update)
+            return
+    cycle.ask_sacct.append(attempt.job_id or "")

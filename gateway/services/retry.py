@@ -13,30 +13,32 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.core.domain import Attempt, Run
 from gateway.core.explain_text import expand_hostlist
-from gateway.core.failures import classify
-from gateway.core.preflight import parse_steps
+from gateway.core.failure_classes import FailureClass
+from gateway.core.failures import EndedAttempt, classify
 from gateway.core.retry import RetryPolicy, decide
 from gateway.core.states import RunState
-from gateway.domain import Attempt, Run
+from gateway.core.steps import StepRecord, parse_steps
+from gateway.core.tags import attempt_tag
 from gateway.errors import Conflict, GatewayError, NotFound, SlurmUnavailable, SubmitRejected
-from gateway.services.logs import log_path
+from gateway.services.logs import JobFiles
 from gateway.store.access import AccessStore
 from gateway.store.audit import AuditEntry
 from gateway.store.repo import RunStore
 
 log = logging.getLogger(__name__)
-TAIL_BYTES = 8 * 1024
+REQUEUED_BY_SLURM = "Slurm requeued the job itself (same job id)"
 
 
 class RetryService:
-    def __init__(self, store: RunStore, access: AccessStore, slurm: SlurmBackend) -> None:
+    def __init__(self, store: RunStore, access: AccessStore, slurm: SlurmBackend, files: JobFiles) -> None:
         self.store = store
         self.access = access
         self.slurm = slurm
+        self.files = files
 
     # -- why it failed ------------------------------------------------------------
 
@@ -45,28 +47,9 @@ class RetryService:
         now = now or datetime.now(UTC)
         if attempt.state is RunState.SUCCEEDED or attempt.failure is not None:
             return attempt.failure
-        task = _first_task(run, attempt)
-        # An array task writes its steps under its own job id (sacct's JobIDRaw).
-        step_job = (attempt.tasks.get(task) or {}).get("job_id") if task is not None else attempt.job_id
-        steps_text = _read(Path(run.run_dir) / f"steps-{step_job or attempt.job_id}.jsonl", whole=True)
-        stderr_tail = _read(Path(log_path(run, attempt, "stderr", task)), whole=False)
-        resources = run.spec.get("resources", {})
+        steps_text, stderr_tail = self.files.failure_evidence(run, attempt)
         info = classify(
-            state=attempt.state,
-            slurm_state=attempt.slurm_state,
-            exit_code=attempt.exit_code,
-            exit_signal=attempt.exit_signal,
-            steps=parse_steps(steps_text),
-            stderr_tail=stderr_tail,
-            max_rss_kb=attempt.max_rss_kb,
-            requested_mem_mb=_mem_mb(resources),
-            walltime_min=resources.get("walltime_min"),
-            node_list=attempt.node_list,
-            cancelled_by=str(attempt.cancelled_by_uid) if attempt.cancelled_by_uid is not None else None,
-            reason=attempt.reason,
-            dataset_paths=[
-                d for d in run.spec.get("datasets", []) if isinstance(d, str) and d.startswith("/")
-            ],
+            _ended(run, attempt, steps=parse_steps(steps_text), stderr_tail=stderr_tail, with_cancel=True)
         )
         if info is None:
             return None
@@ -74,11 +57,11 @@ class RetryService:
             failure_class=info.klass,
             attempt_number=attempt.number,
             policy=self._policy(run),
-            resumable=bool(run.spec.get("resumable", False)),
+            resumable=run.spec.resumable,
             failed_nodes=list(expand_hostlist(attempt.node_list or "")),
         )
         failure = {
-            "class": info.klass,
+            "class": info.klass.value,
             "summary": info.summary,
             "action": info.action,
             "evidence": info.evidence,
@@ -91,29 +74,18 @@ class RetryService:
 
     def requeued(self, run: Run, attempt: Attempt) -> None:
         """Record why Slurm requeued ``attempt``'s job; Slurm already retries it, so the gateway does not."""
-        info = classify(
-            state=attempt.state,
-            slurm_state=attempt.slurm_state,
-            exit_code=attempt.exit_code,
-            exit_signal=attempt.exit_signal,
-            steps=[],
-            stderr_tail="",
-            max_rss_kb=attempt.max_rss_kb,
-            requested_mem_mb=_mem_mb(run.spec.get("resources", {})),
-            walltime_min=run.spec.get("resources", {}).get("walltime_min"),
-            node_list=attempt.node_list,
-            cancelled_by=None,
-            reason=attempt.reason,
-        )
+        info = classify(_ended(run, attempt, steps=[], stderr_tail="", with_cancel=False))
+        if info is not None:
+            klass, summary, evidence = info.klass, info.summary, info.evidence
+        else:
+            node_failed = attempt.state is RunState.NODE_FAILED
+            klass = FailureClass.NODE_FAILURE if node_failed else FailureClass.PREEMPTED
+            summary, evidence = "Slurm requeued the job", {"node_list": attempt.node_list}
         failure = {
-            "class": info.klass
-            if info
-            else "node_failure"
-            if attempt.state is RunState.NODE_FAILED
-            else "preempted",
-            "summary": (info.summary if info else "Slurm requeued the job"),
+            "class": klass.value,
+            "summary": summary,
             "action": "none: Slurm requeued the job and it runs again as the next attempt",
-            "evidence": info.evidence if info else {"node_list": attempt.node_list},
+            "evidence": evidence,
             "retry": {
                 "retry": False,
                 "why": "Slurm requeued the job itself (same job id)",
@@ -129,7 +101,8 @@ class RetryService:
         except NotFound:
             queue = None
         merged = dict(queue.retry or {}) if queue else {}
-        merged.update({k: v for k, v in (run.spec.get("retry") or {}).items() if v is not None})
+        own = run.spec.retry.model_dump() if run.spec.retry else {}
+        merged.update({k: v for k, v in own.items() if v is not None})
         return RetryPolicy.from_dict(merged or None)
 
     # -- retries that are due -----------------------------------------------------
@@ -151,8 +124,6 @@ class RetryService:
         return submitted
 
     def _retry(self, failed: Attempt) -> str | None:
-        from gateway.services.runs import attempt_tag
-
         run = self.store.get_run(failed.run_id)
         exclude = list((failed.failure or {}).get("retry", {}).get("exclude_nodes") or [])
         user = self.access.user(run.submitter)
@@ -180,7 +151,9 @@ class RetryService:
             )
             return None
         try:
-            job_id = self.slurm.submit(run.script, tag=tag, as_user=user.os_user, exclude_nodes=exclude)
+            job_id = self.slurm.submit(
+                run.script, tag=tag, as_user=user.os_user, exclude_nodes=exclude, comment=run.spec.comment
+            )
         except SubmitRejected as exc:
             self.store.mark_never_submitted(attempt.id, str(exc), source="sbatch")
             return None
@@ -191,25 +164,24 @@ class RetryService:
         return tag
 
 
-def _read(path: Path, *, whole: bool) -> str:
-    """A job file's text (or its last ``TAIL_BYTES``); empty when it is not there or not readable."""
-    try:
-        with path.open("rb") as handle:
-            if not whole:
-                size = path.stat().st_size
-                handle.seek(max(size - TAIL_BYTES, 0))
-            return handle.read(1 << 20).decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
-def _first_task(run: Run, attempt: Attempt) -> str | None:
-    if attempt.array_size is None:
-        return None
-    failed = [k for k, t in sorted(attempt.tasks.items()) if t.get("state") not in ("succeeded", None)]
-    return failed[0] if failed else None
-
-
-def _mem_mb(resources: dict) -> int | None:
-    mem_gb = resources.get("mem_gb")
-    return int(mem_gb * 1024) if isinstance(mem_gb, int | float) else None
+def _ended(
+    run: Run, attempt: Attempt, *, steps: list[StepRecord], stderr_tail: str, with_cancel: bool
+) -> EndedAttempt:
+    """What ``classify`` needs to know of ``attempt``, from its record and ``run``'s spec."""
+    resources = run.spec.resources
+    cancelled_by = attempt.cancelled_by_uid if with_cancel else None
+    return EndedAttempt(
+        state=attempt.state,
+        slurm_state=attempt.slurm_state,
+        exit_code=attempt.exit_code,
+        exit_signal=attempt.exit_signal,
+        steps=steps,
+        stderr_tail=stderr_tail,
+        max_rss_kb=attempt.max_rss_kb,
+        requested_mem_mb=resources.mem_mb or None,  # 0 (a whole node) and unset: no size to compare
+        walltime_min=resources.walltime_min,
+        node_list=attempt.node_list,
+        cancelled_by=str(cancelled_by) if cancelled_by is not None else None,
+        reason=attempt.reason,
+        dataset_paths=run.spec.dataset_paths(),
+    )

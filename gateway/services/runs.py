@@ -7,48 +7,46 @@ crash anywhere in between leaves an attempt in SUBMITTING that
 ``Refresher.reconcile`` resolves by looking the tag up in Slurm, so no run is
 submitted twice and none is lost.
 
-Before anything is written, the caller must be a member of the project, the
-spec's queue must be one of the project's (it fills partition, account and
-QoS), the run must be able to fit the caps one day, and the caller must map
-to an OS user the job runs as.
+A client that retries a submission after a cut connection sends the same
+``Idempotency-Key``: the key is committed with the run, so the retry gets
+the first run back (the same key with another request: Conflict).
+
+Before anything is written, ``Admission`` checks the caller, the queue, the
+caps, the OS user and the output paths (``gateway.services.admission``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
-import os
-import pwd
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
-from pathlib import Path
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 
 import jinja2
 
+from gateway.adapters.metrics import GatewayMetrics
+from gateway.adapters.runhost import RunHost
 from gateway.adapters.slurm.protocol import SlurmBackend
-from gateway.core.quota import Ask, never_fits
-from gateway.core.render import SubmitTarget, render_sbatch
+from gateway.core.domain import NewRun, Page, Principal, Run, RunFilter
+from gateway.core.explain import Explanation
+from gateway.core.idempotency import ClaimedKey, IdempotencyClaim
+from gateway.core.render import render_sbatch
 from gateway.core.spec import RunSpec, build_spec
 from gateway.core.specdiff import diff, parse_assignment, set_path
 from gateway.core.states import TERMINAL, RunState
-from gateway.domain import Page, Principal, Project, Run
-from gateway.errors import (
-    Conflict,
-    Forbidden,
-    GatewayError,
-    NotFound,
-    QuotaExceeded,
-    SlurmUnavailable,
-    SpecError,
-    SpecIssue,
-    SubmitRejected,
-)
+from gateway.core.tags import attempt_tag
+from gateway.errors import Conflict, GatewayError, NotFound, RunHostError, SlurmUnavailable, SubmitRejected
+from gateway.services.admission import Admission, Admitted
 from gateway.services.datasets import DatasetService
-from gateway.services.inputs import environment_of, resolve_inputs, write_manifests
+from gateway.services.inputs import ResolvedInput, environment_of, resolve_inputs, write_manifests
+from gateway.services.metrics import refusal_reason
 from gateway.services.policy import allowed, require, visible_projects
-from gateway.services.site import ALLOW_ROOT
+from gateway.services.run_check import RunCheck, RunChecker
+from gateway.services.telemetry import telemetry_launch
+from gateway.services.waiting import WaitingService
 from gateway.settings import Settings
-from gateway.store.access import AccessStore
 from gateway.store.audit import AuditEntry
 from gateway.store.repo import RunStore
 
@@ -56,144 +54,178 @@ log = logging.getLogger(__name__)
 
 
 def new_run_id() -> str:
+    """A fresh run id: ``r-`` and 16 random hex digits."""
     return "r-" + uuid.uuid4().hex[:16]
 
 
-def attempt_tag(run_id: str, number: int) -> str:
-    """The tag an attempt carries in Slurm's ``--comment``: unique and readable."""
-    return f"gw-{run_id}-{number}"
+@dataclass(frozen=True)
+class RunView:
+    """A run as ``gw show`` and ``GET /runs/{id}`` show it: with why it waits and its reruns."""
+
+    run: Run
+    waiting: Explanation | None
+    children: list[str]
+
+
+@dataclass(frozen=True)
+class Submitted:
+    run: Run
+    replayed: bool = False  # an earlier request with the same Idempotency-Key made this run
 
 
 class RunService:
     def __init__(
         self,
         store: RunStore,
-        access: AccessStore,
+        admission: Admission,
         slurm: SlurmBackend,
+        host: RunHost,
         templates: jinja2.Environment,
         settings: Settings,
-        datasets: DatasetService | None = None,
+        datasets: DatasetService,
+        waiting: WaitingService,
+        metrics: GatewayMetrics | None = None,
     ) -> None:
+        self.metrics = metrics or GatewayMetrics()  # submissions and refusals (GET /metrics)
         self.store = store
-        self.access = access
+        self.admission = admission
         self.slurm = slurm
+        self.host = host
         self.templates = templates
         self.settings = settings
         self.datasets = datasets
+        self.waiting = waiting
 
-    def rerun(
-        self,
-        run_id: str,
-        *,
-        principal: Principal,
-        changes: Sequence[str] = (),
-        spec: RunSpec | None = None,
-    ) -> Run:
-        """A new run derived from ``run_id``: its spec with ``changes`` (``key.path=value``), or ``spec``.
-
-        The new run records its parent and the changes as a diff against the
-        parent's spec; the parent keeps all its evidence untouched.
-        """
-        parent = self.get(run_id, principal=principal)
-        base = dict(parent.spec)
-        if spec is not None:
-            data = spec.model_dump(mode="json")
-        else:
-            data = base
-            for change in changes:
-                path, value = parse_assignment(change)
-                data = set_path(data, path, value)
-        new_spec = build_spec(data, source=f"rerun of {run_id}")
-        changed = diff(base, new_spec.model_dump(mode="json"))
-        return self.submit(new_spec, principal=principal, derived_from=(parent.id, changed))
+    # -- submitting ---------------------------------------------------------------
 
     def submit(
         self, spec: RunSpec, *, principal: Principal, derived_from: tuple[str, list[dict]] | None = None
     ) -> Run:
+        """``submit_keyed`` without an idempotency key: the run, with its first attempt."""
+        return self.submit_keyed(spec, principal=principal, derived_from=derived_from).run
+
+    def submit_keyed(
+        self,
+        spec: RunSpec,
+        *,
+        principal: Principal,
+        derived_from: tuple[str, list[dict]] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Submitted:
         """Check, record, render and submit a run; returns it with its first attempt.
 
-        Raises SpecError (bad queue, GPU type, walltime), QuotaExceeded (can
-        never fit), Forbidden (role, no OS user), SubmitRejected when Slurm
-        refuses (the run stays on record as never submitted). When Slurm does
-        not answer, the run is returned still SUBMITTING; reconciliation
-        settles it.
+        Raises SpecError (bad queue, GPU type, walltime, output path), QuotaExceeded (can never
+        fit), Forbidden (role, no OS user), Conflict (the idempotency key was used for another
+        request), SubmitRejected when Slurm refuses (the run stays on record as never submitted).
+        When Slurm does not answer, the run is returned still SUBMITTING; reconciliation settles it.
+        Each new run counts as a submission, each refusal by its error class (``GatewayMetrics``).
         """
-        project, target = self._admit(spec, principal)
-        os_user = self._os_user(principal)
+        try:
+            submitted = self._submit_keyed(spec, principal, derived_from, idempotency_key)
+        except GatewayError as exc:
+            self.metrics.refused(refusal_reason(exc))
+            raise
+        if not submitted.replayed:
+            self.metrics.submitted(submitted.run.project, submitted.run.queue)
+        return submitted
+
+    def _submit_keyed(
+        self,
+        spec: RunSpec,
+        principal: Principal,
+        derived_from: tuple[str, list[dict]] | None,
+        idempotency_key: str | None,
+    ) -> Submitted:
+        operation = f"run.rerun of {derived_from[0]}" if derived_from else "run.submit"
+        claim = self._claim(principal, idempotency_key, operation, spec.spec_hash())
+        if claim is not None:
+            earlier = self.store.claimed_key(claim.user, claim.key)
+            if earlier is not None:
+                return self._replay(claim, earlier)
+        admitted = self.admission.admit(spec, principal)
         run_id = new_run_id()
         run_dir = str(self.settings.runs_dir / run_id)
         inputs = resolve_inputs(spec, run_dir, principal=principal, datasets=self.datasets)
+        new = self._new_run(spec, run_id, run_dir, principal, admitted, inputs, derived_from)
+        audit = _submit_audit(new, principal, admitted, inputs, derived_from)
+        run = self.store.create_run(new, audit=audit, claim=claim)
+        if run is None:  # a concurrent request with the same key won the race
+            assert claim is not None
+            earlier = self.store.claimed_key(claim.user, claim.key)
+            assert earlier is not None
+            return self._replay(claim, earlier)
+        return Submitted(self._send(run, inputs))
+
+    def check(self, spec: RunSpec, *, principal: Principal, slurm_test: bool = False) -> RunCheck:
+        """What submitting ``spec`` would do, recording and queueing nothing (``RunChecker.check``)."""
+        checker = RunChecker(self.admission, self.slurm, self.templates, self.settings, self.datasets)
+        return checker.check(spec, principal=principal, slurm_test=slurm_test)
+
+    def _new_run(
+        self,
+        spec: RunSpec,
+        run_id: str,
+        run_dir: str,
+        principal: Principal,
+        admitted: Admitted,
+        inputs: list[ResolvedInput],
+        derived_from: tuple[str, list[dict]] | None,
+    ) -> NewRun:
         rendered = render_sbatch(
             spec,
             self.templates,
             run_id=run_id,
             run_dir=run_dir,
-            target=target,
+            target=admitted.target,
             inputs=[i.check for i in inputs],
+            telemetry=telemetry_launch(self.settings),
         )
-        run = self.store.create_run(
-            run_id=run_id,
-            name=spec.name,
-            project=spec.project,
-            queue=spec.queue,
+        return NewRun(
+            id=run_id,
+            spec=spec,
             submitter=principal.user,
-            tags=spec.tags,
-            spec=spec.model_dump(mode="json"),
-            spec_sha256=spec.spec_hash(),
+            os_user=admitted.os_user,
             script=rendered.text,
             script_sha256=rendered.sha256,
             template_name=rendered.template_name,
             template_version=rendered.template_version,
             run_dir=run_dir,
-            attempt_tag=attempt_tag(run_id, 1),
+            first_tag=attempt_tag(run_id, 1),
             array_size=len(spec.sweep.expand()) if spec.sweep else None,
             parent_run_id=derived_from[0] if derived_from else None,
             derived_diff=derived_from[1] if derived_from else None,
             code=spec.code.model_dump(mode="json") if spec.code else None,
-            environment=environment_of(spec),
-            inputs=[i.row() for i in inputs],
-            audit=AuditEntry(
-                actor=principal.user,
-                action="run.rerun" if derived_from else "run.submit",
-                target_type="run",
-                target_id=run_id,
-                project=project.name,
-                source=principal.source,
-                after={
-                    "queue": spec.queue,
-                    "partition": target.partition,
-                    "account": target.account,
-                    "os_user": os_user,
-                    "spec_sha256": spec.spec_hash(),
-                    "script_sha256": rendered.sha256,
-                    **({"datasets": [i.version.ref for i in inputs]} if inputs else {}),
-                    **(
-                        {"parent_run_id": derived_from[0], "changes": derived_from[1]} if derived_from else {}
-                    ),
-                },
-            ),
+            environment=environment_of(spec, self.host, os_user=admitted.os_user),
+            inputs=tuple(i.record() for i in inputs),
         )
+
+    def _send(self, run: Run, inputs: list[ResolvedInput]) -> Run:
+        """Prepare the run directory, then sbatch the recorded attempt (exactly once)."""
         attempt = run.attempts[0]
+        assert run.os_user is not None
         try:
-            _make_run_dir(run_dir, os_user)
+            self.host.make_run_dir(run.run_dir, owner=run.os_user)
             if inputs:
-                write_manifests(inputs, self.datasets)
-        except OSError as exc:
+                write_manifests(inputs, self.datasets, self.host, os_user=run.os_user)
+        except RunHostError as exc:
             self.store.mark_never_submitted(
                 attempt.id, f"cannot prepare the run directory: {exc}", source="gateway"
             )
-            raise GatewayError(f"cannot prepare the run directory {run_dir}: {exc.strerror}") from exc
+            exc.run_id = run.id  # type: ignore[attr-defined]
+            raise
         try:
-            job_id = self.slurm.submit(rendered.text, tag=attempt.tag, as_user=os_user)
+            job_id = self.slurm.submit(
+                run.script, tag=attempt.tag, as_user=run.os_user, comment=run.spec.comment
+            )
         except SubmitRejected as exc:
             self.store.mark_never_submitted(attempt.id, str(exc), source="sbatch")
-            exc.run_id = run_id  # type: ignore[attr-defined]
+            exc.run_id = run.id  # type: ignore[attr-defined]
             raise
         except SlurmUnavailable as exc:
             # sbatch may or may not have queued the job: leave SUBMITTING for reconcile.
-            log.warning("sbatch did not answer for %s (%s); reconcile looks up %s", run_id, exc, attempt.tag)
+            log.warning("sbatch did not answer for %s (%s); reconcile looks up %s", run.id, exc, attempt.tag)
             self.store.add_note(attempt.id, f"sbatch did not answer: {exc}", source="sbatch")
-            return self.store.get_run(run_id)
+            return self.store.get_run(run.id)
         event = self.store.record_job_id(attempt.id, job_id)
         queued = replace(
             attempt,
@@ -204,71 +236,66 @@ class RunService:
         )
         return replace(run, state=event.to_state, attempts=[queued])
 
-    def _admit(self, spec: RunSpec, principal: Principal) -> tuple[Project, SubmitTarget]:
-        """The project and Slurm target of a spec, after every check that needs no Slurm call."""
-        if principal.role(spec.project) is None and not principal.is_admin:
-            raise NotFound(f"no project {spec.project!r} that {principal.user} is a member of")
-        require(principal, "run.submit", spec.project)
-        try:
-            project = self.access.project(spec.project)
-        except NotFound as exc:
-            raise NotFound(f"no project {spec.project!r}") from exc
-        queue = project.queue(spec.queue)
-        if queue is None:
-            valid = ", ".join(q.name for q in project.queues) or "none yet (ask an admin)"
-            raise SpecError(
-                [
-                    SpecIssue(
-                        "queue", f"project {project.name} has no such queue; its queues: {valid}", spec.queue
-                    )
-                ]
-            )
-        issues = []
-        res = spec.resources
-        if queue.gpu_types and res.gpus_per_node and res.gpu_type not in queue.gpu_types:
-            issues.append(
-                SpecIssue(
-                    "resources.gpu_type",
-                    f"queue {queue.name} allows GPU types {', '.join(queue.gpu_types)}; name one of them",
-                    res.gpu_type,
-                )
-            )
-        if queue.max_walltime_min is not None and res.walltime_min > queue.max_walltime_min:
-            issues.append(
-                SpecIssue(
-                    "resources.walltime_min",
-                    f"queue {queue.name} allows at most {queue.max_walltime_min} minutes",
-                    res.walltime_min,
-                )
-            )
-        if issues:
-            raise SpecError(issues)
-        caps = [(f"project {project.name}", project.quota)]
-        member = next((m for m in project.members if m.user == principal.user), None)
-        if member is not None:
-            caps.append((f"user {principal.user} in project {project.name}", member.quota))
-        problems = never_fits(Ask.of(spec), caps)
-        if problems:
-            raise QuotaExceeded("this run can never start: " + "; ".join(problems))
-        return project, SubmitTarget(partition=queue.partition, account=project.slurm_account, qos=queue.qos)
+    def _claim(
+        self, principal: Principal, key: str | None, operation: str, request_sha256: str
+    ) -> IdempotencyClaim | None:
+        if key is None:
+            return None
+        expires = datetime.now(UTC) + timedelta(seconds=self.settings.idempotency_ttl_s)
+        digest = hashlib.sha256(f"{operation}\n{request_sha256}".encode()).hexdigest()
+        return IdempotencyClaim(principal.user, key, operation, digest, expires)
 
-    def _os_user(self, principal: Principal) -> str:
-        """The OS user jobs of ``principal`` run as; root only where the site file allows it."""
-        user = principal.os_user
-        if not user:
-            raise Forbidden(f"user {principal.user} has no OS user to run jobs as; ask an admin to map one")
-        if user == "root" and not self.access.option(ALLOW_ROOT, False):
-            raise Forbidden(
-                f"user {principal.user} maps to root, which this site does not allow (allow_root_mapping)"
+    def _replay(self, claim: IdempotencyClaim, earlier: ClaimedKey) -> Submitted:
+        """The answer an earlier request with the same key got: its run, or Slurm's refusal again."""
+        if earlier.request_sha256 != claim.request_sha256:
+            raise Conflict(
+                f"Idempotency-Key {claim.key!r} was used for another request ({earlier.operation}, run "
+                f"{earlier.run_id}); use a new key for a new submission"
             )
-        try:
-            pwd.getpwnam(user)
-        except KeyError as exc:
-            raise Forbidden(
-                f"user {principal.user} maps to OS user {user!r}, which does not exist on this host; "
-                "ask an admin to fix the mapping or create the account"
-            ) from exc
-        return user
+        run = self.store.get_run(earlier.run_id)
+        first = run.attempts[0]
+        if first.state is RunState.NEVER_SUBMITTED and first.reason and len(run.attempts) == 1:
+            rejected = SubmitRejected(first.reason)
+            rejected.run_id = run.id  # type: ignore[attr-defined]
+            raise rejected
+        return Submitted(run, replayed=True)
+
+    def rerun(
+        self, run_id: str, *, principal: Principal, changes: Sequence[str] = (), spec: RunSpec | None = None
+    ) -> Run:
+        """``rerun_keyed`` without an idempotency key: the new run."""
+        return self.rerun_keyed(run_id, principal=principal, changes=changes, spec=spec).run
+
+    def rerun_keyed(
+        self,
+        run_id: str,
+        *,
+        principal: Principal,
+        changes: Sequence[str] = (),
+        spec: RunSpec | None = None,
+        idempotency_key: str | None = None,
+    ) -> Submitted:
+        """A new run derived from ``run_id``: its spec with ``changes`` (``key.path=value``), or ``spec``.
+
+        The new run records its parent and the changes as a diff against the
+        parent's spec; the parent keeps all its evidence untouched.
+        """
+        parent = self.get(run_id, principal=principal)
+        base = parent.spec.model_dump(mode="json")
+        if spec is not None:
+            data = spec.model_dump(mode="json")
+        else:
+            data = base
+            for change in changes:
+                path, value = parse_assignment(change)
+                data = set_path(data, path, value)
+        new_spec = build_spec(data, source=f"rerun of {run_id}")
+        changed = diff(base, new_spec.model_dump(mode="json"))
+        return self.submit_keyed(
+            new_spec, principal=principal, derived_from=(parent.id, changed), idempotency_key=idempotency_key
+        )
+
+    # -- cancelling ---------------------------------------------------------------
 
     def cancel(self, run_id: str, *, principal: Principal) -> Run:
         """Ask Slurm to cancel the run's live attempt; an ended run is returned as it is."""
@@ -300,6 +327,8 @@ class RunService:
         )
         return self.store.get_run(run_id)
 
+    # -- reading --------------------------------------------------------------------
+
     def get(self, run_id: str, *, principal: Principal) -> Run:
         """The run, if ``principal`` may read its project (else NotFound, as if it did not exist)."""
         run = self.store.get_run(run_id)
@@ -307,32 +336,42 @@ class RunService:
             raise NotFound(f"no run {run_id!r}")
         return run
 
-    def list(
-        self,
-        *,
-        principal: Principal,
-        project: str | None = None,
-        state: RunState | None = None,
-        submitter: str | None = None,
-        tag: str | None = None,
-        cursor: str | None = None,
-        limit: int = 50,
-    ) -> Page:
-        """Runs of the projects ``principal`` may read, newest first."""
-        return self.store.list_runs(
-            projects=visible_projects(principal),
-            project=project,
-            state=state,
-            submitter=submitter,
-            tag=tag,
-            cursor=cursor,
-            limit=limit,
-        )
+    def show(self, run_id: str, *, principal: Principal) -> RunView:
+        """The run with why it waits (from what the refresh cycle and the cluster cache know, no
+        Slurm call of its own) and the runs derived from it."""
+        run = self.get(run_id, principal=principal)
+        return RunView(run, self.waiting.explain(run), self.store.children(run_id))
+
+    def list(self, *, principal: Principal, where: RunFilter | None = None) -> Page:
+        """Runs of the projects ``principal`` may read, newest first, as ``where`` says."""
+        return self.store.list_runs(where, projects=visible_projects(principal))
 
 
-def _make_run_dir(path: str, os_user: str) -> None:
-    """Create the run directory, owned by the OS user the job runs as (it writes its output there)."""
-    Path(path).mkdir(parents=True, exist_ok=True)
-    if os.geteuid() == 0 and os_user != "root":
-        entry = pwd.getpwnam(os_user)
-        os.chown(path, entry.pw_uid, entry.pw_gid)
+def _submit_audit(
+    new: NewRun,
+    principal: Principal,
+    admitted: Admitted,
+    inputs: list[ResolvedInput],
+    derived_from: tuple[str, list[dict]] | None,
+) -> AuditEntry:
+    after = {
+        "queue": new.spec.queue,
+        "partition": admitted.target.partition,
+        "account": admitted.target.account,
+        "os_user": new.os_user,
+        "spec_sha256": new.spec.spec_hash(),
+        "script_sha256": new.script_sha256,
+    }
+    if inputs:
+        after["datasets"] = [i.version.ref for i in inputs]
+    if derived_from:
+        after |= {"parent_run_id": derived_from[0], "changes": derived_from[1]}
+    return AuditEntry(
+        actor=principal.user,
+        action="run.rerun" if derived_from else "run.submit",
+        target_type="run",
+        target_id=new.id,
+        project=admitted.project.name,
+        source=principal.source,
+        after=after,
+    )

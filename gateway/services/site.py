@@ -1,32 +1,33 @@
-"""The declarative site file: users, projects, members, queues and quotas.
+"""The declarative site file: users, projects, members, queues and quotas, and the rate table.
 
-``apply`` makes the database match a site file, idempotently, and returns
-what it changed (each change audited); ``export`` writes the current state in
-the same format. ``slurm_accounts`` turns the projects into the Slurm
+``parse_site`` reads and validates one; ``SiteService``
+(``gateway.services.site_apply``) makes the database match it, idempotently,
+and exports the current state in the same format; ``slurm_accounts``
+(``gateway.services.slurm_sync``) turns the projects into the Slurm
 associations that ``gw admin sync-slurm`` (and apply) push with sacctmgr.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gateway.core import names
-from gateway.core.failures import CLASSES as FAILURE_CLASSES
+from gateway.core.described import Account, GpuType, Name, OsUser, documented
+from gateway.core.domain import Member, Project, Queue, Quota
+from gateway.core.failure_classes import CLASSES as FAILURE_CLASSES
+from gateway.core.failure_classes import DEFAULT_RETRIED
 from gateway.core.spec_errors import spec_issues
-from gateway.domain import Member, Principal, Project, Queue, Quota, User
-from gateway.errors import SpecError, SpecIssue
-from gateway.services.policy import require
-from gateway.store.access import AccessStore
-from gateway.store.audit import AuditEntry
+from gateway.core.yaml_input import SPEC_LIMITS, load_yaml
+from gateway.errors import SpecError
+from gateway.services.site_rates import AccountingSpec
 
 ALLOW_ROOT = "allow_root_mapping"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def _name(value: str) -> str:
@@ -41,12 +42,13 @@ class QuotaSpec(_Strict):
     jobs_in_queue: Annotated[int, Field(ge=0)] | None = None
 
     def domain(self) -> Quota:
+        """These caps as the domain's ``Quota``."""
         return Quota(self.gpus, self.gpu_hours_per_month, self.jobs_in_queue)
 
 
 class UserSpec(_Strict):
-    name: str
-    os_user: str | None = None
+    name: Name
+    os_user: OsUser | None = None
     admin: bool = False
     disabled: bool = False
 
@@ -65,14 +67,14 @@ class UserSpec(_Strict):
 
 class MemberSpec(_Strict):
     user: str
-    role: Literal["viewer", "member", "lead"] = "member"
+    role: Literal["viewer", "reviewer", "member", "lead"] = "member"
     quota: QuotaSpec = QuotaSpec()
 
 
 class RetrySpec(_Strict):
     """A queue's retry policy (see gateway/core/retry.py)."""
 
-    classes: list[str] = ["preempted", "node_failure"]
+    classes: list[Annotated[str, documented(enum=list(FAILURE_CLASSES))]] = list(DEFAULT_RETRIED)
     max_attempts: Annotated[int, Field(ge=1, le=20)] = 3
     backoff_s: Annotated[float, Field(ge=0, le=86_400)] = 30.0
     exclude_failed_nodes: bool = True
@@ -89,12 +91,14 @@ class RetrySpec(_Strict):
 
 
 class QueueSpec(_Strict):
-    name: str
-    partition: str
-    qos: str | None = None
-    gpu_types: list[str] = Field(default_factory=list)
+    name: Name
+    partition: Name
+    qos: Name | None = None
+    gpu_types: list[GpuType] = Field(default_factory=list)
     max_walltime_min: Annotated[int, Field(ge=1)] | None = None
     retry: RetrySpec | None = None
+    # --mem=0 (mem_gb 0: all of each node's memory) is allowed on this queue; refused elsewhere
+    whole_node_mem: bool = False
 
     @field_validator("name", "partition", "qos")
     @classmethod
@@ -111,9 +115,9 @@ class QueueSpec(_Strict):
 
 
 class ProjectSpec(_Strict):
-    name: str
+    name: Name
     description: str = ""
-    slurm_account: str | None = None  # default: the project's name, lower-cased
+    slurm_account: Account | None = None  # default: the project's name, lower-cased
     quota: QuotaSpec = QuotaSpec()
     members: list[MemberSpec] = Field(default_factory=list)
     queues: list[QueueSpec] = Field(default_factory=list)
@@ -132,9 +136,11 @@ class ProjectSpec(_Strict):
 
     @property
     def account(self) -> str:
+        """The project's Slurm account: ``slurm_account``, else its name lower-cased."""
         return self.slurm_account or self.name.lower()
 
     def domain(self) -> Project:
+        """This project as the domain's ``Project``, members sorted by user and queues by name."""
         return Project(
             name=self.name,
             description=self.description,
@@ -152,6 +158,7 @@ class ProjectSpec(_Strict):
                         list(q.gpu_types),
                         q.max_walltime_min,
                         q.retry.model_dump() if q.retry else None,
+                        q.whole_node_mem,
                     )
                     for q in self.queues
                 ),
@@ -164,6 +171,7 @@ class SiteConfig(_Strict):
     allow_root_mapping: bool = False
     users: list[UserSpec] = Field(default_factory=list)
     projects: list[ProjectSpec] = Field(default_factory=list)
+    accounting: AccountingSpec | None = None  # the rate table (services/site_rates.py); None: unchanged
 
     @model_validator(mode="after")
     def _consistent(self) -> SiteConfig:
@@ -195,141 +203,9 @@ class SiteConfig(_Strict):
 
 
 def parse_site(text: str, *, source: str | None = None) -> SiteConfig:
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        raise SpecError([SpecIssue("", f"not valid YAML: {exc}")], source, what="site file") from exc
+    """A site file's text (YAML or JSON, bounded by ``SPEC_LIMITS``) as a SiteConfig; raises SpecError."""
+    data = load_yaml(text, limits=SPEC_LIMITS, what="site file", source=source) or {}
     try:
         return SiteConfig.model_validate(data)
     except ValidationError as exc:
         raise SpecError(spec_issues(exc, SiteConfig), source, what="site file") from exc
-
-
-def _project_dict(project: Project) -> dict[str, Any]:
-    spec = ProjectSpec(
-        name=project.name,
-        description=project.description,
-        slurm_account=project.slurm_account,
-        quota=QuotaSpec(**project.quota.__dict__),
-        members=[
-            MemberSpec(user=m.user, role=m.role, quota=QuotaSpec(**m.quota.__dict__)) for m in project.members
-        ],
-        queues=[
-            QueueSpec(
-                name=q.name,
-                partition=q.partition,
-                qos=q.qos,
-                gpu_types=q.gpu_types,
-                max_walltime_min=q.max_walltime_min,
-                retry=RetrySpec(**q.retry) if q.retry else None,
-            )
-            for q in project.queues
-        ],
-    )
-    return spec.model_dump(mode="json", exclude_defaults=True)
-
-
-class SiteService:
-    def __init__(self, access: AccessStore) -> None:
-        self.access = access
-
-    def export(self, actor: Principal | None) -> SiteConfig:
-        if actor is not None:
-            require(actor, "site.admin")
-        return SiteConfig(
-            allow_root_mapping=bool(self.access.option(ALLOW_ROOT, False)),
-            users=[
-                UserSpec(name=u.name, os_user=u.os_user, admin=u.is_admin, disabled=u.disabled)
-                for u in self.access.users()
-            ],
-            projects=[ProjectSpec.model_validate(_project_dict(p)) for p in self.access.projects()],
-        )
-
-    def apply(self, actor: Principal | None, config: SiteConfig, *, dry_run: bool = False) -> list[str]:
-        """Make the database match ``config``; returns one line per change (none when it already does)."""
-        if actor is not None:
-            require(actor, "site.admin")
-        who = actor.user if actor else "operator"
-        source = actor.source if actor else "gateway host"
-        changes: list[str] = []
-
-        def audit(action: str, target_type: str, target_id: str, before, after, project=None) -> AuditEntry:
-            return AuditEntry(who, action, target_type, target_id, project, source, before, after)
-
-        current_root = bool(self.access.option(ALLOW_ROOT, False))
-        if current_root != config.allow_root_mapping:
-            changes.append(f"set allow_root_mapping: {current_root} -> {config.allow_root_mapping}")
-            if not dry_run:
-                self.access.set_option(
-                    ALLOW_ROOT,
-                    config.allow_root_mapping,
-                    audit(
-                        "site.option",
-                        "site",
-                        ALLOW_ROOT,
-                        {"value": current_root},
-                        {"value": config.allow_root_mapping},
-                    ),
-                )
-
-        users_now = {u.name: u for u in self.access.users()}
-        for spec in config.users:
-            wanted = User(spec.name, spec.os_user, spec.admin, spec.disabled)
-            have = users_now.get(spec.name)
-            if have == wanted:
-                continue
-            verb = "add" if have is None else "change"
-            changes.append(
-                f"{verb} user {spec.name}: {_diff(have.__dict__ if have else {}, wanted.__dict__)}"
-            )
-            if not dry_run:
-                self.access.put_user(
-                    wanted,
-                    audit(
-                        f"user.{verb}", "user", spec.name, have.__dict__ if have else None, wanted.__dict__
-                    ),
-                )
-
-        projects_now = {p.name: p for p in self.access.projects()}
-        wanted_projects = {p.name: p.domain() for p in config.projects}
-        for name, wanted in wanted_projects.items():
-            have = projects_now.get(name)
-            if have == wanted:
-                continue
-            before = _project_dict(have) if have else {}
-            after = _project_dict(wanted)
-            verb = "add" if have is None else "change"
-            changes.append(f"{verb} project {name}: {_diff(before, after)}")
-            if not dry_run:
-                self.access.put_project(
-                    wanted, audit(f"project.{verb}", "project", name, before or None, after, name)
-                )
-        for name, have in projects_now.items():
-            if name not in wanted_projects:
-                changes.append(f"remove project {name}")
-                if not dry_run:
-                    self.access.delete_project(
-                        name, audit("project.remove", "project", name, _project_dict(have), None, name)
-                    )
-
-        wanted_users = {u.name for u in config.users}
-        for name, have in users_now.items():
-            if name not in wanted_users:
-                changes.append(f"remove user {name}")
-                if not dry_run:
-                    self.access.delete_user(name, audit("user.remove", "user", name, have.__dict__, None))
-        return changes
-
-
-def _diff(before: dict[str, Any], after: dict[str, Any]) -> str:
-    parts = []
-    for key in sorted(set(before) | set(after)):
-        old, new = before.get(key), after.get(key)
-        if old != new:
-            parts.append(f"{key} {_short(old)} -> {_short(new)}" if key in before else f"{key} {_short(new)}")
-    return ", ".join(parts) or "no field changed"
-
-
-def _short(value: Any) -> str:
-    text = str(value)
-    return text if len(text) <= 80 else text[:77] + "..."

@@ -4,23 +4,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Literal
 
 from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.core.domain import Principal, Project, Quota
 from gateway.core.quota import gpu_hours, month_start
 from gateway.core.slurm_records import JobStatus, NodeInfo, PartitionInfo
 from gateway.core.states import RunState
-from gateway.domain import Principal, Project
 from gateway.services.policy import require
 from gateway.store.access import AccessStore
+
+UseUnit = Literal["GPUs", "GPU-hours", "jobs"]
 
 
 @dataclass(frozen=True)
 class Use:
+    """One cap and how much of it is used, both counted in ``unit``.
+
+    "GPUs": held at once by running jobs; "GPU-hours": this calendar month (UTC); "jobs": queued + running.
+    """
+
     used: float
     cap: float | None  # None: no cap
+    unit: UseUnit
 
     @property
     def full(self) -> bool:
+        """True when there is a cap and ``used`` has reached it."""
         return self.cap is not None and self.used >= self.cap
 
 
@@ -66,6 +76,9 @@ class UsageService:
     def project_usage(
         self, principal: Principal, project: str, *, now: datetime | None = None
     ) -> ProjectUsage:
+        """``usage`` of project ``project`` (two Slurm calls); NotFound when there is no such project
+        or the caller is not in it.
+        """
         require(principal, "project.read", project, hide=True)
         return self.usage(self.access.project(project), now=now)
 
@@ -87,26 +100,28 @@ class UsageService:
         caps = {m.user: m.quota for m in project.members}
         os_users = {u.name: u.os_user for u in self.access.users()}
         user_caps = {os_users.get(name) or name: quota for name, quota in caps.items()}
-        users = []
-        for user in sorted(set(hours) | set(gpus_by_user) | set(jobs_by_user) | set(user_caps)):
-            quota = user_caps.get(user)
-            users.append(
-                UserUse(
-                    user=user,
-                    gpus=Use(gpus_by_user.get(user, 0), quota.gpus if quota else None),
-                    gpu_hours=Use(
-                        round(hours.get(user, 0.0), 3), quota.gpu_hours_per_month if quota else None
-                    ),
-                    jobs_in_queue=Use(jobs_by_user.get(user, 0), quota.jobs_in_queue if quota else None),
-                )
+        users = [
+            UserUse(
+                user=user,
+                **_uses(
+                    user_caps.get(user),
+                    gpus=gpus_by_user.get(user, 0),
+                    gpu_hours=hours.get(user, 0.0),
+                    jobs=jobs_by_user.get(user, 0),
+                ),
             )
+            for user in sorted(set(hours) | set(gpus_by_user) | set(jobs_by_user) | set(user_caps))
+        ]
         return ProjectUsage(
             project=project.name,
             account=project.slurm_account,
             since=since,
-            gpus=Use(sum(gpus_by_user.values()), project.quota.gpus),
-            gpu_hours=Use(round(sum(hours.values()), 3), project.quota.gpu_hours_per_month),
-            jobs_in_queue=Use(len(live), project.quota.jobs_in_queue),
+            **_uses(
+                project.quota,
+                gpus=sum(gpus_by_user.values()),
+                gpu_hours=sum(hours.values()),
+                jobs=len(live),
+            ),
             running_gpu_jobs=[r.job_id for r in running],
             users=users,
         )
@@ -132,3 +147,13 @@ class UsageService:
             )
         projects = [self.usage(p, now=now) for p in self.access.projects()]
         return QueueView(partitions=views, projects=projects)
+
+
+def _uses(quota: Quota | None, *, gpus: int, gpu_hours: float, jobs: int) -> dict[str, Use]:
+    """Fields ``gpus``, ``gpu_hours`` (to 3 places), ``jobs_in_queue`` of a usage, against ``quota``."""
+    quota = quota or Quota()
+    return {
+        "gpus": Use(gpus, quota.gpus, "GPUs"),
+        "gpu_hours": Use(round(gpu_hours, 3), quota.gpu_hours_per_month, "GPU-hours"),
+        "jobs_in_queue": Use(jobs, quota.jobs_in_queue, "jobs"),
+    }

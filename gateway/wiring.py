@@ -1,0 +1,327 @@
+"""The composition root: the one place that picks the concrete adapters and builds the services.
+
+Interfaces (``gw serve``, ``gw admin``, tests, benchmarks) call
+``build_services(settings)`` once and keep the ``Services`` it returns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.adapters.anchor import AnchorFile
+from gateway.adapters.hop import SubmitHop
+from gateway.adapters.metrics import GatewayMetrics
+from gateway.adapters.runhost import RunHost
+from gateway.adapters.runhost_local import LocalRunHost
+from gateway.adapters.runhost_ssh import SshRunHost
+from gateway.adapters.runner import CommandRunner, LocalRunner
+from gateway.adapters.runner_metered import MeteredRunner
+from gateway.adapters.runner_ssh import SshRunner
+from gateway.adapters.slurm import SlurmBackend, SlurmCLI
+from gateway.adapters.slurm.accounts import SlurmAccounts
+from gateway.adapters.slurm.cached import CachedSlurm
+from gateway.adapters.slurm.rest import SlurmRest
+from gateway.adapters.slurm.restd import RestDaemons
+from gateway.adapters.ssh import SshPool
+from gateway.adapters.ssh_login import SshTarget
+from gateway.core.eval_suite import BUILTIN_EVAL_DIR
+from gateway.core.render import build_template_env
+from gateway.services import Services
+from gateway.services.accounting import AccountingService
+from gateway.services.admission import Admission
+from gateway.services.alias_policies import AliasPolicyService
+from gateway.services.audit import AuditService
+from gateway.services.auth import AuthService
+from gateway.services.background import BackgroundWork
+from gateway.services.datasets import DatasetService
+from gateway.services.eval_gates import GateService, NoDefaultBaseline
+from gateway.services.eval_ingest import EvalIngest
+from gateway.services.eval_reviews import ReviewService
+from gateway.services.eval_runs import EvalJobSettings, EvalRunService
+from gateway.services.eval_suites import EvalSuiteService
+from gateway.services.eval_trace import EvalTraceService
+from gateway.services.evidence import EvidenceService
+from gateway.services.health import HealthService
+from gateway.services.lineage import LineageService
+from gateway.services.logs import JobFiles, LogService
+from gateway.services.metrics import MetricsService
+from gateway.services.outputs import OutputHarvester
+from gateway.services.projects import ProjectService
+from gateway.services.promotions import PromotionService
+from gateway.services.refresh import Refresher
+from gateway.services.releases import ReleaseService
+from gateway.services.reports import ReportService
+from gateway.services.retry import RetryService
+from gateway.services.runs import RunService
+from gateway.services.site_apply import SiteService
+from gateway.services.slurm_sync import SlurmSync
+from gateway.services.submit_form import SubmitFormService
+from gateway.services.submit_host import SubmitHostService
+from gateway.services.telemetry import TelemetryHarvester, TelemetryService
+from gateway.services.usage import UsageService
+from gateway.services.waiting import WaitingService
+from gateway.settings import Settings
+from gateway.store import Database, RunStore
+from gateway.store.access import AccessStore
+from gateway.store.accounting import AccountingStore
+from gateway.store.audit import AuditStore
+from gateway.store.datasets import DatasetStore
+from gateway.store.eval_results import EvalResultStore
+from gateway.store.eval_reviews import ReviewStore
+from gateway.store.evals import EvalStore
+from gateway.store.lineage import LineageStore
+from gateway.store.promotions import PromotionStore
+from gateway.store.releases import ReleaseStore
+from gateway.store.reports import ReportStore
+from gateway.store.telemetry import TelemetryStore
+
+
+def build_services(
+    settings: Settings, *, slurm: SlurmBackend | None = None, upgrade: bool = True
+) -> Services:
+    """Build every service once; upgrades the database schema first unless told not to.
+
+    ``slurm`` replaces the Slurm backend (tests and benchmarks count its calls); cluster-wide
+    reads go through a cache of ``settings.cluster_facts_ttl_s`` in front of it. With
+    ``settings.submit_host`` set, Slurm commands and job files go over SSH to that host
+    (``SshRunner`` + ``SshRunHost``); otherwise they run on this machine.
+    """
+    db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
+    if upgrade:
+        db.upgrade()
+    runner, host, hop = build_machine(settings)
+    metrics = GatewayMetrics()  # this Services' own registry (GET /metrics)
+    slurm_runner = MeteredRunner(runner, metrics)  # every Slurm command passes here, timed
+    store = RunStore(db)
+    access = AccessStore(db)
+    backend = slurm or _slurm_backend(settings, slurm_runner)
+    cluster = CachedSlurm(backend, ttl_s=settings.cluster_facts_ttl_s)
+    files = JobFiles(host, access)
+    usage = UsageService(access, cluster)
+    waiting = WaitingService(access, usage, cluster)
+    retries = RetryService(store, access, cluster, files)
+    templates = build_template_env(settings.template_dir)
+    datasets = DatasetService(DatasetStore(db), access, store)
+    lineage_store, telemetry_store = LineageStore(db), TelemetryStore(db)
+    audit = AuditService(AuditStore(db), AnchorFile(settings.anchor_path))
+    refresher = Refresher(store, backend, settings, retries, on_change=cluster.forget)
+    harvester = _harvester(settings, lineage_store, telemetry_store, host, files)
+    admission = Admission(access, host, cluster)  # reads partitions' DefaultTime through the cache
+    runs = RunService(store, admission, cluster, host, templates, settings, datasets, waiting, metrics)
+    slurm_sync = SlurmSync(access, SlurmAccounts(slurm_runner, timeout_s=settings.slurm_query_timeout_s))
+    lineage = LineageService(lineage_store, datasets, store, telemetry_store)
+    evals = _evals(settings, db, datasets, access, runs, store, lineage_store, lineage, host, files)
+    accounting = _accounting(settings, db, store, cluster)
+    releases = _releases(db, evals, lineage, store, access, audit.store, accounting)
+    return Services(
+        settings=settings,
+        db=db,
+        slurm=cluster,
+        templates=templates,
+        access=access,
+        audit=audit,
+        auth=AuthService(
+            access,
+            trusted_proxies=settings.trusted_proxies,
+            trusted_user_header=settings.trusted_user_header,
+        ),
+        projects=ProjectService(access),
+        health=HealthService(db, backend, hop),
+        submit_host=SubmitHostService(access, hop),
+        site=SiteService(access, slurm_sync, accounting),
+        slurm_sync=slurm_sync,
+        usage=usage,
+        waiting=waiting,
+        runs=runs,
+        logs=LogService(store, files),
+        refresher=refresher,
+        retries=retries,
+        datasets=datasets,
+        lineage=lineage,
+        harvester=harvester,
+        **evals,
+        **releases,
+        background=_background(
+            settings, db, store, refresher, retries, harvester, audit, evals, metrics, accounting
+        ),
+        accounting=accounting,
+        metrics=MetricsService(metrics, store, access, usage, settings),
+        submit_form=SubmitFormService(runs, usage),
+        reports=ReportService(ReportStore(db), access),
+        closers=[c.close for c in (runner, backend) if isinstance(c, SshRunner | SlurmRest)],
+        telemetry=TelemetryService(telemetry_store, store),
+    )
+
+
+def _background(
+    settings: Settings,
+    db: Database,
+    store: RunStore,
+    refresher: Refresher,
+    retries: RetryService,
+    harvester: OutputHarvester,
+    audit: AuditService,
+    evals: dict[str, Any],
+    metrics: GatewayMetrics,
+    accounting: AccountingService,
+) -> BackgroundWork:
+    """The leader's periodic work: refresh, retries, harvests, eval ingest, audit anchors, accounting."""
+    return BackgroundWork(
+        db,
+        store,
+        refresher,
+        retries,
+        harvester,
+        audit,
+        lease_ttl_s=max(3 * settings.refresh_interval_s, 15.0),
+        evals=evals["eval_ingest"],
+        metrics=metrics,
+        accounting=accounting,
+    )
+
+
+def _accounting(settings: Settings, db: Database, store: RunStore, cluster: CachedSlurm) -> AccountingService:
+    """The accounting ingest and pricing (docs/accounting.md), reading sacct through the cluster cache."""
+    return AccountingService(
+        AccountingStore(db),
+        store,
+        cluster,
+        window_s=settings.accounting_window_s,
+        overlap_s=settings.accounting_overlap_s,
+        lookback_days=settings.accounting_lookback_days,
+    )
+
+
+def _harvester(
+    settings: Settings, lineage: LineageStore, telemetry: TelemetryStore, host: LocalRunHost, files: JobFiles
+) -> OutputHarvester:
+    """The outputs harvest, with each attempt's GPU telemetry (docs/telemetry.md)."""
+    gpu = TelemetryHarvester(telemetry, host, idle_threshold_pct=settings.gpu_idle_threshold_pct)
+    return OutputHarvester(lineage, host, files, gpu)
+
+
+def _evals(
+    settings: Settings,
+    db: Database,
+    datasets: DatasetService,
+    access: AccessStore,
+    runs: RunService,
+    store: RunStore,
+    lineage_store: LineageStore,
+    lineage: LineageService,
+    host: LocalRunHost,
+    files: JobFiles,
+) -> dict[str, Any]:
+    """The evaluation services, by their field names in ``Services``."""
+    eval_store, results, review_store = EvalStore(db), EvalResultStore(db), ReviewStore(db)
+    suites = EvalSuiteService(eval_store, datasets, access)
+    job = EvalJobSettings(python=settings.eval_python, eval_dir=str(settings.eval_dir or BUILTIN_EVAL_DIR))
+    reviews = ReviewService(review_store, results, lineage_store, store)
+    gates = GateService(eval_store, results, review_store, reviews, NoDefaultBaseline())
+    return {
+        "eval_suites": suites,
+        "evals": EvalRunService(eval_store, suites, runs, store, lineage_store, job),
+        "eval_ingest": EvalIngest(
+            eval_store, results, store, lineage_store, host, files, max_bytes=settings.eval_results_max_bytes
+        ),
+        "gates": gates,
+        "reviews": reviews,
+        "eval_trace": EvalTraceService(eval_store, gates, review_store, lineage, store),
+    }
+
+
+def _releases(
+    db: Database,
+    evals: dict[str, Any],
+    lineage: LineageService,
+    store: RunStore,
+    access: AccessStore,
+    audit: AuditStore,
+    accounting: AccountingService,
+) -> dict[str, Any]:
+    """The model registry's services (releases, alias policies, promotions, evidence), by field name."""
+    release_store = ReleaseStore(db)
+    gates: GateService = evals["gates"]
+    releases = ReleaseService(release_store, lineage, evals["eval_trace"], gates.store, gates.gates, store)
+    promotion_store = PromotionStore(db)
+    promotions = PromotionService(promotion_store, releases)
+    return {
+        "releases": releases,
+        "alias_policies": AliasPolicyService(promotion_store, releases),
+        "promotions": promotions,
+        "evidence": EvidenceService(
+            lineage, evals["eval_trace"], releases, promotions, audit, access, accounting
+        ),
+    }
+
+
+def upgrade_database(settings: Settings) -> str:
+    """Bring the gateway database's schema to the newest version (idempotent); returns its dialect."""
+    db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
+    try:
+        db.upgrade()
+        return db.dialect
+    finally:
+        db.dispose()
+
+
+def build_machine(settings: Settings) -> tuple[CommandRunner, RunHost, SubmitHop | None]:
+    """The runner and run host of the machine where jobs are submitted, and the hop to it (None: here)."""
+    if settings.submit_host is None:
+        runner = LocalRunner()
+        return (
+            runner,
+            LocalRunHost(runner, python=settings.run_host_python, timeout_s=settings.run_host_timeout_s),
+            None,
+        )
+    assert (
+        settings.ssh_service_user is not None and settings.ssh_service_key is not None
+    )  # the settings insist
+    pool = SshPool(
+        SshTarget(
+            host=settings.submit_host,
+            port=settings.ssh_port,
+            known_hosts=settings.ssh_known_hosts,
+            connect_timeout_s=settings.ssh_connect_timeout_s,
+            keepalive_s=settings.ssh_keepalive_s,
+            idle_close_s=settings.ssh_idle_close_s,
+        ),
+        max_connections=settings.ssh_pool_size,
+        sessions_per_connection=settings.ssh_sessions_per_connection,
+    )
+    ssh = SshRunner(
+        pool,
+        login_mode=settings.ssh_login,
+        service_user=settings.ssh_service_user,
+        service_key=settings.ssh_service_key,
+        user_keys=settings.ssh_user_keys,
+    )
+    return ssh, SshRunHost(ssh, python=settings.run_host_python, timeout_s=settings.run_host_timeout_s), ssh
+
+
+def _slurm_cli(settings: Settings, runner: CommandRunner) -> SlurmCLI:
+    return SlurmCLI(
+        runner,
+        query_timeout_s=settings.slurm_query_timeout_s,
+        submit_timeout_s=settings.slurm_submit_timeout_s,
+    )
+
+
+def _slurm_backend(settings: Settings, runner: CommandRunner) -> SlurmBackend:
+    """The Slurm backend ``settings.slurm_backend`` names: the CLI, or slurmrestd daemons (their exit-code
+    fallback, sacct, through the CLI backend)."""
+    cli = _slurm_cli(settings, runner)
+    if settings.slurm_backend == "cli":
+        return cli
+    daemons = RestDaemons(
+        settings.slurmrestd_socket_dir,
+        max_daemons=settings.slurmrestd_max_daemons,
+        idle_stop_s=settings.slurmrestd_idle_stop_s,
+    )
+    return SlurmRest(
+        daemons,
+        cli,
+        query_user=settings.slurmrestd_query_user,
+        query_timeout_s=settings.slurm_query_timeout_s,
+        submit_timeout_s=settings.slurm_submit_timeout_s,
+    )
