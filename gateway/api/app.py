@@ -9,11 +9,29 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from gateway import __version__
+from gateway.api.blocking import FileReads
+from gateway.api.body_limits import BodyLimits
 from gateway.api.errors import install_error_handlers
-from gateway.api.routes import admin, datasets, health, lineage, projects, runs, tokens
-from gateway.errors import GatewayError
-from gateway.services import Services, build_services
+from gateway.api.responses import document_errors
+from gateway.api.routes import (
+    accounting,
+    admin,
+    datasets,
+    evals,
+    evidence,
+    health,
+    lineage,
+    metrics,
+    projects,
+    releases,
+    reports,
+    runs,
+    telemetry,
+    tokens,
+)
+from gateway.services import Services
 from gateway.settings import Settings
+from gateway.wiring import build_services
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +41,9 @@ Submit training runs to Slurm, follow them to their end, read their output.
 Runs are typed specs (`RunSpec`) rendered into sbatch scripts; each Slurm job
 is an *attempt* with its accounting and a timeline of state events. Errors
 share one shape: `{"error": kind, "detail": message or field issues}`.
+
+Request bodies are strict JSON: at most 4 MiB by default (413 above), nested
+at most 64 levels, no NaN or Infinity, no duplicate keys (422, naming the field).
 """
 
 
@@ -31,32 +52,34 @@ def create_app(
     *,
     services: Services | None = None,
     run_scheduler: bool = False,
+    upgrade: bool = True,
 ) -> FastAPI:
-    """Build the API. With ``run_scheduler`` the periodic refresh runs in-process (``gw serve``)."""
+    """Build the API. With ``run_scheduler`` the periodic refresh runs in-process (``gw serve``).
+
+    ``upgrade``: services built here upgrade the database schema first (``gw serve`` has done it
+    once before its workers start, and passes False).
+    """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = services is None
-        built = services or build_services(settings or Settings())
+        built = services or build_services(settings or Settings(), upgrade=upgrade)
         app.state.services = built
-        try:
-            report = built.refresher.reconcile()
-            if report.adopted or report.never_submitted:
-                log.info("start-up reconciliation: %s", report)
-        except GatewayError as exc:
-            log.warning("start-up reconciliation skipped: %s", exc)
-        scheduler = leader = None
+        app.state.file_reads = FileReads(
+            at_once=built.settings.file_reads_at_once, wait_s=built.settings.file_read_wait_s
+        )
+        built.background.start_up()
+        scheduler = None
         if run_scheduler:
             from gateway.scheduler import start_scheduler
 
-            scheduler, leader = start_scheduler(built)
-        app.state.leader = leader
+            scheduler = start_scheduler(built)
         try:
             yield
         finally:
             if scheduler is not None:
                 scheduler.shutdown(wait=True)
-                leader.lease.release()
+                built.background.step_down()
             if owned:
                 built.close()
 
@@ -67,11 +90,30 @@ def create_app(
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    app.add_middleware(BodyLimits)
     app.include_router(health.router)
+    app.include_router(accounting.router)
     app.include_router(runs.router)
     app.include_router(lineage.router)
+    app.include_router(telemetry.router)
     app.include_router(datasets.router)
+    app.include_router(evals.router)
+    app.include_router(releases.router)
+    app.include_router(evidence.router)
     app.include_router(projects.router)
     app.include_router(tokens.router)
     app.include_router(admin.router)
+    app.include_router(metrics.router)
+    app.include_router(reports.router)
+    _document_errors(app)
     return app
+
+
+def _document_errors(app: FastAPI) -> None:
+    """The error answers every operation may give, in the OpenAPI (``gateway.api.responses``)."""
+    build = app.openapi
+
+    def openapi() -> dict:
+        return document_errors(build())  # built once and cached by FastAPI; the additions are idempotent
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -8,10 +8,14 @@ and the offending ``input``, cut to a readable length).
 from __future__ import annotations
 
 import logging
+import math
+import reprlib
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from gateway.core.spec_errors import unknown_field_message
 from gateway.errors import (
@@ -20,6 +24,8 @@ from gateway.errors import (
     GatewayError,
     NotFound,
     QuotaExceeded,
+    RunHostError,
+    RunHostUnavailable,
     SlurmError,
     SlurmUnavailable,
     SpecError,
@@ -44,12 +50,18 @@ STATUS_TABLE: list[tuple[type[GatewayError], int, str]] = [
     (StoreUnavailable, 503, "database_unavailable"),
     (SlurmUnavailable, 503, "slurm_unavailable"),
     (SlurmError, 502, "slurm_error"),
+    (RunHostUnavailable, 503, "run_host_unavailable"),
+    (RunHostError, 502, "run_host_error"),
     (StoreError, 500, "database_error"),
     (TemplateError, 500, "template_error"),
     (GatewayError, 500, "gateway_error"),
 ]
 
-MAX_INPUT_CHARS = 200
+MAX_INPUT_CHARS = 200  # an echoed input (or a key in a loc) is cut to this
+MAX_MESSAGE_CHARS = 2000  # a message is cut to this (ours quote values)
+_ECHO_ITEMS = 20  # a list or mapping is echoed as it is up to this many values in all, 3 levels deep
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 60, 60
 
 
 def status_for(exc: GatewayError) -> tuple[int, str]:
@@ -59,12 +71,61 @@ def status_for(exc: GatewayError) -> tuple[int, str]:
     return 500, "gateway_error"
 
 
-def _short(value: object) -> object:
-    if isinstance(value, str | bytes) and len(value) > MAX_INPUT_CHARS:
-        return value[:MAX_INPUT_CHARS] + f"... ({len(value)} characters)"
-    if isinstance(value, dict | list) and len(repr(value)) > MAX_INPUT_CHARS:
-        return repr(value)[:MAX_INPUT_CHARS] + "..."
-    return value
+def safe_text(text: str, limit: int = MAX_INPUT_CHARS) -> str:
+    """``text`` cut to ``limit`` (saying its length), with lone surrogates spelled out so it encodes."""
+    length = len(text)
+    text = text[: limit + 1].encode("utf-8", "backslashreplace").decode("utf-8")
+    return text[:limit] + f"... ({length} characters)" if len(text) > limit else text
+
+
+def safe_input(value: object) -> object:
+    """A short, JSON-safe stand-in for an input echoed in an error; it never raises.
+
+    Strings are cut (``safe_text``); NaN and the infinities become the
+    strings "NaN", "Infinity", "-Infinity"; bytes say their length; an
+    integer longer than 18 digits says its length; a list or mapping stays as
+    it is when small and shallow, else becomes a cut text of its start.
+    """
+    # An echo must never turn a 4xx into a 500: whatever fails here, a short text goes back.
+    try:
+        return _plain(value, [_ECHO_ITEMS], 0)
+    except _TooBig:
+        pass
+    except Exception:  # noqa: BLE001
+        return f"(a {type(value).__name__} that cannot be shown)"
+    try:
+        return safe_text(_REPR.repr(value))
+    except Exception:  # noqa: BLE001
+        return f"(a {type(value).__name__} that cannot be shown)"
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _plain(value: object, budget: list[int], depth: int) -> object:
+    budget[0] -= 1
+    if budget[0] < 0 or depth > 3:
+        raise _TooBig
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if -(10**18) < value < 10**18:
+            return value
+        return f"(an integer of about {value.bit_length() * 3 // 10} digits)"
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, str):
+        return safe_text(value)
+    if isinstance(value, bytes | bytearray):
+        return f"({len(value)} bytes)"
+    if isinstance(value, dict):
+        return {safe_text(str(k)): _plain(v, budget, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v, budget, depth + 1) for v in value]
+    raise _TooBig  # anything else (a set, a date ...): its repr, cut
 
 
 def gateway_error_body(exc: GatewayError) -> tuple[int, dict]:
@@ -72,14 +133,14 @@ def gateway_error_body(exc: GatewayError) -> tuple[int, dict]:
     if isinstance(exc, SpecError):
         detail: object = [
             {
-                "loc": [exc.location, *[p for p in issue.path.split(".") if p]],
-                "msg": issue.message,
-                "input": _short(issue.value),
+                "loc": [exc.location, *[safe_text(p) for p in issue.path.split(".") if p]],
+                "msg": safe_text(issue.message, MAX_MESSAGE_CHARS),
+                "input": safe_input(issue.value),
             }
             for issue in exc.issues
         ]
     else:
-        detail = str(exc)
+        detail = safe_text(str(exc), MAX_MESSAGE_CHARS)
     body = {"error": kind, "detail": detail}
     run_id = getattr(exc, "run_id", None)
     if run_id:
@@ -87,7 +148,33 @@ def gateway_error_body(exc: GatewayError) -> tuple[int, dict]:
     return status, body
 
 
+HTTP_KINDS = {404: "not_found", 405: "method_not_allowed"}
+
+
+def allowed_methods(app: FastAPI, scope: dict) -> list[str]:
+    """Every method some route of ``app`` answers at this request's path (for a 405's ``Allow``)."""
+    methods: set[str] = set()
+    for route in app.router.routes:
+        match, _ = route.matches(scope)
+        if match != Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods)
+
+
 def install_error_handlers(app: FastAPI) -> None:
+    """The handlers that give every error the gateway's shape (``ErrorPublic``)."""
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # Starlette's own answers (no such path, a method the path does not take) in our shape. Its 405
+        # names only the methods of the first route matching the path; ours names those of all of them.
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = ", ".join(allowed_methods(request.app, request.scope))
+        kind = HTTP_KINDS.get(exc.status_code, "http_error")
+        body = {"error": kind, "detail": safe_text(str(exc.detail), MAX_MESSAGE_CHARS)}
+        return JSONResponse(body, status_code=exc.status_code, headers=headers)
+
     @app.exception_handler(GatewayError)
     async def _gateway_error(_request: Request, exc: GatewayError) -> JSONResponse:
         status, body = gateway_error_body(exc)
@@ -107,5 +194,11 @@ def install_error_handlers(app: FastAPI) -> None:
             message = str(err.get("msg", "")).removeprefix("Value error, ")
             if err.get("type") == "extra_forbidden" and loc[:1] == ["body"]:
                 message = unknown_field_message(tuple(loc[1:-1]), body_model)
-            issues.append({"loc": loc, "msg": message, "input": _short(err.get("input"))})
+            issues.append(
+                {
+                    "loc": [safe_text(p) if isinstance(p, str) else p for p in loc],
+                    "msg": safe_text(message, MAX_MESSAGE_CHARS),
+                    "input": safe_input(err.get("input")),
+                }
+            )
         return JSONResponse({"error": "invalid_request", "detail": issues}, status_code=422)

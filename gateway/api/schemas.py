@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.core.described import ASSIGNMENT, documented
+from gateway.core.domain import Attempt, Page, Run, StateEvent
 from gateway.core.explain import Explanation
 from gateway.core.spec import RunSpec
 from gateway.core.states import RunState
 from gateway.core.timeline import wait_by_reason
-from gateway.domain import Attempt, Page, Run, StateEvent
 from gateway.services.logs import LogChunk
+from gateway.services.run_check import RunCheck
+from gateway.services.runs import RunView
 
 
 class StateEventPublic(BaseModel):
@@ -131,8 +134,9 @@ class RunSummary(BaseModel):
 
 
 class RunPublic(RunSummary):
-    spec: dict[str, Any]
+    spec: dict[str, Any] = Field(description="The run spec as submitted, with every default filled in")
     spec_sha256: str
+    os_user: str | None = Field(default=None, description="The OS account its jobs run as")
     script: str = Field(description="The rendered sbatch script, exactly as submitted")
     script_sha256: str
     template_name: str
@@ -158,8 +162,9 @@ class RunPublic(RunSummary):
         summary = RunSummary.of(run).model_dump()
         return cls(
             **summary,
-            spec=run.spec,
+            spec=run.spec.model_dump(mode="json"),
             spec_sha256=run.spec_sha256,
+            os_user=run.os_user,
             script=run.script,
             script_sha256=run.script_sha256,
             template_name=run.template_name,
@@ -173,18 +178,49 @@ class RunPublic(RunSummary):
             environment=run.environment,
         )
 
+    @classmethod
+    def of_view(cls, view: RunView) -> RunPublic:
+        return cls.of(view.run, waiting=view.waiting, children=view.children)
+
 
 class RerunRequest(BaseModel):
     """Changes for a rerun: ``set`` edits of the parent's spec, or a whole new ``spec``."""
 
     model_config = ConfigDict(extra="forbid")
 
-    set: list[str] = Field(
+    set: list[Annotated[str, documented(pattern=ASSIGNMENT)]] = Field(
         default_factory=list,
         max_length=100,
         description="KEY.PATH=VALUE edits, e.g. resources.mem_gb=4, params.lr=0.01 (values read as YAML)",
     )
     spec: RunSpec | None = Field(default=None, description="A whole spec instead of edits")
+
+
+class RunCheckPublic(BaseModel):
+    """What submitting the spec would do (``POST /runs/check``); nothing was recorded or queued."""
+
+    project: str
+    queue: str
+    partition: str
+    account: str | None
+    qos: str | None
+    os_user: str = Field(description="The OS user the job would run as")
+    walltime_min: int | None = Field(
+        description="The job's time limit in minutes: the spec's walltime_min, else the partition's "
+        "DefaultTime (MaxTime without one), read from Slurm"
+    )
+    walltime_source: str = Field(description="Where walltime_min comes from")
+    gpus: int = Field(description="GPUs one job holds at once")
+    gpu_hours: float = Field(description="GPU-hours one job may use over its walltime (what quotas count)")
+    script: str = Field(description="The sbatch script as it would be submitted")
+    slurm_test: str | None = Field(
+        description="What Slurm's own sbatch --test-only said (expected start, nodes, partition); "
+        "null unless slurm_test=true was asked"
+    )
+
+    @classmethod
+    def of(cls, check: RunCheck) -> RunCheckPublic:
+        return cls(**check.__dict__)
 
 
 class RunsPublic(BaseModel):
@@ -193,7 +229,8 @@ class RunsPublic(BaseModel):
 
     @classmethod
     def of(cls, page: Page) -> RunsPublic:
-        return cls(items=[RunSummary.of(r) for r in page.items], next_cursor=page.next_cursor)
+        cursor = page.next_cursor.encode() if page.next_cursor else None
+        return cls(items=[RunSummary.of(r) for r in page.items], next_cursor=cursor)
 
 
 class LogChunkPublic(BaseModel):
@@ -204,20 +241,41 @@ class LogChunkPublic(BaseModel):
     stream: str
     path: str
     exists: bool = Field(description="False until Slurm has created the file")
-    size: int
-    offset: int
-    next_offset: int = Field(description="Pass back as ?offset= to follow the file")
-    text: str
+    size_bytes: int = Field(description="The file's size when it was read")
+    offset_bytes: int = Field(description="Where text starts in the file")
+    next_offset_bytes: int = Field(description="Pass back as ?offset_bytes= to follow the file")
+    text: str = Field(description="What was read, decoded as UTF-8 (undecodable bytes replaced)")
+    problem: str | None = Field(
+        default=None,
+        description="Why nothing was read: not a regular file, not readable by the job's OS user, ...",
+    )
 
     @classmethod
     def of(cls, chunk: LogChunk) -> LogChunkPublic:
         return cls(**chunk.__dict__)
 
 
+class HopPublic(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    hop: str = Field(
+        description="The SSH hop to the submit host and its login mode, e.g. ssh://svc@login1:22 (sudo)"
+    )
+    ok: bool
+    latency_ms: float | None = Field(
+        description="One trivial command over the hop and back; null when it failed"
+    )
+    error: str | None = None
+
+
 class CheckPublic(BaseModel):
     ok: bool
     latency_ms: float | None
     error: str | None = None
+    via: HopPublic | None = Field(
+        default=None,
+        description="Slurm only: the SSH hop its commands go through; null on the login node itself",
+    )
 
 
 class HealthPublic(BaseModel):
@@ -226,7 +284,17 @@ class HealthPublic(BaseModel):
     slurm: CheckPublic
 
 
+class FieldIssuePublic(BaseModel):
+    """One thing wrong with a request: where, what is valid, and the value given (cut short)."""
+
+    loc: list[str | int] = Field(description="Where: body, query, path or header, then the field path")
+    msg: str = Field(description="What is wrong and what is valid")
+    input: Any = Field(description="The value given, cut to a readable length")
+
+
 class ErrorPublic(BaseModel):
+    """Every error answer: a kind, and a message or (422) the list of issues."""
+
     error: str = Field(description="A short machine-readable kind, e.g. not_found, invalid_request")
-    detail: str | list[dict[str, Any]]
-    run_id: str | None = None
+    detail: str | list[FieldIssuePublic]
+    run_id: str | None = Field(default=None, description="The run the error is about, when one was recorded")

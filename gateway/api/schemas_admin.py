@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.domain import AuditEvent, Project, Token
+from gateway.core.anchors import AuditVerdict, Checkpoint
+from gateway.core.described import Name
+from gateway.core.domain import AuditEvent, Project, Token
+from gateway.core.tags import parse_comment
+from gateway.services.site_apply import SiteChanges
 from gateway.services.usage import ProjectUsage, QueueView, Use
 
 
@@ -23,6 +27,9 @@ class QueuePublic(BaseModel):
     qos: str | None
     gpu_types: list[str]
     max_walltime_min: int | None
+    whole_node_mem: bool = Field(
+        default=False, description="--mem=0 (mem_gb 0: all of each node's memory) is allowed on this queue"
+    )
 
 
 class MemberPublic(BaseModel):
@@ -142,9 +149,8 @@ class QueueViewPublic(BaseModel):
     @classmethod
     def of(cls, view: QueueView) -> QueueViewPublic:
         def job(j) -> JobPublic:  # noqa: ANN001 - JobStatus
-            run_id = None
-            if j.comment and j.comment.startswith("gw-r-"):
-                run_id = j.comment.removeprefix("gw-").rsplit("-", 1)[0]
+            parts = parse_comment(j.comment)
+            run_id = parts.run_id if parts and parts.run_id.startswith("r-") else None
             return JobPublic(
                 job_id=j.job_id,
                 user=j.user,
@@ -210,9 +216,41 @@ class AuditPagePublic(BaseModel):
     next_after: int | None = Field(description="Pass as ?after= for the next page; null on the last")
 
 
+class CheckpointPublic(BaseModel):
+    seq: int = Field(description="The event that was the chain's head")
+    hash: str = Field(description="Its hash")
+    at: datetime = Field(description="When the checkpoint was written (UTC)")
+
+    @classmethod
+    def of(cls, checkpoint: Checkpoint) -> CheckpointPublic:
+        return cls(seq=checkpoint.seq, hash=checkpoint.hash, at=checkpoint.at)
+
+
 class AuditVerifyPublic(BaseModel):
     ok: bool
-    problems: list[str] = Field(description="One line per edited or missing event")
+    problems: list[str] = Field(
+        description=(
+            "One line per problem: an edited, missing or unchained event, a log that ends before a "
+            "checkpoint (events removed from the end), an event that no longer matches its checkpoint, "
+            "a missing, unreadable or malformed anchor file"
+        )
+    )
+    events: int = Field(description="Where the log ends: the sequence number of its last event")
+    checkpoints: int = Field(description="Checkpoints read from the anchor file and checked")
+    last_checkpoint: CheckpointPublic | None = Field(
+        description="The newest checkpoint; null: none yet (a cut at the end cannot be detected)"
+    )
+
+    @classmethod
+    def of(cls, verdict: AuditVerdict) -> AuditVerifyPublic:
+        last = verdict.last_checkpoint
+        return cls(
+            ok=verdict.ok,
+            problems=list(verdict.problems),
+            events=verdict.events,
+            checkpoints=verdict.checkpoints,
+            last_checkpoint=CheckpointPublic.of(last) if last else None,
+        )
 
 
 class TokenPublic(BaseModel):
@@ -230,10 +268,18 @@ class TokenPublic(BaseModel):
         return cls(**token.__dict__)
 
 
+# The service's rule (more than 0, at most 3650), in the schema; the service refuses with its own message.
+ExpiryDays = Annotated[float, Field(json_schema_extra={"exclusiveMinimum": 0, "maximum": 3650})]
+
+
 class TokenCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     user: str | None = Field(default=None, description="Whose token (admins only); default: the caller")
-    name: str = "default"
-    expires_in_days: float | None = Field(default=90, description="null: never expires")
+    name: Name = "default"
+    expires_in_days: ExpiryDays | None = Field(
+        default=90, allow_inf_nan=False, description="Days until it expires (at most 3650); null: never"
+    )
 
 
 class TokenIssued(TokenPublic):
@@ -243,3 +289,11 @@ class TokenIssued(TokenPublic):
 class ChangesPublic(BaseModel):
     changes: list[str] = Field(description="One line per change; empty when nothing changed")
     slurm: list[str] = Field(default_factory=list, description="Changes pushed to Slurm's associations")
+    kept: list[str] = Field(
+        default_factory=list,
+        description="Users and projects the site file leaves out, kept because `prune` was not given",
+    )
+
+    @classmethod
+    def of(cls, changes: SiteChanges) -> ChangesPublic:
+        return cls(changes=changes.changes, slurm=changes.slurm, kept=changes.kept)

@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.core.manifest import MAX_FILES, FileEntry, ManifestDiff
-from gateway.domain import Dataset, DatasetVersion
+from gateway.api.schemas_telemetry import GpuUsePublic
+from gateway.core.described import ABSOLUTE_LINE, documented
+from gateway.core.domain import Dataset, DatasetVersion
+from gateway.core.lineage_spec import DATASET_REF_PATTERN
+from gateway.core.manifest import (
+    MANIFEST_PATH_PATTERN,
+    MAX_FILE_BYTES,
+    MAX_FILES,
+    MAX_PATH_CHARS,
+    FileEntry,
+    ManifestDiff,
+)
 from gateway.services.lineage import version_dict
 
 
 class FileEntryPublic(BaseModel):
-    path: str = Field(description="Relative to the dataset's root, '/'-separated")
-    size: int = Field(ge=0, description="Bytes")
+    path: str = Field(
+        description="Relative to the dataset's root, '/'-separated",
+        json_schema_extra={"pattern": MANIFEST_PATH_PATTERN, "maxLength": MAX_PATH_CHARS},
+    )
+    size: int = Field(ge=0, le=MAX_FILE_BYTES, description="Bytes")
     sha256: str = Field(pattern="^[0-9a-fA-F]{64}$")
 
     @classmethod
@@ -31,13 +44,15 @@ class DatasetVersionCreate(BaseModel):
         max_length=MAX_FILES, description="Every regular file of the dataset"
     )
     kind: Literal["directory", "file"] = "directory"
-    path: str | None = Field(default=None, max_length=4096, description="Absolute path jobs read it from")
+    path: Annotated[str, documented(pattern=ABSOLUTE_LINE)] | None = Field(
+        default=None, max_length=4096, description="Absolute path jobs read it from"
+    )
     source_uri: str | None = Field(
         default=None, max_length=4096, description="Where it came from; default file://<path>"
     )
     description: str = Field(default="", max_length=65536)
     license: str = Field(default="", max_length=65536, description="Licence or usage terms")
-    parent: str | None = Field(
+    parent: Annotated[str, documented(pattern=f"^(?:{DATASET_REF_PATTERN})$")] | None = Field(
         default=None, max_length=256, description="The version it was made from: [project/]name@version"
     )
     made_by_run: str | None = Field(default=None, max_length=64, description="The run that made it")
@@ -177,6 +192,10 @@ class LineageAttemptPublic(BaseModel):
     end_time: datetime | None
     exit_code: int | None
     failure_class: str | None
+    gpu: GpuUsePublic | None = Field(
+        default=None,
+        description="Its GPU telemetry in brief (GET /runs/{id}/telemetry); null: none harvested",
+    )
 
 
 class TemplateRefPublic(BaseModel):

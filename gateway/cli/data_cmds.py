@@ -8,66 +8,35 @@ file (by its sha256), a run or a dataset version through the lineage API.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from gateway.cli import exits, lineage_view
-from gateway.cli.client import ApiError, GatewayClient
+from gateway.cli import lineage_view
+from gateway.cli.common import JsonOpt, call, usage
+from gateway.cli.lineage_cmds import compare, trace
 from gateway.cli.output import console, err_console, print_json
 from gateway.core import names
-from gateway.core.lineage_spec import VERSION_SELECTOR, VERSION_SELECTOR_HELP, parse_dataset_ref
+from gateway.core.dataset_ref import VERSION_SELECTOR, VERSION_SELECTOR_HELP, parse_dataset_ref
 from gateway.errors import SpecError
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 DatasetArg = Annotated[str, typer.Argument(help="PROJECT/NAME of the dataset.", metavar="PROJECT/NAME")]
 dataset_app = typer.Typer(no_args_is_help=True, help="Datasets: versions registered by content.")
 
 BIG_SCAN_BYTES = 1 << 30  # a scan this big reports progress even when stderr is not a terminal
-SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
 VERSION = re.compile(VERSION_SELECTOR)
 VERSION_HELP = VERSION_SELECTOR_HELP
 
 
-@dataclass
-class _Wiring:
-    client: Callable[[], GatewayClient]
-    fail: Callable[[ApiError], NoReturn]
-
-
-_wiring: _Wiring | None = None
-
-
-def register(
-    app: typer.Typer, client: Callable[[], GatewayClient], fail: Callable[[ApiError], NoReturn]
-) -> None:
+def register(app: typer.Typer) -> None:
     """Add ``gw dataset``, ``gw trace`` and ``gw compare`` to ``app``."""
-    global _wiring
-    _wiring = _Wiring(client, fail)
-    from gateway.cli.lineage_cmds import compare, trace
-
     app.add_typer(dataset_app, name="dataset")
     app.command()(trace)
     app.command()(compare)
-
-
-def _call(method: str, *args: Any, **kwargs: Any) -> Any:
-    """``GatewayClient.<method>(...)``; an API error is reported and ends gw with its exit status."""
-    assert _wiring is not None, "data_cmds.register() was not called"
-    try:
-        return getattr(_wiring.client(), method)(*args, **kwargs)
-    except ApiError as exc:
-        _wiring.fail(exc)
-
-
-def _usage(message: str) -> NoReturn:
-    err_console.print(message, markup=False)
-    raise typer.Exit(exits.USAGE)
 
 
 def _dataset_name(text: str, project: str | None = None) -> tuple[str, str]:
@@ -76,16 +45,16 @@ def _dataset_name(text: str, project: str | None = None) -> tuple[str, str]:
     if not sep:
         owner = project or ""
     if not owner:
-        _usage(f"dataset {text!r}: give it as PROJECT/NAME (or NAME with --project)")
+        usage(f"dataset {text!r}: give it as PROJECT/NAME (or NAME with --project)")
     for what, value in (("project", owner), ("name", name)):
         if not names.NAME.fullmatch(value):
-            _usage(f"dataset {text!r}: {what} {value!r} is not valid; use {names.NAME_HELP}")
+            usage(f"dataset {text!r}: {what} {value!r} is not valid; use {names.NAME_HELP}")
     return owner, name
 
 
 def _version(text: str) -> str:
     if not VERSION.fullmatch(text):
-        _usage(f"version {text!r} is not valid; use {VERSION_HELP}")
+        usage(f"version {text!r} is not valid; use {VERSION_HELP}")
     return text
 
 
@@ -156,12 +125,12 @@ def register_version(
         try:
             parse_dataset_ref(parent)
         except ValueError as exc:
-            _usage(f"--parent: {exc}")
+            usage(f"--parent: {exc}")
     progress = _ScanProgress()
     try:
         found = scan(path, progress=progress)
     except SpecError as exc:
-        _usage(str(exc))
+        usage(str(exc))
     finally:
         progress.stop()
     for skipped in found.skipped:
@@ -179,7 +148,7 @@ def register_version(
         "made_by_run": made_by_run,
         "made_by_command": made_by_command,
     }
-    version = _call("register_version", project, name, body)
+    version = call("register_version", project, name, body)
     if as_json:
         print_json(version)
         return
@@ -209,7 +178,7 @@ def list_datasets(
     as_json: JsonOpt = False,
 ) -> None:
     """Datasets of your projects and those shared with them, with their latest version."""
-    found = _call("datasets", project)
+    found = call("datasets", project)
     if as_json:
         print_json(found)
         return
@@ -244,8 +213,8 @@ def show_dataset(
     """A dataset and its latest version, or one version (NAME@VERSION); --files lists the manifest."""
     text, _, selector = target.partition("@")
     owner, name = _dataset_name(text, project)
-    version = _call("dataset_version", owner, name, _version(selector or "latest"), files=files)
-    dataset = None if selector else _call("dataset", owner, name)
+    version = call("dataset_version", owner, name, _version(selector or "latest"), files=files)
+    dataset = None if selector else call("dataset", owner, name)
     if as_json:
         print_json(version if dataset is None else {**dataset, "version": version})
         return
@@ -287,7 +256,7 @@ def _print_version(v: dict[str, Any]) -> None:
 def list_versions(dataset: DatasetArg, as_json: JsonOpt = False) -> None:
     """Every version of a dataset, oldest first."""
     owner, name = _dataset_name(dataset)
-    versions = _call("dataset_versions", owner, name)
+    versions = call("dataset_versions", owner, name)
     if as_json:
         print_json(versions)
         return
@@ -318,7 +287,7 @@ def diff_versions(
 ) -> None:
     """Files added, removed and changed (by path) from version A to version B."""
     owner, name = _dataset_name(dataset)
-    diff = _call("dataset_diff", owner, name, _version(a), _version(b))
+    diff = call("dataset_diff", owner, name, _version(a), _version(b))
     if as_json:
         print_json(diff)
         return
@@ -327,9 +296,9 @@ def diff_versions(
         f"v{diff['b']['version']} ({lineage_view.short(diff['b']['digest'])})"
     )
     for entry in diff["added"]:
-        console.print(f"[green]+ {entry['path']}[/green]  {entry['size']} bytes")
+        console.print(f"[green]+ {escape(entry['path'])}[/green]  {entry['size']} bytes")
     for entry in diff["removed"]:
-        console.print(f"[red]- {entry['path']}[/red]  {entry['size']} bytes")
+        console.print(f"[red]- {escape(entry['path'])}[/red]  {entry['size']} bytes")
     for change in diff["changed"]:
         console.print(
             f"[yellow]~ {change['path']}[/yellow]  {change['a']['size']} -> {change['b']['size']} bytes, "
@@ -365,8 +334,8 @@ def unshare(
 def _share(dataset: str, other: str, *, on: bool, as_json: bool) -> None:
     owner, name = _dataset_name(dataset)
     if not names.NAME.fullmatch(other):
-        _usage(f"--with {other!r} is not a valid project name; use {names.NAME_HELP}")
-    found = _call("share_dataset", owner, name, other, on=on)
+        usage(f"--with {other!r} is not a valid project name; use {names.NAME_HELP}")
+    found = call("share_dataset", owner, name, other, on=on)
     if as_json:
         print_json(found)
     else:

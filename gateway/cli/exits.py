@@ -12,6 +12,8 @@ NO_PERMISSION = 77  # no valid token (401) or the role does not allow it (403) (
 UNAVAILABLE = 69  # server, database or Slurm not answering (EX_UNAVAILABLE)
 SOFTWARE = 70  # the gateway failed internally (EX_SOFTWARE)
 WAIT_TIMEOUT = 124
+GATE_FAILED = 1  # gw eval gate: the candidate did not pass
+GATE_NOT_COMPARABLE = 3  # gw eval gate: the candidate and the baseline cannot be compared
 
 BY_STATUS = {
     0: UNAVAILABLE,
@@ -30,11 +32,23 @@ BY_END_STATE = {
 }
 
 
+BY_VERDICT = {"pass": OK, "fail": GATE_FAILED, "not_comparable": GATE_NOT_COMPARABLE}
+
+
+def for_verdict(verdict: str) -> int:
+    """``gw eval gate``'s exit status for a verdict: 0 pass, 1 fail, 3 not comparable."""
+    return BY_VERDICT.get(verdict, SOFTWARE)
+
+
 def for_status(status: int) -> int:
+    """The exit status for an API error's HTTP status (0: unreachable): :data:`BY_STATUS`, else
+    :data:`USAGE` for another 4xx and :data:`SOFTWARE` for the rest.
+    """
     if status in BY_STATUS:
         return BY_STATUS[status]
     return USAGE if 400 <= status < 500 else SOFTWARE
 
 
 def for_end_state(state: str) -> int:
+    """``gw wait``'s exit status for a run that ended in ``state``: :data:`BY_END_STATE`, else RUN_FAILED."""
     return BY_END_STATE.get(state, RUN_FAILED)

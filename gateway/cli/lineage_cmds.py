@@ -1,7 +1,8 @@
 """gw trace and gw compare, and what gw submit and gw show add for lineage.
 
-``gw trace`` follows a file (by its sha256, computed here), a run or a
-dataset version through the lineage API; ``gw compare`` puts two runs side
+``gw trace`` follows a file (by its sha256, computed here, with its
+evaluations, releases and aliases), a run, an eval result or a dataset version through the
+lineage API; ``gw compare`` puts two runs side
 by side.
 """
 
@@ -9,39 +10,53 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from gateway.cli import lineage_view
-from gateway.cli.client import ApiError, GatewayClient
-from gateway.cli.data_cmds import SHA256_HEX, JsonOpt, _call, _usage
+from gateway.cli import eval_view, lineage_view, release_view
+from gateway.cli.api_error import ApiError
+from gateway.cli.common import SHA256_HEX, JsonOpt, call, client, fail, usage
 from gateway.cli.output import console, err_console, print_json
 from gateway.core import names
-from gateway.core.lineage_spec import DATASET_REF_HELP, parse_dataset_ref
+from gateway.core.dataset_ref import DATASET_REF_HELP, parse_dataset_ref
 from gateway.errors import SpecError
+
+if TYPE_CHECKING:
+    from gateway.cli.client import GatewayClient
 
 # -- trace and compare -----------------------------------------------------------------------
 
 
 def trace(
     target: Annotated[
-        str, typer.Argument(help="A file, a sha256 (64 hex digits), a run id (r-...) or PROJECT/NAME@N.")
+        str,
+        typer.Argument(
+            help="A file, a sha256 (64 hex digits), a run id (r-...), an eval result (er-...) "
+            "or PROJECT/NAME@N."
+        ),
     ],
     as_json: JsonOpt = False,
 ) -> None:
-    """Where a file, run or dataset version came from, and what was made from it."""
+    """Where a file, run, eval result or dataset version came from, and what was made from it (for a file:
+    down to its releases and the aliases that point at them)."""
     kind, key = trace_target(target)
     if kind == "artifact":
-        found = _call("trace_artifact", key)
-        render = lineage_view.artifact_trace_tree
+        found = call("trace_artifact", key)
+        found["evaluations"] = _artifact_evals(key)
+        found["releases"] = _artifact_releases(key)
+        render = _artifact_tree
+    elif kind == "eval_result":
+        found = call("trace_eval_result", key)
+        render = eval_view.result_trace_tree
     elif kind == "run":
-        found = _call("trace_run", key)
+        found = call("trace_run", key)
         render = lineage_view.run_tree
     else:
         ref = parse_dataset_ref(key)
-        found = _call("trace_dataset", ref.project, ref.name, ref.version)
+        found = call("trace_dataset", ref.project, ref.name, ref.version)
         render = lineage_view.dataset_trace_tree
     if as_json:
         print_json(found)
@@ -51,34 +66,66 @@ def trace(
 
 def trace_target(target: str) -> tuple[str, str]:
     """What ``gw trace TARGET`` names: ("artifact", sha256) for a local file or a sha256, ("run", id),
-    or ("dataset", PROJECT/NAME@VERSION). A file here is hashed locally. Exits 2 for anything else."""
+    ("eval_result", id) or ("dataset", PROJECT/NAME@VERSION). A file here is hashed locally. Exits 2
+    for anything else."""
     if os.path.lexists(target):
         if os.path.isdir(target):
-            _usage(f"{target} is a directory; trace one of its files or a dataset version (PROJECT/NAME@N)")
+            usage(f"{target} is a directory; trace one of its files or a dataset version (PROJECT/NAME@N)")
         from gateway.adapters.files import sha256_file
 
         try:
             return "artifact", sha256_file(target)[0]
         except SpecError as exc:
-            _usage(str(exc))
+            usage(str(exc))
     if SHA256_HEX.fullmatch(target):
         return "artifact", target.lower()
     if "@" in target:
         try:
             ref = parse_dataset_ref(target)
         except ValueError as exc:
-            _usage(str(exc))
+            usage(str(exc))
         if ref.project is None:
-            _usage(f"dataset {target!r}: name its project too (PROJECT/{target})")
+            usage(f"dataset {target!r}: name its project too (PROJECT/{target})")
         return "dataset", target
     if target.startswith("r-") and names.NAME.fullmatch(target):
         return "run", target
+    if re.fullmatch(r"er-[0-9a-f]{16}", target):
+        return "eval_result", target
     if "/" in target or target.startswith("."):
-        _usage(f"no such file: {target}")
-    _usage(
+        usage(f"no such file: {target}")
+    usage(
         f"{target!r} is not a file here, a sha256 (64 hex digits), a run id (r-...) or a dataset version "
         f"({DATASET_REF_HELP})"
     )
+
+
+def _artifact_evals(sha256: str) -> dict[str, Any] | None:
+    """The evaluations of an artifact, or None where there are none to show (or an older gateway)."""
+    try:
+        return client().artifact_evals(sha256)
+    except ApiError as exc:
+        if exc.status in (404, 405):
+            return None
+        fail(exc)
+
+
+def _artifact_releases(sha256: str) -> dict[str, Any] | None:
+    """The releases of an artifact and their aliases, or None from an older gateway."""
+    try:
+        return client().registry("GET", f"/lineage/artifacts/{sha256}/releases")
+    except ApiError as exc:
+        if exc.status in (404, 405):
+            return None
+        fail(exc)
+
+
+def _artifact_tree(found: dict[str, Any]) -> Any:
+    tree = lineage_view.artifact_trace_tree(found)
+    if found.get("evaluations"):
+        eval_view.artifact_evals_tree(found["evaluations"], tree)
+    if found.get("releases") is not None:
+        release_view.releases_branch(found["releases"], tree.add("[bold]releases[/bold]"))
+    return tree
 
 
 def compare(
@@ -89,8 +136,8 @@ def compare(
     """Two runs side by side: params that differ, dataset versions, metrics, code and environment."""
     for run_id in (run_a, run_b):
         if not names.NAME.fullmatch(run_id):
-            _usage(f"{run_id!r} is not a run id (r-...)")
-    found = _call("compare", run_a, run_b)
+            usage(f"{run_id!r} is not a run id (r-...)")
+    found = call("compare", run_a, run_b)
     if as_json:
         print_json(found)
         return

@@ -19,6 +19,7 @@ MAX_PARAMS_SHOWN = 12
 
 
 def human_bytes(n: int | None) -> str:
+    """``n`` bytes in binary units (``512 B``, ``1.5 KiB`` ... ``TiB``); ``-`` for None."""
     if n is None:
         return "-"
     size = float(n)
@@ -35,6 +36,7 @@ def when(iso: str | None) -> str:
 
 
 def short(sha: str | None) -> str:
+    """The first :data:`SHORT_SHA` hex digits of a sha256; ``-`` for None or empty."""
     return sha[:SHORT_SHA] if sha else "-"
 
 
@@ -63,6 +65,9 @@ def code_text(code: dict[str, Any] | None) -> str:
 
 
 def environment_text(env: dict[str, Any] | None) -> str:
+    """A run's recorded environment (kind, image and digest, venv and its packages, modules) as
+    markup; ``unknown`` when none was recorded.
+    """
     if not env:
         return "[dim]unknown[/dim]"
     parts = [str(env.get("kind") or "host")]
@@ -83,6 +88,7 @@ def environment_text(env: dict[str, Any] | None) -> str:
 
 
 def params_text(params: dict[str, Any]) -> str:
+    """A run's params as ``key=json`` markup, sorted, at most :data:`MAX_PARAMS_SHOWN` of them."""
     if not params:
         return "[dim]none[/dim]"
     items = [f"{escape(k)}={escape(json.dumps(v))}" for k, v in sorted(params.items())]
@@ -91,10 +97,12 @@ def params_text(params: dict[str, Any]) -> str:
 
 
 def metrics_text(metrics: dict[str, float]) -> str:
+    """Summary metrics as ``name=value`` markup (6 significant digits), sorted."""
     return ", ".join(f"{escape(k)}={v:.6g}" for k, v in sorted(metrics.items())) or "[dim]none[/dim]"
 
 
 def artifact_label(a: dict[str, Any]) -> str:
+    """One artifact (``ArtifactPublic``): path, size (``human_bytes``), short sha256, attempt and job."""
     job = f" job {a['job_id']}" if a.get("job_id") else ""
     return (
         f"{escape(a['path'])}  {human_bytes(a['size'])}  [dim]sha256[/dim] {short(a['sha256'])}  "
@@ -145,6 +153,9 @@ def run_tree(run: dict[str, Any], tree: Tree | None = None) -> Tree:
 
 
 def add_input(parent: Tree, item: dict[str, Any]) -> None:
+    """Add one dataset input of a run to ``parent``: the version, its path and the versions it was
+    made from, or a plain path.
+    """
     version = item.get("version")
     if version is None:
         parent.add(f"{escape(item['path'])}  [dim](a plain path, not a registered version)[/dim]")

@@ -6,7 +6,9 @@ import json
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -23,15 +25,18 @@ STATE_STYLE = {
 
 
 def print_json(data: Any) -> None:
+    """Print ``data`` as indented JSON on stdout; values JSON cannot hold (datetimes) as ``str``."""
     console.print_json(json.dumps(data, default=str))
 
 
 def state_text(state: str, stale: bool = False) -> str:
+    """A run or attempt state as Rich markup, coloured by :data:`STATE_STYLE` (red when not listed)."""
     style = STATE_STYLE.get(state, "red")
     return f"[{style}]{state}[/{style}]" + (" [dim](stale)[/dim]" if stale else "")
 
 
 def runs_table(items: list[dict]) -> Table:
+    """A table of run summaries (``RunSummary`` dicts as the API returns them), one row each."""
     table = Table(show_edge=False, header_style="bold")
     for column in ("RUN", "NAME", "PROJECT", "QUEUE", "STATE", "JOB", "SUBMITTER", "CREATED"):
         table.add_column(column, no_wrap=column in ("RUN", "STATE", "CREATED"))
@@ -58,6 +63,23 @@ def _fmt_duration(seconds: int | None) -> str:
 
 
 def show_run(run: dict, *, script: bool = False) -> None:
+    """Print one run (a ``RunPublic`` dict) for people: header, each attempt, why it waits, the script.
+
+    Prints to :data:`console`; ``script`` adds the rendered sbatch script at the end. ``run`` is not changed.
+    """
+    _print_header(run)
+    for attempt in run["attempts"]:
+        console.print()
+        _print_attempt(attempt)
+    if run.get("waiting"):
+        console.print()
+        _print_waiting(run["waiting"])
+    if script:
+        console.print()
+        console.print(run["script"], markup=False)
+
+
+def _print_header(run: dict) -> None:
     console.print(f"[bold]{run['id']}[/bold]  {run['name']}  {state_text(run['state'])}")
     console.print(
         f"project {run['project']}  queue {run['queue']}  submitter {run['submitter']}  "
@@ -74,78 +96,113 @@ def show_run(run: dict, *, script: bool = False) -> None:
             console.print(f"  {change['path']}: {change['before']!r} -> {change['after']!r}", markup=False)
     if run.get("children"):
         console.print(f"reruns: {', '.join(run['children'])}")
-    for attempt in run["attempts"]:
-        console.print()
-        origin = "" if attempt.get("origin", "submit") == "submit" else f" ({attempt['origin']})"
-        console.print(
-            f"[bold]attempt {attempt['number']}{origin}[/bold]  job {attempt['job_id'] or '-'}  "
-            f"{state_text(attempt['state'], attempt['stale'])}"
-            + (f"  reason: {attempt['reason']}" if attempt["reason"] else "")
+
+
+def _print_attempt(attempt: dict) -> None:
+    origin = "" if attempt.get("origin", "submit") == "submit" else f" ({attempt['origin']})"
+    console.print(
+        f"[bold]attempt {attempt['number']}{origin}[/bold]  job {attempt['job_id'] or '-'}  "
+        f"{state_text(attempt['state'], attempt['stale'])}"
+        + (f"  reason: {escape(attempt['reason'])}" if attempt["reason"] else "")
+    )
+    console.print("  " + "  ".join(f"[dim]{k}[/dim] {escape(v)}" for k, v in _attempt_facts(attempt)))
+    if attempt["tasks"]:
+        _print_tasks(attempt)
+    console.print(_timeline(attempt["events"]))
+    if attempt.get("failure"):
+        _print_failure(attempt["failure"])
+    if attempt.get("waits"):
+        waited = ", ".join(f"{w['reason']} {_fmt_duration(int(w['seconds']))}" for w in attempt["waits"])
+        console.print(f"  [dim]waited[/dim] {escape(waited)}")
+
+
+def _attempt_facts(attempt: dict) -> list[tuple[str, str]]:
+    tres = attempt["alloc_tres"]
+    facts = [
+        ("nodes", attempt["node_list"] or "-"),
+        ("submitted", _time(attempt["submit_time"])),
+        ("started", _time(attempt["start_time"])),
+        ("ended", _time(attempt["end_time"])),
+        ("elapsed", _fmt_duration(attempt["elapsed_s"])),
+        ("exit", "-" if attempt["exit_code"] is None else f"{attempt['exit_code']}:{attempt['exit_signal']}"),
+        ("alloc", ",".join(f"{k}={v}" for k, v in tres.items()) or "-"),
+        ("max rss", "-" if attempt["max_rss_kb"] is None else f"{attempt['max_rss_kb'] / 1024:.1f} MiB"),
+    ]
+    if attempt.get("expected_start"):
+        facts.append(("expected start", _time(attempt["expected_start"])))
+    if attempt.get("cancelled_by_uid") is not None:
+        facts.append(("cancelled by uid", str(attempt["cancelled_by_uid"])))
+    return facts
+
+
+def _print_tasks(attempt: dict) -> None:
+    states: dict[str, int] = {}
+    for task in attempt["tasks"].values():
+        states[task["state"]] = states.get(task["state"], 0) + 1
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
+    console.print(f"  [dim]array tasks[/dim] {attempt['array_size']}: {summary}")
+
+
+def _timeline(events: list[dict]) -> Table:
+    timeline = Table(show_edge=False, box=None, padding=(0, 1))
+    for column in ("AT", "FROM", "TO", "SOURCE", "REASON"):
+        timeline.add_column(column, style="dim" if column == "AT" else None)
+    for event in events:
+        timeline.add_row(
+            _time(event["at"]),
+            event["from_state"] or "-",
+            event["to_state"],
+            event["source"],
+            Text(event["reason"] or ""),  # Slurm's words or a job's: shown as text, never as markup
         )
-        tres = attempt["alloc_tres"]
-        facts = [
-            ("nodes", attempt["node_list"] or "-"),
-            ("submitted", _time(attempt["submit_time"])),
-            ("started", _time(attempt["start_time"])),
-            ("ended", _time(attempt["end_time"])),
-            ("elapsed", _fmt_duration(attempt["elapsed_s"])),
-            (
-                "exit",
-                "-" if attempt["exit_code"] is None else f"{attempt['exit_code']}:{attempt['exit_signal']}",
-            ),
-            ("alloc", ",".join(f"{k}={v}" for k, v in tres.items()) or "-"),
-            ("max rss", "-" if attempt["max_rss_kb"] is None else f"{attempt['max_rss_kb'] / 1024:.1f} MiB"),
-        ]
-        if attempt.get("expected_start"):
-            facts.append(("expected start", _time(attempt["expected_start"])))
-        if attempt.get("cancelled_by_uid") is not None:
-            facts.append(("cancelled by uid", str(attempt["cancelled_by_uid"])))
-        console.print("  " + "  ".join(f"[dim]{k}[/dim] {v}" for k, v in facts))
-        if attempt["tasks"]:
-            states: dict[str, int] = {}
-            for task in attempt["tasks"].values():
-                states[task["state"]] = states.get(task["state"], 0) + 1
-            summary = ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
-            console.print(f"  [dim]array tasks[/dim] {attempt['array_size']}: {summary}")
-        timeline = Table(show_edge=False, box=None, padding=(0, 1))
-        for column in ("AT", "FROM", "TO", "SOURCE", "REASON"):
-            timeline.add_column(column, style="dim" if column == "AT" else None)
-        for event in attempt["events"]:
-            timeline.add_row(
-                _time(event["at"]),
-                event["from_state"] or "-",
-                event["to_state"],
-                event["source"],
-                event["reason"] or "",
-            )
-        console.print(timeline)
-        failure = attempt.get("failure")
-        if failure:
-            console.print(f"  [red]failure: {failure['class']}[/red] {failure['summary']}", highlight=False)
-            console.print(f"  [green]->[/green] {failure['action']}")
-            evidence = failure.get("evidence") or {}
-            shown = {k: v for k, v in evidence.items() if k != "log_tail" and v not in (None, "", [])}
-            if shown:
-                console.print("  evidence: " + ", ".join(f"{k}={v}" for k, v in shown.items()), markup=False)
-            if evidence.get("log_tail"):
-                console.print("  last lines of stderr:", style="dim")
-                for line in str(evidence["log_tail"]).splitlines()[-10:]:
-                    console.print(f"    {line}", markup=False)
-        if attempt.get("waits"):
-            waited = ", ".join(f"{w['reason']} {_fmt_duration(int(w['seconds']))}" for w in attempt["waits"])
-            console.print(f"  [dim]waited[/dim] {waited}")
-    waiting = run.get("waiting")
-    if waiting:
-        console.print()
-        console.print(f"[bold yellow]why it waits[/bold yellow] ({waiting['code']}): {waiting['summary']}")
-        for line in waiting["details"]:
-            console.print(f"  {line}", markup=False)
-        for line in waiting["actions"]:
-            console.print(f"  [green]->[/green] {line}")
-    if script:
-        console.print()
-        console.print(run["script"], markup=False)
+    return timeline
+
+
+def _print_failure(failure: dict) -> None:
+    console.print(
+        f"  [red]failure: {escape(failure['class'])}[/red] {escape(failure['summary'])}", highlight=False
+    )
+    console.print(f"  [green]->[/green] {escape(failure['action'])}")
+    evidence = failure.get("evidence") or {}
+    shown = {k: v for k, v in evidence.items() if k != "log_tail" and v not in (None, "", [])}
+    if shown:
+        console.print("  evidence: " + ", ".join(f"{k}={v}" for k, v in shown.items()), markup=False)
+    if evidence.get("log_tail"):
+        console.print("  last lines of stderr:", style="dim")
+        for line in str(evidence["log_tail"]).splitlines()[-10:]:
+            console.print(f"    {line}", markup=False)
+
+
+def _print_waiting(waiting: dict) -> None:
+    code, summary = escape(waiting["code"]), escape(waiting["summary"])
+    console.print(f"[bold yellow]why it waits[/bold yellow] ({code}): {summary}")
+    for line in waiting["details"]:
+        console.print(f"  {line}", markup=False)
+    for line in waiting["actions"]:
+        console.print(f"  [green]->[/green] {escape(line)}")
 
 
 def _time(value: str | None) -> str:
     return value[:19].replace("T", " ") if value else "-"
+
+
+def health_lines(report: dict) -> list[str]:
+    """``gw health``'s lines: each check, its latency or its error; Slurm's SSH hop on a line of its own."""
+    lines = []
+    for name in ("database", "slurm"):
+        check = report.get(name)
+        if not isinstance(check, dict):
+            continue
+        lines.append(f"  {name}: {_check_text(check)}")
+        via = check.get("via")
+        if isinstance(via, dict):
+            lines.append(f"    via {via.get('hop')}: {_check_text(via)}")
+    if not lines and report.get("detail"):
+        lines.append(f"  {report['detail']}")
+    return lines
+
+
+def _check_text(check: dict) -> str:
+    if check.get("ok"):
+        return f"ok in {check.get('latency_ms')} ms"
+    return f"FAILED: {check.get('error')}"

@@ -16,7 +16,6 @@ from gateway.api.schemas_admin import (
     QueueViewPublic,
 )
 from gateway.core import names
-from gateway.services.policy import require
 from gateway.services.site import SiteConfig
 
 router = APIRouter(tags=["admin"])
@@ -36,19 +35,34 @@ def export_site(services: ServicesDep, principal: PrincipalDep) -> SiteConfig:
     return services.site.export(principal)
 
 
-@router.post("/admin/site", response_model=ChangesPublic, responses=FORBIDDEN, summary="Apply a site file")
+@router.post(
+    "/admin/site",
+    response_model=ChangesPublic,
+    responses={
+        **FORBIDDEN,
+        409: {
+            "model": ErrorPublic,
+            "description": "The apply would remove the caller or leave no admin; nothing was changed",
+        },
+    },
+    summary="Apply a site file",
+)
 def apply_site(
     config: Annotated[SiteConfig, Body()],
     services: ServicesDep,
     principal: PrincipalDep,
     dry_run: Annotated[bool, Query(description="Only say what would change")] = False,
     sync_slurm: Annotated[bool, Query(description="Also push the caps to Slurm")] = True,
+    prune: Annotated[
+        bool, Query(description="Remove the users and projects the file leaves out (default: keep them)")
+    ] = False,
 ) -> ChangesPublic:
     """Make the gateway match the site file (idempotently), then Slurm's associations.
-    Every change is audited."""
-    changes = services.site.apply(principal, config, dry_run=dry_run)
-    slurm = services.slurm_sync.sync(principal, dry_run=dry_run) if sync_slurm else []
-    return ChangesPublic(changes=changes, slurm=slurm)
+    Users and projects the file leaves out are removed only with `prune` (never the caller, nor the
+    last admin); without it they are listed in `kept`. Every change is audited."""
+    return ChangesPublic.of(
+        services.site.apply(principal, config, dry_run=dry_run, sync_slurm=sync_slurm, prune=prune)
+    )
 
 
 @router.post(
@@ -63,7 +77,15 @@ def sync_slurm(
     return ChangesPublic(changes=[], slurm=services.slurm_sync.sync(principal, dry_run=dry_run))
 
 
-@router.get("/audit", response_model=AuditPagePublic, summary="Read the audit log")
+@router.get(
+    "/audit",
+    response_model=AuditPagePublic,
+    responses={
+        403: {"model": ErrorPublic, "description": "Neither a site admin nor a project lead"},
+        404: {"model": ErrorPublic, "description": "No such project (or not one you lead)"},
+    },
+    summary="Read the audit log",
+)
 def audit_log(
     services: ServicesDep,
     principal: PrincipalDep,
@@ -77,27 +99,16 @@ def audit_log(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> AuditPagePublic:
     """Audit events in order. Site admins see all; project leads see their projects' events."""
-    if project is not None:
-        require(principal, "audit.read", project, hide=True)
-        projects = [project]
-    elif principal.is_admin:
-        projects = None
-    else:
-        projects = [p for p, role in principal.roles.items() if role == "lead"]
-        if not projects:
-            require(principal, "site.admin")
-    events = services.audit.events(
-        projects=projects, actor=actor, action=action, target_id=target, after_seq=after, limit=limit
+    page = services.audit.events(
+        principal, project=project, actor=actor, action=action, target=target, after=after, limit=limit
     )
-    next_after = events[-1].seq if len(events) == limit else None
-    return AuditPagePublic(items=[AuditEventPublic.of(e) for e in events], next_after=next_after)
+    return AuditPagePublic(items=[AuditEventPublic.of(e) for e in page.items], next_after=page.next_after)
 
 
 @router.get(
     "/audit/verify", response_model=AuditVerifyPublic, responses=FORBIDDEN, summary="Verify the audit chain"
 )
 def audit_verify(services: ServicesDep, principal: PrincipalDep) -> AuditVerifyPublic:
-    """Recompute the hash chain: names every edited or deleted event."""
-    require(principal, "site.admin")
-    problems = services.audit.verify()
-    return AuditVerifyPublic(ok=not problems, problems=[str(p) for p in problems])
+    """Recompute the hash chain and check it against the checkpoints kept outside the database: names
+    every edited or deleted event, a log cut at its end, and a missing or damaged anchor file."""
+    return AuditVerifyPublic.of(services.audit.verify(principal))

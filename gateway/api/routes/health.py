@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from gateway.api.deps import ServicesDep
 from gateway.api.schemas import CheckPublic, HealthPublic
-from gateway.errors import GatewayError
 
 router = APIRouter(tags=["health"])
 
@@ -22,16 +19,10 @@ router = APIRouter(tags=["health"])
 )
 def healthz(services: ServicesDep) -> JSONResponse:
     """Checks the database (one query) and Slurm (one partition listing), with their latencies."""
-    try:
-        database = CheckPublic(ok=True, latency_ms=round(services.db.ping() * 1000, 2))
-    except GatewayError as exc:
-        database = CheckPublic(ok=False, latency_ms=None, error=str(exc))
-    started = time.perf_counter()
-    try:
-        services.slurm.partitions()
-        slurm = CheckPublic(ok=True, latency_ms=round((time.perf_counter() - started) * 1000, 2))
-    except GatewayError as exc:
-        slurm = CheckPublic(ok=False, latency_ms=None, error=str(exc))
-    healthy = database.ok and slurm.ok
-    body = HealthPublic(status="ok" if healthy else "degraded", database=database, slurm=slurm)
-    return JSONResponse(body.model_dump(mode="json"), status_code=200 if healthy else 503)
+    health = services.health.check()
+    body = HealthPublic(
+        status="ok" if health.ok else "degraded",
+        database=CheckPublic(**health.database.__dict__),
+        slurm=CheckPublic(**health.slurm.__dict__),
+    )
+    return JSONResponse(body.model_dump(mode="json"), status_code=200 if health.ok else 503)

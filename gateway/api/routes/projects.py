@@ -10,7 +10,6 @@ from gateway.api.deps import PrincipalDep, ServicesDep
 from gateway.api.schemas import ErrorPublic
 from gateway.api.schemas_admin import ProjectPublic, UsageReportPublic
 from gateway.core import names
-from gateway.services.policy import allowed, require
 
 router = APIRouter(prefix="/projects", tags=["projects"])
 ProjectName = Annotated[str, Path(pattern=f"^{names.NAME.pattern}$", description="A project name")]
@@ -20,16 +19,13 @@ NOT_FOUND = {404: {"model": ErrorPublic, "description": "No such project (or not
 @router.get("", response_model=list[ProjectPublic], summary="List projects")
 def list_projects(services: ServicesDep, principal: PrincipalDep) -> list[ProjectPublic]:
     """The projects the caller belongs to (all of them for a site admin)."""
-    return [
-        ProjectPublic.of(p) for p in services.access.projects() if allowed(principal, "project.read", p.name)
-    ]
+    return [ProjectPublic.of(p) for p in services.projects.visible(principal)]
 
 
 @router.get("/{project}", response_model=ProjectPublic, responses=NOT_FOUND, summary="Show a project")
 def get_project(project: ProjectName, services: ServicesDep, principal: PrincipalDep) -> ProjectPublic:
     """A project: its Slurm account, caps, members and queues."""
-    require(principal, "project.read", project, hide=True)
-    return ProjectPublic.of(services.access.project(project))
+    return ProjectPublic.of(services.projects.get(principal, project))
 
 
 @router.get(

@@ -2,24 +2,39 @@
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Body, Path, Query, status
+from fastapi import APIRouter, Body, Header, Path, Query, Response, status
+from pydantic import AfterValidator, BeforeValidator
 
-from gateway.api.deps import PrincipalDep, ServicesDep
-from gateway.api.schemas import ErrorPublic, LogChunkPublic, RerunRequest, RunPublic, RunsPublic
+from gateway.api.deps import FileReadsDep, PrincipalDep, ServicesDep
+from gateway.api.schemas import (
+    ErrorPublic,
+    LogChunkPublic,
+    RerunRequest,
+    RunCheckPublic,
+    RunPublic,
+    RunsPublic,
+)
 from gateway.core import names
+from gateway.core.described import documented
+from gateway.core.domain import RunFilter
+from gateway.core.paging import CURSOR_HELP, CURSOR_PATTERN, Cursor
 from gateway.core.spec import RunSpec
 from gateway.core.states import RunState
-from gateway.services.logs import read_log
+from gateway.services.runs import Submitted
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 
+IDEMPOTENCY_KEY = r"^[A-Za-z0-9._:-]{8,128}$"
 RunId = Annotated[
     str, Path(description="A run id, e.g. r-3f2a9c0d1e2b4a5f", pattern=f"^{names.NAME.pattern}$")
 ]
 ERRORS = {
     404: {"model": ErrorPublic, "description": "No such run"},
+    409: {"model": ErrorPublic, "description": "The Idempotency-Key was used for another request"},
     422: {"model": ErrorPublic, "description": "Invalid request (field paths in detail)"},
     503: {"model": ErrorPublic, "description": "Database or Slurm not answering; retry"},
 }
@@ -51,18 +66,42 @@ SPEC_EXAMPLES = {
 }
 
 
+# Declared as a plain string (a header is text or absent; "null" is not a key): absent means None.
+IdempotencyKey = Annotated[
+    str,
+    Header(
+        alias="Idempotency-Key",
+        pattern=IDEMPOTENCY_KEY,
+        description="A key of the client's choosing (e.g. a UUID) for this one submission: the same key "
+        "again (a retry after a cut connection) returns the run the first request made, with header "
+        "Idempotent-Replayed: true; the same key with another request is 409. Remembered for a day.",
+    ),
+]
+
+
+CursorText = Annotated[str, documented(pattern=CURSOR_PATTERN)]
+
+
+def _cursor_text(text: str | None) -> str | None:
+    """A cursor (checked here, so a bad one is a 422 at the query, saying what a cursor is)."""
+    if text is not None:
+        Cursor.decode(text)
+    return text
+
+
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
     response_model=RunPublic,
-    responses={422: ERRORS[422], 503: ERRORS[503]},
+    responses={409: ERRORS[409], 422: ERRORS[422], 503: ERRORS[503]},
     summary="Submit a run",
 )
 def submit_run(
     spec: Annotated[RunSpec, Body(openapi_examples=SPEC_EXAMPLES)],
     services: ServicesDep,
     principal: PrincipalDep,
-) -> RunPublic:
+    idempotency_key: IdempotencyKey = None,
+) -> Response:
     """Record, render and submit a run to Slurm (exactly once).
 
     The run comes back in state ``queued`` with its Slurm job id, or
@@ -70,7 +109,49 @@ def submit_run(
     by looking up the attempt's tag). A job Slurm refuses gives 422
     ``submit_rejected`` with Slurm's message; the run stays on record.
     """
-    return RunPublic.of(services.runs.submit(spec, principal=principal))
+    submitted = services.runs.submit_keyed(spec, principal=principal, idempotency_key=idempotency_key)
+    return _submitted(submitted)
+
+
+@router.post(
+    "/check",
+    response_model=RunCheckPublic,
+    responses={404: ERRORS[404], 422: ERRORS[422], 503: ERRORS[503]},
+    summary="Check a run without submitting it",
+)
+def check_run(
+    spec: Annotated[RunSpec, Body(openapi_examples=SPEC_EXAMPLES)],
+    services: ServicesDep,
+    principal: PrincipalDep,
+    slurm_test: Annotated[
+        bool, Query(description="Also ask Slurm's own sbatch --test-only, as the run's OS user")
+    ] = False,
+) -> RunCheckPublic:
+    """Everything a submission checks before it writes (project, queue, GPU type, walltime,
+    whole-node memory, quota, OS user, output paths, datasets), and the rendered script; with
+    ``slurm_test``, Slurm's own ``sbatch --test-only`` of that script: when and where it would
+    start, or 422 ``submit_rejected`` with Slurm's refusal. No run is recorded, no job queued
+    (``gw sbatch --test-only``)."""
+    return RunCheckPublic.of(services.runs.check(spec, principal=principal, slurm_test=slurm_test))
+
+
+ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+SINCE_HELP = "Only runs created at or after this time (ISO 8601; without an offset it is UTC)."
+UNTIL_HELP = "Only runs created before this time (ISO 8601; without an offset it is UTC)."
+
+
+def _iso(value: object) -> object:
+    """A query's time as ISO 8601 text only (pydantic would take ``0.5`` as seconds since 1970)."""
+    if isinstance(value, str) and not ISO_DATE.match(value):
+        raise ValueError("give an ISO 8601 date-time, e.g. 2026-11-30T04:00:00Z")
+    return value
+
+
+def _utc(when: datetime | None) -> datetime | None:
+    """``when`` as an aware datetime (a naive one is UTC)."""
+    if when is None:
+        return None
+    return when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 @router.get("", response_model=RunsPublic, responses={422: ERRORS[422]}, summary="List runs")
@@ -81,32 +162,34 @@ def list_runs(
     state: RunState | None = None,
     submitter: Annotated[str | None, Query(pattern=f"^{names.TAG.pattern}$")] = None,
     tag: Annotated[str | None, Query(pattern=f"^{names.TAG.pattern}$")] = None,
+    since: Annotated[datetime | None, BeforeValidator(_iso), Query(description=SINCE_HELP)] = None,
+    until: Annotated[datetime | None, BeforeValidator(_iso), Query(description=UNTIL_HELP)] = None,
     cursor: Annotated[
-        str | None, Query(max_length=512, description="next_cursor of the previous page")
+        CursorText | None, AfterValidator(_cursor_text), Query(description=f"Where to go on: {CURSOR_HELP}")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> RunsPublic:
-    """Runs, newest first, filtered; follow ``next_cursor`` for more."""
-    page = services.runs.list(
-        principal=principal,
+    """Runs, newest first, filtered (``since`` <= created_at < ``until``); follow ``next_cursor`` for more."""
+    after = Cursor.decode(cursor) if cursor else None
+    where = RunFilter(
         project=project,
         state=state,
         submitter=submitter,
         tag=tag,
-        cursor=cursor,
+        since=_utc(since),
+        until=_utc(until),
+        cursor=after,
         limit=limit,
     )
-    return RunsPublic.of(page)
+    return RunsPublic.of(services.runs.list(principal=principal, where=where))
 
 
 @router.get("/{run_id}", response_model=RunPublic, responses={404: ERRORS[404]}, summary="Show a run")
 def get_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep) -> RunPublic:
     """The spec as submitted, the rendered script, every attempt with its accounting and timeline,
-    and, while it waits, why (in words and numbers)."""
-    run = services.runs.get(run_id, principal=principal)
-    return RunPublic.of(
-        run, waiting=services.waiting.explain(run), children=services.runs.store.children(run_id)
-    )
+    and, while it waits, why (in words and numbers; from what the gateway last learned, so watching a
+    run costs Slurm nothing)."""
+    return RunPublic.of_view(services.runs.show(run_id, principal=principal))
 
 
 @router.post(
@@ -125,7 +208,7 @@ def cancel_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep) ->
     "/{run_id}/rerun",
     status_code=status.HTTP_201_CREATED,
     response_model=RunPublic,
-    responses={404: ERRORS[404], 422: ERRORS[422]},
+    responses={404: ERRORS[404], 409: ERRORS[409], 422: ERRORS[422]},
     summary="Fix and rerun",
 )
 def rerun(
@@ -136,37 +219,66 @@ def rerun(
     ],
     services: ServicesDep,
     principal: PrincipalDep,
-) -> RunPublic:
+    idempotency_key: IdempotencyKey = None,
+) -> Response:
     """A new run derived from this one, with the changes recorded as a diff and a link both ways.
     The original run keeps all its evidence."""
-    run = services.runs.rerun(run_id, principal=principal, changes=body.set, spec=body.spec)
-    return RunPublic.of(run)
+    submitted = services.runs.rerun_keyed(
+        run_id, principal=principal, changes=body.set, spec=body.spec, idempotency_key=idempotency_key
+    )
+    return _submitted(submitted)
 
 
 @router.get(
     "/{run_id}/logs",
     response_model=LogChunkPublic,
-    responses={404: ERRORS[404], 422: ERRORS[422]},
+    responses={404: ERRORS[404], 422: ERRORS[422], 503: ERRORS[503]},
     summary="Read a run's output",
 )
-def run_logs(
+async def run_logs(
     run_id: RunId,
     services: ServicesDep,
     principal: PrincipalDep,
+    file_reads: FileReadsDep,
     stream: Literal["stdout", "stderr"] = "stdout",
     attempt: Annotated[
         int | None, Query(ge=1, le=10_000, description="Attempt number; default latest")
     ] = None,
     task: Annotated[str | None, Query(pattern=r"^\d{1,7}$", description="Array task index")] = None,
     tail: Annotated[int, Query(ge=1, le=100_000, description="Lines from the end")] = 200,
-    offset: Annotated[
+    offset_bytes: Annotated[
         int | None, Query(ge=0, le=2**62, description="Byte offset to read from (follow)")
     ] = None,
 ) -> LogChunkPublic:
-    """The tail of the job's stdout or stderr, or (with ``offset``) what was written since."""
-    run = services.runs.get(run_id, principal=principal)
-    os_user = next((u.os_user for u in services.access.users() if u.name == run.submitter), None)
-    chunk = read_log(
-        run, stream=stream, attempt_number=attempt, task=task, tail_lines=tail, offset=offset, os_user=os_user
+    """The tail of the job's stdout or stderr, or (with ``offset_bytes``) what was written since.
+
+    Read on the run host with the permissions of the OS user the job ran as, at most 1 MiB a call;
+    a file that is not a regular file, or that user may not read, comes back empty with
+    ``problem`` saying why."""
+    chunk = await file_reads.run(
+        services.logs.read,
+        run_id,
+        principal=principal,
+        stream=stream,
+        attempt_number=attempt,
+        task=task,
+        tail_lines=tail,
+        offset_bytes=offset_bytes,
     )
     return LogChunkPublic.of(chunk)
+
+
+def _submitted(submitted: Submitted) -> Response:
+    """The submitted run as a 201 answer, serialized once.
+
+    Returned as a ``Response`` (``response_model`` still documents it): FastAPI would otherwise dump
+    the ``RunPublic`` to a dict, validate that into a ``RunPublic`` again and serialize the copy,
+    three passes over a run's few kilobytes on the hottest route (docs/performance.md).
+    """
+    headers = {"Idempotent-Replayed": "true"} if submitted.replayed else None
+    return Response(
+        RunPublic.of(submitted.run).model_dump_json(),
+        status_code=status.HTTP_201_CREATED,
+        headers=headers,
+        media_type="application/json",
+    )

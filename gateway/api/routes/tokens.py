@@ -14,7 +14,12 @@ from gateway.core import names
 router = APIRouter(prefix="/tokens", tags=["tokens"])
 
 
-@router.get("", response_model=list[TokenPublic], summary="List tokens")
+@router.get(
+    "",
+    response_model=list[TokenPublic],
+    responses={403: {"model": ErrorPublic, "description": "Only admins list other users' tokens"}},
+    summary="List tokens",
+)
 def list_tokens(
     services: ServicesDep,
     principal: PrincipalDep,

@@ -1,0 +1,345 @@
+"""API schemas of evaluation: suite versions, eval runs, results, gate decisions, reviews, traces."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gateway.api.schemas import RunSummary
+from gateway.api.schemas_lineage import LineageRunPublic
+from gateway.core.domain import Run
+from gateway.core.eval_domain import (
+    SUITE_REF_PATTERN,
+    EvalRun,
+    EvalSuite,
+    GateRecord,
+    Review,
+    SuiteVersionRecord,
+)
+from gateway.services.eval_gates import ResultView
+from gateway.services.eval_reviews import REVIEW_TARGET_PATTERN
+from gateway.services.eval_trace import gate_dict, result_dict, review_dict, version_dict
+
+SHA256_PATTERN = "^[0-9a-fA-F]{64}$"
+
+
+class SuiteDatasetPublic(BaseModel):
+    ref: str = Field(description="As the suite wrote it (tiny-cloze@latest)")
+    version: str = Field(description="The exact version it resolved to: project/name@N")
+    version_id: str
+    digest: str = Field(description="The dataset version's manifest digest")
+
+
+class HarnessRefPublic(BaseModel):
+    name: str
+    version: str | None
+    model: str | None
+
+
+class SuiteVersionPublic(BaseModel):
+    id: str
+    ref: str = Field(description="project/name@N")
+    project: str
+    name: str
+    version: int
+    content_hash: str = Field(
+        description="sha256 over the definition, the prompt template and dataset digests"
+    )
+    prompt_sha256: str
+    harness: HarnessRefPublic
+    tasks: list[str]
+    datasets: list[SuiteDatasetPublic]
+    reviews_required: int
+    registered_by: str
+    registered_at: datetime
+
+    @classmethod
+    def of(cls, version: SuiteVersionRecord) -> SuiteVersionPublic:
+        return cls.model_validate(version_dict(version))
+
+
+class SuiteVersionDetail(SuiteVersionPublic):
+    definition: dict[str, Any] = Field(
+        description="The suite version as registered (the prompt template inline)"
+    )
+
+    @classmethod
+    def of(cls, version: SuiteVersionRecord) -> SuiteVersionDetail:  # type: ignore[override]
+        return cls.model_validate(
+            version_dict(version) | {"definition": version.suite.model_dump(mode="json")}
+        )
+
+
+class SuiteVersionRegistered(SuiteVersionDetail):
+    created: bool = Field(description="False: the suite already had a version with this content")
+
+
+class EvalSuitePublic(BaseModel):
+    id: str
+    project: str
+    name: str
+    description: str
+    created_by: str
+    created_at: datetime
+    version_count: int
+    latest_version: int | None
+
+    @classmethod
+    def of(cls, suite: EvalSuite) -> EvalSuitePublic:
+        return cls(
+            id=suite.id,
+            project=suite.project,
+            name=suite.name,
+            description=suite.description,
+            created_by=suite.created_by,
+            created_at=suite.created_at,
+            version_count=suite.version_count,
+            latest_version=suite.latest_number,
+        )
+
+
+class EvalSuiteDetail(EvalSuitePublic):
+    versions: list[SuiteVersionPublic]
+
+
+class EvalRunCreate(BaseModel):
+    """Which suite version to run on which artifact: its sha256, or a run's output (by path if several)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    suite: str = Field(
+        max_length=200,
+        description="project/name@version (version: a number or latest)",
+        json_schema_extra={"pattern": SUITE_REF_PATTERN},
+    )
+    artifact_sha256: str | None = Field(default=None, pattern=SHA256_PATTERN)
+    run_id: str | None = Field(default=None, max_length=64, description="A run whose output is the artifact")
+    artifact_path: str | None = Field(
+        default=None, max_length=4096, description="The output's path in that run (when it has several)"
+    )
+    queue: str | None = Field(default=None, max_length=64, description="Default: the suite's queue")
+
+
+class EvalRunPublic(BaseModel):
+    id: str
+    run_id: str = Field(description="The gateway run that is the eval job")
+    project: str
+    suite_version_id: str
+    suite_ref: str
+    artifact_sha256: str
+    artifact_path: str
+    artifact_run_id: str | None = Field(description="The run that wrote the artifact")
+    submitted_by: str
+    created_at: datetime
+    status: Literal["pending", "ingested", "refused", "failed"]
+    note: str | None = Field(description="Why it was refused or failed")
+    result_id: str | None
+    ended_at: datetime | None
+
+    @classmethod
+    def of(cls, eval_run: EvalRun) -> EvalRunPublic:
+        return cls.model_validate(eval_run.__dict__)
+
+
+class EvalRunStarted(EvalRunPublic):
+    run: RunSummary
+
+    @classmethod
+    def started(cls, eval_run: EvalRun, run: Run) -> EvalRunStarted:
+        return cls.model_validate(eval_run.__dict__ | {"run": RunSummary.of(run)})
+
+
+class MetricValuePublic(BaseModel):
+    value: float
+    stderr: float | None
+
+
+class TaskResultPublic(BaseModel):
+    name: str
+    version: str | None
+    n_shot: int | None
+    task_hash: str | None
+    n_original: int = Field(description="Documents in the task")
+    n_effective: int = Field(description="Documents scored (fewer when a limit was set)")
+    samples: int = Field(description="Per-sample scores stored")
+    metrics: dict[str, MetricValuePublic]
+
+
+class ResultFilePublic(BaseModel):
+    role: str = Field(description="manifest, results, samples, native or prompt")
+    task: str | None
+    path: str = Field(description="Relative to the eval run's directory")
+    sha256: str
+    size: int
+    artifact_id: int | None
+
+
+class EvalResultPublic(BaseModel):
+    id: str
+    eval_run_id: str
+    run_id: str
+    project: str
+    suite_version_id: str
+    suite_version: str
+    suite_hash: str
+    artifact_sha256: str
+    created_at: datetime
+    harness: str
+    harness_version: str | None
+    seeds: dict[str, int | None]
+    tasks: list[TaskResultPublic]
+    files: list[ResultFilePublic]
+
+
+class SampleRefPublic(BaseModel):
+    task: str
+    id: str
+
+
+class ReviewPublic(BaseModel):
+    id: str
+    project: str
+    target_type: Literal["eval_result", "artifact"]
+    target_id: str
+    verdict: Literal["approve", "reject", "needs-work"]
+    notes: str
+    samples: list[SampleRefPublic]
+    labels: dict[str, str] = Field(description="task/id -> label")
+    reviewer: str
+    created_at: datetime
+    supersedes: str | None
+    superseded_by: str | None
+    current: bool
+
+    @classmethod
+    def of(cls, review: Review) -> ReviewPublic:
+        return cls.model_validate(review_dict(review))
+
+
+class ReviewCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    target: str = Field(
+        max_length=64,
+        description="An eval result id (er-...) or an artifact's sha256",
+        json_schema_extra={"pattern": REVIEW_TARGET_PATTERN},
+    )
+    verdict: Literal["approve", "reject", "needs-work"]
+    notes: str = Field(default="", max_length=65536)
+    samples: list[SampleRefPublic] = Field(default_factory=list, max_length=10_000, description="Looked at")
+    labels: dict[str, str] = Field(default_factory=dict, description="task/id -> label (1-256 characters)")
+
+
+class GatePublic(BaseModel):
+    id: str
+    project: str
+    suite_version_id: str
+    candidate_id: str
+    baseline_id: str | None
+    baseline_source: str = Field(description="explicit, or none")
+    verdict: Literal["pass", "fail", "not_comparable"]
+    decision: dict[str, Any] = Field(description="The rule, every number and the reasons (GateDecision)")
+    review_ids: list[str] = Field(description="The approving reviews that counted")
+    decided_by: str
+    decided_at: datetime
+
+    @classmethod
+    def of(cls, gate: GateRecord) -> GatePublic:
+        return cls.model_validate(gate_dict(gate))
+
+
+class GateCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    baseline: str | None = Field(
+        default=None, max_length=64, description="An eval result id; none: the default baseline (none yet)"
+    )
+
+
+class EvalResultDetail(EvalResultPublic):
+    eval_run: EvalRunPublic
+    reviews: list[ReviewPublic]
+    approving_reviews: list[str]
+    gates: list[GatePublic]
+
+    @classmethod
+    def of(cls, view: ResultView) -> EvalResultDetail:
+        return cls.model_validate(
+            result_dict(view.result)
+            | {
+                "eval_run": EvalRunPublic.of(view.eval_run),
+                "reviews": [ReviewPublic.of(r) for r in view.reviews],
+                "approving_reviews": [r.id for r in view.approving],
+                "gates": [GatePublic.of(g) for g in view.gates],
+            }
+        )
+
+
+class EvalCompareRowPublic(BaseModel):
+    task: str
+    metric: str
+    higher_is_better: bool
+    a: float | None
+    a_stderr: float | None
+    b: float | None
+    b_stderr: float | None
+    delta: float | None = Field(description="a - b")
+    ci_low: float | None
+    ci_high: float | None
+    confidence: float | None
+    p_value: float | None
+    p_adjusted: float | None
+    mde: float | None = Field(description="Minimum detectable effect (null: none, or not tested)")
+    margin: float | None
+    method: str | None
+    n: int | None
+    verdict: str
+    reason: str | None
+
+
+class EvalComparePublic(BaseModel):
+    a: str
+    b: str
+    suite_version: str
+    a_suite_version: str
+    b_suite_version: str
+    verdict: Literal["pass", "fail", "not_comparable"] = Field(
+        description="The gate of a against b, not recorded"
+    )
+    comparable: bool
+    reasons: list[str]
+    notes: list[str]
+    rows: list[EvalCompareRowPublic]
+
+
+class EvalRunTracePublic(EvalRunPublic):
+    result: EvalResultPublic | None
+
+
+class ArtifactEvalsPublic(BaseModel):
+    sha256: str
+    eval_runs: list[EvalRunTracePublic]
+    gates: list[GatePublic]
+    reviews: list[ReviewPublic]
+    hidden: int = Field(description="Eval runs in projects you are not a member of")
+
+
+class TracedArtifactPublic(BaseModel):
+    sha256: str
+    path: str
+    run_id: str | None
+    run: LineageRunPublic | None = Field(description="The run that wrote it (null: not readable by you)")
+
+
+class EvalResultTracePublic(BaseModel):
+    result: EvalResultPublic
+    suite_version: SuiteVersionPublic
+    eval_run: EvalRunPublic
+    run: LineageRunPublic = Field(description="The eval job: its Slurm jobs, script, inputs and outputs")
+    artifact: TracedArtifactPublic
+    reviews: list[ReviewPublic]
+    approving_reviews: list[str]
+    gates: list[GatePublic]
+    hidden: int

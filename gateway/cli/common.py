@@ -1,0 +1,68 @@
+"""What every ``gw`` command module shares: the API client, error reporting, and common options.
+
+``client()`` builds the HTTP client from the client settings; ``fail`` reports
+an API error and ends ``gw`` with its exit status (``gateway.cli.exits``);
+``call`` does both around one client method; ``usage`` ends with a usage
+error (exit 2) for bad input caught before any request.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+from rich.markup import escape
+
+from gateway.cli import exits
+from gateway.cli.api_error import ApiError
+from gateway.cli.output import err_console
+from gateway.errors import SpecError
+
+if TYPE_CHECKING:  # httpx and the settings load when a command first talks to the API, not for --help
+    from gateway.cli.client import GatewayClient
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def client() -> GatewayClient:
+    """The API client, from GW_URL / GW_TOKEN or ~/.config/gw/config.toml."""
+    from gateway.cli.client import GatewayClient
+    from gateway.client_settings import ClientSettings
+
+    return GatewayClient(ClientSettings.load())
+
+
+def fail(exc: ApiError) -> NoReturn:
+    """Print an API error (each field issue on its own line) and exit with its status's code."""
+    if isinstance(exc.detail, list):
+        err_console.print(f"[red]error[/red] ({exc.kind}):")
+        for issue in exc.detail:
+            where = ".".join(str(p) for p in issue.get("loc", [])[1:]) or "(request)"
+            shown = f" (got {issue['input']!r})" if issue.get("input") is not None else ""
+            err_console.print(f"  - {where}: {issue.get('msg')}{shown}", markup=False)
+    else:
+        err_console.print(f"[red]error[/red] ({escape(exc.kind)}): {escape(str(exc.detail))}")
+    if exc.run_id:
+        err_console.print(f"run {exc.run_id} is on record; see `gw show {exc.run_id}`")
+    raise typer.Exit(exits.for_status(exc.status))
+
+
+def call(method: str, *args: Any, **kwargs: Any) -> Any:
+    """``GatewayClient.<method>(...)`` on a fresh client; an API error ends gw through ``fail``."""
+    try:
+        return getattr(client(), method)(*args, **kwargs)
+    except ApiError as exc:
+        fail(exc)
+
+
+def usage(message: str) -> NoReturn:
+    """Bad input found before any request: say so and exit 2."""
+    err_console.print(message, markup=False)
+    raise typer.Exit(exits.USAGE)
+
+
+def spec_error(exc: SpecError) -> NoReturn:
+    """A spec (or option) that does not validate: every issue, then exit 2."""
+    usage(str(exc))

@@ -1,0 +1,53 @@
+"""gw report usage|cost|efficiency: a report over the accounting records, from the API.
+
+The API renders every form (table, CSV, JSON, the HTML page with its
+plots); gw prints it, or writes it to ``-o FILE``. An HTML report is always
+written to a file: a page on a terminal helps nobody.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from gateway.cli.common import call, usage
+from gateway.cli.output import console
+from gateway.core.periods import PERIOD_HELP, parse_period
+
+Kind = Literal["usage", "cost", "efficiency"]
+By = Literal["project", "user", "queue", "run", "release"]
+Format = Literal["table", "csv", "json", "html"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``gw report`` to ``app``."""
+    app.command("report")(report)
+
+
+def report(
+    kind: Annotated[Kind, typer.Argument(help="usage, cost or efficiency.")],
+    by: Annotated[By, typer.Option(help="One row per project, user, queue, run or release.")] = "project",
+    period: Annotated[str | None, typer.Option(help=f"{PERIOD_HELP}. Default: this month (UTC).")] = None,
+    project: Annotated[str | None, typer.Option(help="Only this project's records.")] = None,
+    fmt: Annotated[Format, typer.Option("--format", help="table, csv, json or html.")] = "table",
+    out: Annotated[str | None, typer.Option("-o", "--output", help="Write it to this file.")] = None,
+) -> None:
+    """GPU-hours, CPU-hours, cost, waits, the share spent on failed attempts, GPU utilisation and idle
+    GPU-hours, with the rate versions that priced them."""
+    if period is not None:
+        try:
+            period = parse_period(period).label
+        except ValueError as exc:
+            usage(f"--period: {exc}")
+    if fmt == "html" and out is None:
+        usage("an HTML report goes to a file: add -o FILE.html")
+    data = call("report", kind, by=by, period=period, project=project, format=fmt)
+    if out is not None:
+        Path(out).write_bytes(data)
+        console.print(f"wrote {out} ({len(data)} bytes)", markup=False)
+        return
+    sys.stdout.write(data.decode("utf-8"))
+    sys.stdout.flush()

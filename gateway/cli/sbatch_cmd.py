@@ -1,0 +1,166 @@
+"""``gw sbatch``: a real sbatch script, as it is, through the gateway.
+
+The translation is ``gateway.core.sbatch_options`` (pure); this module reads
+the script (a file, ``--wrap``, or stdin), fills the project when the user
+has one, submits, and prints what sbatch prints: ``Submitted batch job N``
+on stdout (the run id on stderr), or ``N`` (``N;cluster``) with
+``--parsable``. Errors from the server name the option and the ``#SBATCH``
+line a field came from.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from gateway.cli import common, exits
+from gateway.cli.api_error import ApiError
+from gateway.cli.output import console, err_console, state_text
+from gateway.errors import SpecError, SpecIssue
+
+if TYPE_CHECKING:
+    from gateway.cli.client import GatewayClient
+
+STDIN_MAX_BYTES = 1 << 20  # a batch script on stdin, like a script file (gateway.adapters.files)
+
+
+def register(app: typer.Typer, wait: Callable[..., int]) -> None:
+    """Add ``gw sbatch`` to ``app``; ``wait`` is gw wait's loop (for ``-W/--wait``)."""
+
+    @app.command(
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
+    )
+    def sbatch(ctx: typer.Context) -> None:
+        """sbatch, through the gateway: gw sbatch [OPTIONS] [SCRIPT [ARGS]], reading #SBATCH lines too."""
+        from gateway.core.sbatch_options import USAGE
+
+        args = list(ctx.args)
+        if args in (["-h"], ["--help"], ["--usage"]):
+            console.print(ctx.get_help())
+            console.print(
+                f"Usage: {USAGE}\nSee docs/sbatch.md for the options and the few it refuses.", markup=False
+            )
+            raise typer.Exit(exits.OK)
+        request = _translate(args)
+        client = common.client()
+        if request.test_only:
+            _test_only(client, request)
+        try:
+            run = client.submit(request.spec)
+        except ApiError as exc:
+            _fail(exc, request)
+        job_id = run.get("job_id")
+        if request.parsable:
+            console.print(f"{job_id};{request.cluster}" if job_id and request.cluster else job_id or "")
+        elif job_id:
+            print(f"Submitted batch job {job_id}")  # exactly sbatch's line: scripts read it with awk
+        if not request.quiet:
+            note = "" if job_id else ": Slurm did not confirm the job yet"
+            err_console.print(
+                f"run {run['id']} ({state_text(run['state'])}){note}  watch: gw show {run['id']}"
+            )
+        if request.wait:
+            raise typer.Exit(wait(client, run["id"], timeout_s=None, poll_s=2.0, quiet=True))
+
+
+def _test_only(client: GatewayClient, request) -> None:
+    """``--test-only``: the gateway's checks and Slurm's own ``sbatch --test-only``, nothing queued;
+    Slurm's answer on stderr, as sbatch prints it (``sbatch: Job N to start at ...``)."""
+    try:
+        check = client.check(request.spec, slurm_test=True)
+    except ApiError as exc:
+        _fail(exc, request)
+    for line in (check.get("slurm_test") or "").splitlines():
+        print(f"sbatch: {line}", file=sys.stderr)  # one line, unwrapped: scripts read it
+    if not request.quiet:
+        hours = f", at most {check['gpu_hours']:g} GPU-hours" if check["gpus"] else ""
+        err_console.print(
+            f"gw: admitted to queue {check['queue']} as {check['os_user']}: time limit "
+            f"{check['walltime_min']} min ({check['walltime_source']}){hours}; nothing submitted",
+            markup=False,
+            highlight=False,
+        )
+    raise typer.Exit(exits.OK)
+
+
+def _translate(args: list[str]):  # -> SbatchRequest
+    from gateway.adapters.files import read_text
+    from gateway.core.sbatch_options import USAGE, sbatch_to_spec, split_gw_sbatch_args, wants_wrap
+
+    options, script_path, script_args = split_gw_sbatch_args(args)
+    try:
+        if wants_wrap(options):
+            text, name = None, None
+            script_args = [a for a in ([script_path] if script_path else []) + script_args]
+        elif script_path is not None:
+            text, name = read_text(Path(script_path), what="batch script"), Path(script_path).name
+        elif sys.stdin.isatty():
+            common.usage(f"no batch script given; use: {USAGE}")
+        else:
+            data = sys.stdin.buffer.read(STDIN_MAX_BYTES + 1)
+            if len(data) > STDIN_MAX_BYTES:
+                common.usage(f"the batch script on stdin is over {STDIN_MAX_BYTES} bytes")
+            text, name = data.decode("utf-8", errors="replace"), None
+        environ = dict(os.environ)
+        default_project = _default_project()
+        if default_project:  # GW_PROJECT, else `project` in the gw config file
+            environ["GW_PROJECT"] = default_project
+        try:
+            return sbatch_to_spec(
+                options, text, script_name=name, cwd=os.getcwd(), environ=environ, script_args=script_args
+            )
+        except SpecError as exc:
+            if not any(i.path == "account" for i in exc.issues):
+                raise
+            projects = _my_projects()
+            if len(projects) == 1:  # like sbatch's default account: the one project there is
+                environ["GW_PROJECT"] = projects[0]
+                return sbatch_to_spec(
+                    options, text, script_name=name, cwd=os.getcwd(), environ=environ, script_args=script_args
+                )
+            mine = ", ".join(projects) or "none (ask a project lead to add you)"
+            hint = SpecIssue(
+                "account",
+                f"no project given; yours: {mine}. Pick one with -A PROJECT (or #SBATCH -A PROJECT), "
+                'or set a default: project = "PROJECT" in your gw config file '
+                "(~/.config/gw/config.toml, or GW_CONFIG), or GW_PROJECT=PROJECT",
+            )
+            raise SpecError([hint if i.path == "account" else i for i in exc.issues], "gw sbatch") from exc
+    except SpecError as exc:
+        common.spec_error(exc)
+
+
+def _default_project() -> str | None:
+    """``GW_PROJECT``, else the config file's ``project``; a config file that does not load is
+    reported by the request that needs it, not here."""
+    from pydantic import ValidationError
+
+    from gateway.client_settings import ClientSettings
+
+    try:
+        return ClientSettings.load().project
+    except (ValidationError, OSError, ValueError):
+        return os.environ.get("GW_PROJECT") or None
+
+
+def _my_projects() -> list[str]:
+    client: GatewayClient = common.client()
+    try:
+        return sorted(p["name"] for p in client.projects())
+    except ApiError as exc:
+        common.fail(exc)
+
+
+def _fail(exc: ApiError, request) -> None:
+    """The API's refusal, with each field named by the option and #SBATCH line that set it."""
+    if isinstance(exc.detail, list):
+        for issue in exc.detail:
+            path = ".".join(str(p) for p in issue.get("loc", [])[1:])
+            if path:
+                issue["loc"] = [issue["loc"][0], request.where(path)]
+    common.fail(exc)

@@ -1,0 +1,131 @@
+"""gw quota, gw queue and gw audit: usage against the caps, the admin's queue view, the audit log (API)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from gateway.cli.common import JsonOpt, call
+from gateway.cli.output import console, print_json
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``gw quota``, ``gw queue`` and ``gw audit`` to ``app``."""
+    app.command()(quota)
+    app.command()(queue)
+    app.command()(audit)
+
+
+def quota(
+    project: Annotated[str | None, typer.Argument(help="Project (default: all of yours).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Usage against the caps: GPUs now, GPU-hours this month, jobs in queue."""
+    names = [project] if project else [p["name"] for p in call("projects")]
+    reports = [call("usage", name) for name in names]
+    if as_json:
+        print_json(reports)
+        return
+    table = Table(show_edge=False, header_style="bold")
+    for column in ("PROJECT", "WHO", "GPUS NOW", "GPU-HOURS THIS MONTH", "JOBS IN QUEUE"):
+        table.add_column(column)
+    for report in reports:
+        table.add_row(report["project"], "(project)", *_uses(report))
+        for user in report["users"]:
+            table.add_row("", user["user"], *_uses(user))
+    console.print(table)
+
+
+def queue(as_json: JsonOpt = False) -> None:
+    """The admin's view: per partition nodes, running and pending jobs; per project usage."""
+    view = call("queue")
+    if as_json:
+        print_json(view)
+        return
+    for part in view["partitions"]:
+        console.print(f"[bold]partition {part['name']}[/bold] ({part['state']})")
+        console.print(_nodes_table(part["nodes"]))
+        jobs = _jobs_table(part["running"] + part["pending"])
+        console.print(jobs if part["running"] or part["pending"] else "  no jobs")
+        console.print()
+    table = Table(show_edge=False, header_style="bold")
+    for column in ("PROJECT", "GPUS NOW", "GPU-HOURS THIS MONTH", "JOBS IN QUEUE"):
+        table.add_column(column)
+    for report in view["projects"]:
+        table.add_row(report["project"], *_uses(report))
+    console.print(table)
+
+
+def audit(
+    project: Annotated[str | None, typer.Option(help="Only this project.")] = None,
+    actor: Annotated[str | None, typer.Option(help="Only this user's actions.")] = None,
+    action: Annotated[str | None, typer.Option(help="Only this action, e.g. run.submit.")] = None,
+    target: Annotated[str | None, typer.Option(help="Only this target id, e.g. a run id.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many.")] = 100,
+    as_json: JsonOpt = False,
+) -> None:
+    """The audit log (admins: everything; leads: their projects)."""
+    page = call("audit", project=project, actor=actor, action=action, target=target, limit=limit)
+    if as_json:
+        print_json(page)
+        return
+    table = Table(show_edge=False, header_style="bold")
+    for column in ("SEQ", "AT", "ACTOR", "ACTION", "TARGET", "PROJECT", "FROM"):
+        table.add_column(column)
+    for event in page["items"]:
+        table.add_row(
+            str(event["seq"]),
+            event["at"][:19].replace("T", " "),
+            event["actor"],
+            event["action"],
+            f"{event['target_type']} {event['target_id']}",
+            event["project"] or "",
+            event["source"] or "",
+        )
+    console.print(table)
+
+
+def _nodes_table(nodes: list[dict]) -> Table:
+    table = Table(show_edge=False, box=None)
+    for column in ("NODE", "STATE", "CPUS USED", "GPUS USED", "GPUS FREE"):
+        table.add_column(column)
+    for node in nodes:
+        table.add_row(
+            node["name"],
+            node["state"],
+            f"{node['alloc_cpus']}/{node['cpus']}",
+            f"{node['gpus_alloc']}/{node['gpus']}",
+            str(node["gpus_free"]),
+        )
+    return table
+
+
+def _jobs_table(jobs: list[dict]) -> Table:
+    table = Table(show_edge=False, box=None)
+    for column in ("JOB", "STATE", "USER", "ACCOUNT", "GPUS", "REASON / NODES", "RUN"):
+        table.add_column(column)
+    for job in jobs:
+        where = job["nodes"] if job["state"] == "running" else (job["reason"] or "")
+        table.add_row(
+            job["job_id"],
+            job["state"],
+            job["user"],
+            job["account"] or "",
+            str(job["gpus"]),
+            Text(where or ""),  # Slurm's reason or node list: text, never markup
+            job["run_id"] or "",
+        )
+    return table
+
+
+def _uses(report: dict) -> list[str]:
+    def show(use: dict) -> str:
+        cap = use["cap"]
+        used = use["used"]
+        text = f"{used:g}" if isinstance(used, float) else str(used)
+        return f"{text} / {cap:g}" if cap is not None else f"{text} (no cap)"
+
+    return [show(report["gpus"]), show(report["gpu_hours"]), show(report["jobs_in_queue"])]
