@@ -1,0 +1,56 @@
+"""Project pages (quota and usage against the caps) and the admin's queue page."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Request
+from fastapi.responses import Response
+
+from gateway.core import names
+from gateway.errors import GatewayError
+from gateway.web import svg
+from gateway.web.deps import PagesDep, PrincipalDep, services_of
+
+router = APIRouter()
+Name = Annotated[str, Path(pattern=f"^{names.NAME.pattern}$")]
+
+
+@router.get("/projects")
+def projects(request: Request, pages: PagesDep, principal: PrincipalDep) -> Response:
+    """The caller's projects with their queues and caps."""
+    found = services_of(request).projects.visible(principal)
+    return pages.render(request, "projects.html", principal, projects=found)
+
+
+@router.get("/projects/{project}")
+def project_page(request: Request, project: Name, pages: PagesDep, principal: PrincipalDep) -> Response:
+    """A project: caps, queues, members, usage now and this month (drawn against the caps), and what
+    its priced accounting records this month cost."""
+    services = services_of(request)
+    found = services.projects.get(principal, project)
+    usage, problem = None, None
+    try:
+        usage = services.usage.project_usage(principal, project)
+    except GatewayError as exc:  # Slurm accounting not answering: the page still shows the caps
+        problem = str(exc)
+    # this month's cost: the cost report (gw report cost --by project --project P) of the project
+    cost = services.reports.report(principal, "cost", by="project", project=project)
+    bars = []
+    if usage is not None:
+        for label, use in (
+            ("GPU-hours this month", usage.gpu_hours),
+            ("GPUs in use now", usage.gpus),
+            ("Jobs in queue", usage.jobs_in_queue),
+        ):
+            bars.append(svg.use_bar(label, use.used, use.cap, use.unit))
+    return pages.render(
+        request, "project.html", principal, project=found, usage=usage, problem=problem, bars=bars, cost=cost
+    )
+
+
+@router.get("/queue")
+def queue_page(request: Request, pages: PagesDep, principal: PrincipalDep) -> Response:
+    """The admin's queue: partitions, nodes and GPUs, running and pending jobs, per-project usage."""
+    view = services_of(request).usage.queue(principal)
+    return pages.render(request, "queue.html", principal, view=view)

@@ -1,0 +1,154 @@
+"""The submit form: choices from the caller's projects and queues, Preview (the exact script, no
+submission), Submit, errors next to their fields, and the spec as YAML and as `gw sbatch`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse, Response
+
+from gateway.core.domain import Principal
+from gateway.core.spec import build_spec
+from gateway.errors import Forbidden, GatewayError, NotFound, QuotaExceeded, SpecError, SubmitRejected
+from gateway.services.submit_form import ProjectChoices, QueueChoices
+from gateway.web.deps import PREFIX, FormDep, PagesDep, PrincipalDep, services_of
+from gateway.web.spec_form import (
+    FormValues,
+    place_issues,
+    read_form,
+    resource_limits,
+    sbatch_command,
+    spec_yaml,
+)
+
+router = APIRouter()
+DATASET_VERSIONS_SHOWN = 5  # per dataset, newest first, besides @latest
+LIMITS = resource_limits()  # the run spec's bounds on nodes, CPUs, memory (the form's input bounds)
+
+
+def _pick(
+    choices: list[ProjectChoices], values: FormValues
+) -> tuple[ProjectChoices | None, QueueChoices | None]:
+    """The project and queue the form shows: as chosen when they are on offer, else the first ones
+    (a project change offers only that project's queues)."""
+    projects = [p for p in choices if p.may_submit]
+    project = next(
+        (p for p in projects if p.name == values.shown.get("project")), projects[0] if projects else None
+    )
+    if project is None:
+        return None, None
+    queue = next((q for q in project.queues if q.name == values.shown.get("queue")), None)
+    queue = queue or (project.queues[0] if project.queues else None)
+    if project.name != values.shown.get("project") or (queue and queue.name != values.shown.get("queue")):
+        values.shown["project"], values.shown["queue"] = project.name, queue.name if queue else ""
+    return project, queue
+
+
+def _dataset_refs(request: Request, principal: Principal, project: str) -> list[str]:
+    """``[project/]name@latest`` and the newest versions of every dataset ``project`` may read."""
+    services = services_of(request)
+    refs = []
+    for ds in services.datasets.list(principal=principal, project=project):
+        base = ds.name if ds.project == project else f"{ds.project}/{ds.name}"
+        refs.append(f"{base}@latest")
+        versions = services.datasets.versions(ds.project, ds.name, principal=principal)
+        refs += [
+            f"{base}@{v.number}" for v in sorted(versions, key=lambda v: -v.number)[:DATASET_VERSIONS_SHOWN]
+        ]
+    return refs
+
+
+def _form_context(request: Request, principal: Principal, values: FormValues) -> dict[str, Any]:
+    services = services_of(request)
+    choices = services.submit_form.choices(principal)
+    project, queue = _pick(choices, values)
+    quota = None
+    if project is not None:
+        try:
+            quota = services.submit_form.quota_left(principal, project.name)
+        except GatewayError as exc:  # Slurm's accounting did not answer: the form still works
+            values.error("quota", f"quota left unknown now: {exc}")
+    if queue is not None:
+        # keep shown values within what the queue offers
+        if values.shown.get("gpus_per_node") not in [str(c) for c in queue.gpu_counts]:
+            values.shown["gpus_per_node"] = "0"
+        if values.shown.get("walltime_min") not in [str(w) for w in queue.walltimes_min]:
+            values.shown["walltime_min"] = str(min(queue.walltimes_min, key=lambda w: abs(w - 60)))
+    return {
+        "choices": [p for p in choices if p.may_submit],
+        "project": project,
+        "queue": queue,
+        "quota": quota,
+        "datasets": _dataset_refs(request, principal, project.name) if project else [],
+        "v": values,
+        "limits": LIMITS,
+    }
+
+
+def _defaults() -> FormValues:
+    values = FormValues()
+    values.shown = {
+        "name": "",
+        "project": "",
+        "queue": "",
+        "command": "",
+        "script": "",
+        "workdir": "",
+        "nodes": "1",
+        "cpus_per_task": "1",
+        "mem_gb": "1",
+        "gpus_per_node": "0",
+        "gpu_type": "",
+        "walltime_min": "60",
+        "tags": "",
+        "outputs": "",
+        "metrics": "",
+        "datasets": [],
+    }
+    values.params = []
+    return values
+
+
+@router.get("/submit")
+def submit_page(request: Request, pages: PagesDep, principal: PrincipalDep) -> Response:
+    """The empty form (the first project and queue the caller may submit to)."""
+    values = _defaults()
+    for key in ("project", "queue"):
+        if request.query_params.get(key):
+            values.shown[key] = request.query_params[key]
+    return pages.render(
+        request, "submit.html", principal, **_form_context(request, principal, values), out=None
+    )
+
+
+@router.post("/submit")
+async def submit(request: Request, pages: PagesDep, principal: PrincipalDep, form: FormDep) -> Response:
+    """``action``: refresh (new choices after a project or queue change), preview or submit."""
+    action = str(form.get("action") or "refresh")
+    values = await read_form(form)
+    services = services_of(request)
+    if not any(p.may_submit for p in services.submit_form.choices(principal)) and action != "refresh":
+        raise Forbidden(f"{principal.user} may not submit runs to any project (a viewer reads only)")
+    out: dict[str, Any] | None = None
+    status = 200
+    if action in ("preview", "submit") and not values.errors:
+        try:
+            spec = build_spec(values.data, source="the web form")
+            out = {"yaml": spec_yaml(spec), "sbatch": sbatch_command(spec)}
+            if action == "preview":
+                out["script"] = services.submit_form.preview(spec, principal=principal).text
+            else:
+                run = services.runs.submit(spec, principal=principal)
+                return RedirectResponse(f"{PREFIX}/runs/{run.id}", status_code=303)
+        except SpecError as exc:
+            place_issues(values, exc.issues)
+        except QuotaExceeded as exc:
+            values.error("gpus_per_node", str(exc))
+        except (SubmitRejected, NotFound, Forbidden) as exc:
+            values.error("spec", str(exc))
+    if values.errors:
+        status = 422
+    context = _form_context(request, principal, values)
+    name = "_submit_form.html" if request.headers.get("HX-Request") else "submit.html"
+    return pages.render(request, name, principal, status_code=status, **context, out=out)

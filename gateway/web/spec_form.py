@@ -1,0 +1,217 @@
+"""The submit form's values: read from a posted form into run-spec data, errors put on their fields,
+and the spec written back out as YAML and as a `gw sbatch` command line.
+
+A value the form cannot even read (a GPU count that is not a number) is an
+error on its field here; every other rule is the run spec's own
+(``build_spec``) and admission's, mapped back onto the fields they name.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from starlette.datastructures import FormData, UploadFile
+
+from gateway.core.spec import RunSpec
+from gateway.core.spec_parts import Resources
+from gateway.errors import SpecIssue
+
+MAX_PARAM_ROWS = 50
+MAX_SCRIPT_BYTES = 256 * 1024
+# Spec paths -> the form field their error shows next to.
+FIELD_OF = {
+    "resources.gpus_per_node": "gpus_per_node",
+    "resources.gpus": "gpus_per_node",
+    "resources.gpu_type": "gpu_type",
+    "resources.walltime_min": "walltime_min",
+    "resources.mem_gb": "mem_gb",
+    "resources.cpus_per_task": "cpus_per_task",
+    "resources.nodes": "nodes",
+}
+
+
+@dataclass
+class FormValues:
+    """What the form shows (as typed) and the spec data it makes."""
+
+    shown: dict[str, Any] = field(default_factory=dict)
+    params: list[tuple[str, str]] = field(default_factory=list)
+    data: dict[str, Any] = field(default_factory=dict)
+    errors: dict[str, list[str]] = field(default_factory=dict)
+
+    def error(self, name: str, message: str) -> None:
+        """Put ``message`` next to field ``name``."""
+        self.errors.setdefault(name, []).append(message)
+
+
+def resource_limits() -> dict[str, dict[str, float]]:
+    """``min``/``max`` of each numeric resource field, read from the run spec's JSON schema (the form's
+    input bounds; the spec checks them again)."""
+    limits: dict[str, dict[str, float]] = {}
+    for name, prop in Resources.model_json_schema()["properties"].items():
+        for option in prop.get("anyOf", [prop]):
+            found = {key[:3]: option[key] for key in ("minimum", "maximum") if key in option}
+            if found:
+                limits[name] = found
+    return limits
+
+
+def field_for(path: str) -> str:
+    """The form field a spec issue at ``path`` belongs to ("params.lr" -> "params")."""
+    if path in FIELD_OF:
+        return FIELD_OF[path]
+    head = path.split(".", 1)[0].split("[", 1)[0]
+    return head or "spec"
+
+
+def place_issues(values: FormValues, issues: list[SpecIssue]) -> None:
+    """Each issue next to its field, saying what is valid (the issue's own message)."""
+    for issue in issues:
+        shown = f" (got {issue.value!r})" if issue.value not in (None, "") else ""
+        values.error(field_for(issue.path), f"{issue.message}{shown}")
+
+
+def _value(text: str) -> Any:
+    """A param's value: JSON when it reads as JSON (numbers, true, lists), else the text itself."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _int(values: FormValues, name: str, text: str, default: int | None) -> int | None:
+    if not text.strip():
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        values.error(name, f"{text!r} is not a whole number")
+        return default
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+async def read_form(form: FormData) -> FormValues:
+    """The form as spec data (``data``), what to show again (``shown``), and the errors of values
+    that could not be read at all."""
+    values = FormValues()
+    text = {k: v for k, v in form.items() if isinstance(v, str)}
+    shown = {k: text.get(k, "") for k in _TEXT_FIELDS}
+    values.shown = shown
+    for i in range(MAX_PARAM_ROWS):
+        key, val = text.get(f"param_key_{i}", "").strip(), text.get(f"param_value_{i}", "")
+        if key or val.strip():
+            values.params.append((key, val))
+    params = {}
+    for key, val in values.params:
+        if not key:
+            values.error("params", f"a value {val!r} has no name")
+        else:
+            params[key] = _value(val)
+    script = None
+    upload = form.get("script_file")
+    if isinstance(upload, UploadFile) and upload.filename:
+        raw = await upload.read(MAX_SCRIPT_BYTES + 1)
+        if len(raw) > MAX_SCRIPT_BYTES:
+            values.error("script", f"the script is over {MAX_SCRIPT_BYTES // 1024} KiB")
+        else:
+            script = raw.decode("utf-8", errors="replace")
+    elif shown["script"].strip():
+        script = shown["script"].replace("\r\n", "\n")
+    resources: dict[str, Any] = {
+        "nodes": _int(values, "nodes", shown["nodes"], 1),
+        "cpus_per_task": _int(values, "cpus_per_task", shown["cpus_per_task"], 1),
+        "gpus_per_node": _int(values, "gpus_per_node", shown["gpus_per_node"], 0),
+        "walltime_min": _int(values, "walltime_min", shown["walltime_min"], 60),
+    }
+    try:
+        resources["mem_gb"] = float(shown["mem_gb"]) if shown["mem_gb"].strip() else 1.0
+    except ValueError:
+        values.error("mem_gb", f"{shown['mem_gb']!r} is not a number of GB")
+    if resources["gpus_per_node"] and shown["gpu_type"]:
+        resources["gpu_type"] = shown["gpu_type"]
+    data: dict[str, Any] = {
+        "name": shown["name"],
+        "project": shown["project"],
+        "queue": shown["queue"],
+        "resources": resources,
+        "params": params,
+    }
+    command = shown["command"].replace("\r\n", "\n").strip()
+    if command:
+        data["command"] = command
+    if script is not None:
+        data["script"] = script
+    for key in ("workdir",):
+        if shown[key].strip():
+            data[key] = shown[key].strip()
+    if shown["tags"].strip():
+        data["tags"] = [t.strip() for t in shown["tags"].split(",") if t.strip()]
+    datasets = [v for k, v in form.multi_items() if k == "datasets" and isinstance(v, str) and v]
+    if datasets:
+        data["datasets"] = [{"ref": ref, "verify": "exists"} for ref in datasets]
+    shown["datasets"] = datasets
+    for key in ("outputs", "metrics"):
+        if _lines(shown[key]):
+            data[key] = _lines(shown[key])
+    values.data = data
+    return values
+
+
+_TEXT_FIELDS = (
+    "name",
+    "project",
+    "queue",
+    "command",
+    "script",
+    "workdir",
+    "nodes",
+    "cpus_per_task",
+    "mem_gb",
+    "gpus_per_node",
+    "gpu_type",
+    "walltime_min",
+    "tags",
+    "outputs",
+    "metrics",
+)
+
+
+def spec_yaml(spec: RunSpec) -> str:
+    """The spec as `gw submit` reads it (fields left at their defaults are left out)."""
+    data = spec.model_dump(mode="json", exclude_defaults=True)
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def sbatch_command(spec: RunSpec) -> str:
+    """The spec as a `gw sbatch` command line (every value shell-quoted); what sbatch options cannot
+    say (params, datasets, outputs) is named in a closing comment: submit the YAML for those."""
+    res = spec.resources
+    words = ["gw", "sbatch", "-A", spec.project, "-p", spec.queue, "-J", spec.name]
+    words += [f"--nodes={res.nodes or 1}", f"--cpus-per-task={res.cpus_per_task or 1}"]
+    if res.mem_gb is not None:
+        words.append(f"--mem={max(int(res.mem_gb * 1024), 1)}M")
+    words.append(f"--time={res.walltime_min}")
+    if res.gpus_per_node:
+        words.append(f"--gpus-per-node={res.gpu_type + ':' if res.gpu_type else ''}{res.gpus_per_node}")
+    if spec.workdir:
+        words.append(f"--chdir={spec.workdir}")
+    if isinstance(spec.command, str):
+        words.append(f"--wrap={spec.command}")
+    elif isinstance(spec.command, list):
+        words.append(f"--wrap={shlex.join(spec.command)}")
+    else:
+        words.append("SCRIPT")
+    line = " ".join(shlex.quote(w) for w in words)
+    left_out = [k for k in ("params", "datasets", "outputs", "metrics", "tags") if getattr(spec, k)]
+    if spec.script and not spec.command:
+        left_out.insert(0, "the script (save it as SCRIPT)")
+    if left_out:
+        line += f"\n# not expressible as sbatch options: {', '.join(left_out)} (use the spec YAML: gw submit)"
+    return line
