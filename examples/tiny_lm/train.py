@@ -243,6 +243,57 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def fit(
+    weights: list[list[float]],
+    train: list,
+    valid: list,
+    params: dict,
+    metrics_path: Path,
+    vocab_size: int,
+) -> dict | None:
+    """Train ``weights`` in place for ``params["epochs"]`` epochs, one line of ``metrics_path`` each.
+
+    Returns the last epoch's metrics ({} for no epoch); None when the loss diverged (said on stderr).
+    """
+    rng = random.Random(params["seed"])
+    uniform = math.log(vocab_size)
+    log(f"tiny_lm: epoch 0: val_loss {uniform:.4f} (uniform guess), val_perplexity {vocab_size:.2f}")
+    metrics_path.write_text("")
+    start = time.perf_counter()
+    step, record = 0, {}
+    for epoch in range(1, params["epochs"] + 1):
+        lr = params["lr"] * params["lr_decay"] ** (epoch - 1)
+        line_order = list(range(len(train)))
+        rng.shuffle(line_order)
+        train_loss, steps = train_epoch(weights, train, line_order, lr, params["l2"])
+        step += steps
+        val_loss, val_acc = evaluate(weights, valid)
+        if not math.isfinite(train_loss) or not math.isfinite(val_loss):
+            print(
+                f"tiny_lm: error: the loss diverged at epoch {epoch} (lr {lr:g} is too high)", file=sys.stderr
+            )
+            return None
+        record = {
+            "step": step,
+            "epoch": epoch,
+            "lr": round(lr, 10),
+            "train_loss": round(train_loss, 6),
+            "val_loss": round(val_loss, 6),
+            "val_perplexity": round(math.exp(val_loss), 6),
+            "val_bits_per_char": round(val_loss / math.log(2), 6),
+            "val_accuracy": round(val_acc, 6),
+            "time_s": round(time.perf_counter() - start, 3),
+        }
+        with metrics_path.open("a") as fh:
+            fh.write(json.dumps(record) + "\n")
+        log(
+            f"tiny_lm: epoch {epoch}/{params['epochs']} step {step}: lr {lr:.4g} train_loss {train_loss:.4f} "
+            f"val_loss {val_loss:.4f} val_perplexity {math.exp(val_loss):.3f} "
+            f"val_accuracy {val_acc:.4f} ({record['time_s']:.2f}s)"
+        )
+    return record
+
+
 def run(args: argparse.Namespace) -> int:
     params, origin = resolve_params(args)
     texts, data_digest, shas = load_data(args.data)
@@ -268,43 +319,9 @@ def run(args: argparse.Namespace) -> int:
     log(f"tiny_lm: model order {order}: {len(vocab)} chars x {len(features)} contexts = {n_weights} weights")
     log(f"tiny_lm: writing to {out}")
 
-    rng = random.Random(seed)
-    uniform = math.log(len(vocab))
-    log(f"tiny_lm: epoch 0: val_loss {uniform:.4f} (uniform guess), val_perplexity {len(vocab):.2f}")
-    metrics_path = out / "metrics.jsonl"
-    metrics_path.write_text("")
-    start = time.perf_counter()
-    step, record = 0, {}
-    for epoch in range(1, params["epochs"] + 1):
-        lr = params["lr"] * params["lr_decay"] ** (epoch - 1)
-        line_order = list(range(len(train)))
-        rng.shuffle(line_order)
-        train_loss, steps = train_epoch(weights, train, line_order, lr, params["l2"])
-        step += steps
-        val_loss, val_acc = evaluate(weights, valid)
-        if not math.isfinite(train_loss) or not math.isfinite(val_loss):
-            print(
-                f"tiny_lm: error: the loss diverged at epoch {epoch} (lr {lr:g} is too high)", file=sys.stderr
-            )
-            return 1
-        record = {
-            "step": step,
-            "epoch": epoch,
-            "lr": round(lr, 10),
-            "train_loss": round(train_loss, 6),
-            "val_loss": round(val_loss, 6),
-            "val_perplexity": round(math.exp(val_loss), 6),
-            "val_bits_per_char": round(val_loss / math.log(2), 6),
-            "val_accuracy": round(val_acc, 6),
-            "time_s": round(time.perf_counter() - start, 3),
-        }
-        with metrics_path.open("a") as fh:
-            fh.write(json.dumps(record) + "\n")
-        log(
-            f"tiny_lm: epoch {epoch}/{params['epochs']} step {step}: lr {lr:.4g} train_loss {train_loss:.4f} "
-            f"val_loss {val_loss:.4f} val_perplexity {math.exp(val_loss):.3f} "
-            f"val_accuracy {val_acc:.4f} ({record['time_s']:.2f}s)"
-        )
+    record = fit(weights, train, valid, params, out / "metrics.jsonl", len(vocab))
+    if record is None:
+        return 1
 
     ckpt = checkpoint_bytes(params, data_digest, vocab, features, weights)
     write_atomic(out / "model.json", ckpt)

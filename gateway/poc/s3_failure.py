@@ -1,0 +1,121 @@
+"""Scenario 3, failure midway: a data access failure (a file changed under ``verify: digest``), an
+environment failure (a module that does not exist) and a user code failure, each classified with its
+evidence and not retried (the policy retries infrastructure failures only); the code failure fixed by a
+rerun that succeeds and points at it; the failed attempts' cost."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.poc import cost
+from gateway.poc.checks import Scenario
+from gateway.poc.world import World
+
+# (label, class, exit code of the failing step, failing step)
+EXPECTED = {
+    "data": ("data_access", 80, "inputs"),
+    "environment": ("environment", 81, "environment"),
+    "code": ("user_code", None, "user_command"),
+}
+BAD_CODE = "python3 examples/tiny_lm/train.py --epochs three"
+FIXED_CODE = "python3 examples/tiny_lm/train.py --epochs 1"
+
+
+def _specs(world: World) -> dict[str, dict[str, Any]]:
+    """The three failing runs, submitted together."""
+    code = world.workdir / "code" / "examples" / "tiny_lm"
+    path = world.copy_data("fragile", code / "data")
+    world.register("fragile", path, description="gw poc: changed after registration")
+    with (path / "train.txt").open("a") as handle:
+        handle.write("a line added after the version was registered\n")
+    train = "python3 examples/tiny_lm/train.py --epochs 1"
+    return {
+        "data": world.spec(
+            "reads-changed-data",
+            train + ' --data "$GW_DATASET_FRAGILE"',
+            datasets=[{"ref": "fragile@latest", "verify": "digest"}],
+        ),
+        "environment": world.spec("missing-module", train, modules=["gw-poc-no-such-module/0.0"]),
+        "code": world.spec("bad-argument", BAD_CODE),
+    }
+
+
+def _classified(sc: Scenario, label: str, run: dict[str, Any]) -> None:
+    klass, code, step = EXPECTED[label]
+    attempt = run["attempts"][-1]
+    failure = attempt.get("failure") or {}
+    evidence = failure.get("evidence") or {}
+    sc.check(f"{label}: run fails", run["state"] == "failed", "state failed", run["state"])
+    sc.check(f"{label}: classified", failure.get("class") == klass, f"class {klass}", failure.get("class"))
+    sc.check(
+        f"{label}: says what to do",
+        bool(failure.get("summary")) and bool(failure.get("action")),
+        "a summary and an action",
+        failure,
+    )
+    text = repr(evidence)
+    sc.check(f"{label}: evidence names the step", step in text, f"step {step} in the evidence", evidence)
+    if code is not None:
+        sc.check(
+            f"{label}: evidence has the exit code",
+            str(code) in text,
+            f"exit code {code} in the evidence",
+            evidence,
+        )
+    retry = failure.get("retry") or {}
+    sc.check(
+        f"{label}: not retried, per policy",
+        retry.get("retry") is False and run["attempt_count"] == 1,
+        "retry false with one attempt",
+        {"retry": retry, "attempts": run["attempt_count"]},
+    )
+
+
+def run(world: World, sc: Scenario) -> None:
+    """The three failures, the fixed rerun and the cost of what failed."""
+    runs = {label: world.submit(spec) for label, spec in _specs(world).items()}
+    sc.made("run", *(r["id"] for r in runs.values()))
+    ended = {label: world.wait_run(r["id"], step=f"{label}: the run ends") for label, r in runs.items()}
+    for label, done in ended.items():
+        # classified by the refresher right after the end; give it a few polls
+        done = world.wait_until(
+            lambda i=done["id"]: r if (r := world.run(i))["attempts"][-1].get("failure") else None,
+            f"{label}: failure recorded",
+            "the attempt's failure",
+            lambda i=done["id"]: repr(world.run(i)["attempts"][-1].get("failure")),
+        )
+        _classified(sc, label, done)
+    logs = world.client.logs(runs["code"]["id"], stream="stderr")
+    sc.check(
+        "code: the log tail kept",
+        "three" in logs.get("text", ""),
+        "the argparse error in stderr",
+        logs.get("text", "")[-300:],
+    )
+
+    fixed = world.client.rerun(runs["code"]["id"], {"set": [f"command={FIXED_CODE}"]})
+    sc.made("run", fixed["id"])
+    world.shared.update(failed=runs["code"]["id"], fixed=fixed["id"])
+    done = world.wait_run(fixed["id"], step="fix: the rerun ends")
+    sc.check("fix: the rerun succeeds", done["state"] == "succeeded", "state succeeded", done["state"])
+    sc.check(
+        "fix: points at the failed run",
+        done.get("parent_run_id") == runs["code"]["id"],
+        f"parent_run_id {runs['code']['id']}",
+        done.get("parent_run_id"),
+    )
+    sc.check(
+        "fix: the diff is on record",
+        "command" in repr(done.get("derived_diff")),
+        "a derived_diff that changes command",
+        done.get("derived_diff"),
+    )
+    parent = world.run(runs["code"]["id"])
+    sc.check(
+        "fix: the failed run lists it",
+        fixed["id"] in parent.get("children", []),
+        f"{fixed['id']} among the failed run's children",
+        parent.get("children"),
+    )
+    for label, r in runs.items():
+        cost.run_cost(world, sc, r["id"], f"cost of the failed {label} run", failed=True)
