@@ -2,9 +2,10 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+POC_SITE ?= examples/poc-site.yaml
 STAMP  := $(VENV)/.installed
 
-.PHONY: up down venv cluster cluster-if-down test test-unit lint bench openapi clean
+.PHONY: up down poc venv cluster cluster-if-down test test-unit lint bench openapi clean
 
 up: cluster ## venv + local Slurm cluster with accounting + `gw serve` on 127.0.0.1:8000
 	@sinfo
@@ -14,11 +15,15 @@ down: ## stop the `gw serve` that `make up` started (the cluster keeps running)
 	@if [ -f var/gw-serve.pid ] && kill $$(cat var/gw-serve.pid) 2>/dev/null; then echo "gw serve stopped"; fi
 	@rm -f var/gw-serve.pid
 
+poc: ## the five acceptance scenarios against the gateway `make up` started (docs/poc.md); evidence in var/poc
+	@scripts/poc-ready
+	$(BIN)/gw poc run --site $(POC_SITE) --out var/poc
+
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --upgrade pip "setuptools>=70" wheel
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
@@ -28,21 +33,33 @@ cluster: venv ## install, configure and start Slurm 22.05 (idempotent)
 cluster-if-down: venv
 	@scripts/cluster-ready || $(MAKE) cluster
 
-test: cluster-if-down ## the whole suite, against the real local cluster (and PostgreSQL)
+test: cluster-if-down ## the whole suite, against the real local cluster (and PostgreSQL, and an sshd)
 	@scripts/postgres-ready
-	$(BIN)/pytest
+	@scripts/sshd-ready
+	@scripts/chromium-ready >/dev/null
+	$(BIN)/pytest -n 3 --dist loadfile -m "not exclusive"
+	$(BIN)/pytest -m exclusive
 
 test-unit: venv
 	$(BIN)/pytest tests/unit
 
 lint: venv
-	$(BIN)/ruff check gateway tests bench examples
-	$(BIN)/ruff format --check gateway tests bench examples
+	$(BIN)/ruff check gateway tests bench examples eval accounting
+	$(BIN)/ruff format --check gateway tests bench examples eval accounting
+	$(BIN)/lint-imports
 
-bench: cluster-if-down ## submit (service, API vs sbatch), refresh (10,000 attempts), dataset registration (2 GiB)
+bench: cluster-if-down ## gw start-up, submit (service, API in-process and as its own server, mapped user, 1,000-run bursts vs sbatch in three server configurations), over SSH vs local, refresh (10,000 attempts), dataset registration (2 GiB), gate (100,000 samples x 10 tasks), web run list (10,000 runs), accounting ingest (100,000 sacct lines, twice), reports (1,000,000 accounting rows)
+	@scripts/sshd-ready
+	$(BIN)/python -m bench.startup 10
 	$(BIN)/python -m bench.submit 50
+	$(BIN)/python -m bench.submit_rest 50
+	$(BIN)/python -m bench.ssh 30
 	$(BIN)/python -m bench.refresh 10000 500
 	$(BIN)/python -m bench.datasets 2
+	$(BIN)/python -m bench.gate 100000 10
+	$(BIN)/python -m bench.web 10000
+	$(BIN)/python -m bench.accounting 100000
+	$(BIN)/python -m bench.reports 1000000
 
 openapi: venv ## regenerate docs/openapi.json from the code
 	$(BIN)/python -m gateway.api.openapi > docs/openapi.json

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
+
 from gateway.adapters.runner import LocalRunner
+from gateway.core.domain import NewRun
+from gateway.core.spec import build_spec
+from gateway.core.tags import attempt_tag
 
 
 class CountingRunner(LocalRunner):
@@ -14,3 +19,47 @@ class CountingRunner(LocalRunner):
     def run(self, argv, **kwargs):  # noqa: ANN001, ANN003 - LocalRunner.run's own signature
         self.calls += 1
         return super().run(argv, **kwargs)
+
+
+def bench_run(run_dir: str = "/tmp") -> NewRun:
+    """A run record for the store alone (no Slurm job behind it until one is recorded)."""
+    run_id = f"r-{uuid.uuid4().hex[:16]}"
+    spec = build_spec({"name": "bench", "project": "bench", "queue": "cpu", "command": "true"})
+    return NewRun(
+        id=run_id,
+        spec=spec,
+        submitter="bench",
+        os_user="root",
+        script="#!/bin/bash\ntrue\n",
+        script_sha256="0" * 64,
+        template_name="single.sbatch.j2",
+        template_version="bench",
+        run_dir=run_dir,
+        first_tag=attempt_tag(run_id, 1),
+    )
+
+
+def take_down(services, account: str, *, timeout_s: float = 180) -> None:  # noqa: ANN001 - Services
+    """Cancel every job of ``account``, then prune the site (which removes the account from Slurm).
+
+    Slurm refuses to remove an association while it still counts jobs as active, and after a burst
+    slurmdbd lags behind slurmctld: the prune is retried until it goes through or ``timeout_s`` passes.
+    """
+    import subprocess
+    import time
+
+    from gateway.core.domain import Principal
+    from gateway.errors import GatewayError
+    from gateway.services.site import parse_site
+
+    subprocess.run(["scancel", f"--account={account}"], check=False, capture_output=True)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            services.site.apply(Principal.operator(), parse_site("users: []\nprojects: []\n"), prune=True)
+            return
+        except GatewayError as exc:
+            if time.monotonic() > deadline:
+                raise
+            print(f"waiting for Slurm to let account {account} go: {str(exc)[:120]}")
+            time.sleep(3)

@@ -121,10 +121,11 @@ def measure(root: Path, names: list[str]) -> int:
 
 def register_twice(root: Path, first, second) -> str:
     """Register both scans' manifests in a fresh database; says whether the second found the first."""
-    from gateway.services import build_services
+    from gateway.core.domain import Principal
     from gateway.services.datasets import Registration
     from gateway.services.site import parse_site
     from gateway.settings import Settings
+    from gateway.wiring import build_services
 
     state = Path(tempfile.mkdtemp(prefix="gw-bench-datasets-db-"))
     services = build_services(Settings(database_url=f"sqlite:///{state}/gateway.db", runs_dir=state / "runs"))
@@ -133,7 +134,7 @@ def register_twice(root: Path, first, second) -> str:
             "users: [{name: bench, os_user: nobody}]\n"
             "projects: [{name: bench, slurm_account: bench, members: [{user: bench, role: lead}]}]\n"
         )
-        services.site.apply(None, parse_site(site))
+        services.site.apply(Principal.operator(), parse_site(site), sync_slurm=False)
         principal = services.access.principal("bench")
         made = []
         for entries in (first, second):

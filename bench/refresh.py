@@ -19,16 +19,15 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
-from bench import CountingRunner
+from bench import CountingRunner, bench_run
 from gateway.adapters.slurm import SlurmCLI
 from gateway.adapters.slurm.cli import sacct_argv, squeue_argv
+from gateway.core.domain import AttemptFacts, AttemptUpdate
 from gateway.core.states import RunState
-from gateway.domain import AttemptUpdate
-from gateway.services import build_services
 from gateway.settings import Settings
+from gateway.wiring import build_services
 
 CALLS_TARGET = 2
 RATIO_TARGET = 2.0
@@ -50,23 +49,7 @@ def add_attempts(services, job_ids: list[str], *, finished: bool) -> list[int]:
     store = services.runs.store
     ids = []
     for job_id in job_ids:
-        run_id = f"r-{uuid.uuid4().hex[:16]}"
-        run = store.create_run(
-            run_id=run_id,
-            name="bench",
-            project="bench",
-            queue="cpu",
-            submitter="bench",
-            tags=[],
-            spec={"name": "bench"},
-            spec_sha256="0" * 64,
-            script="#!/bin/bash\ntrue\n",
-            script_sha256="0" * 64,
-            template_name="single.sbatch.j2",
-            template_version="bench",
-            run_dir="/tmp",
-            attempt_tag=f"gw-{run_id}-1",
-        )
+        run = store.create_run(bench_run())
         attempt = run.attempts[0]
         ids.append(attempt.id)
         store.record_job_id(attempt.id, job_id)
@@ -79,7 +62,7 @@ def add_attempts(services, job_ids: list[str], *, finished: bool) -> list[int]:
                         "COMPLETED",
                         None,
                         source="sacct",
-                        fields={"exit_code": 0, "elapsed_s": 60, "alloc_tres": {"cpu": "1"}},
+                        facts=AttemptFacts(exit_code=0, elapsed_s=60, alloc_tres={"cpu": "1"}),
                     )
                 ]
             )
