@@ -19,8 +19,8 @@ import sys
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm import SlurmCLI
 from gateway.core.spec import build_spec
-from gateway.services import build_services
 from gateway.settings import Settings
+from gateway.wiring import build_services
 
 
 class KillingRunner(LocalRunner):

@@ -21,9 +21,41 @@ import httpx
 import pytest
 
 from tests.conftest import JOB_ROOT
-from tests.service.conftest import SITE, drain_accounts, ensure_os_users
+from tests.service.conftest import SITE, TEARDOWN_SITE, drain_accounts, ensure_os_users
 
 GW = [sys.executable, "-m", "gateway.cli.main"]
+
+
+class Process:
+    """The `gw serve` process of a Serve: a test may kill it (-9) and start it again on the same port."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, url: str) -> None:
+        self.argv, self.env, self.log_path, self.url = argv, env, log_path, url
+        self.log = open(log_path, "a")  # noqa: SIM115 - closed in stop()
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout_s: float = 60) -> None:
+        self.proc = subprocess.Popen(self.argv, env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.2)
+        self.proc.kill()
+        pytest.fail(f"gw serve did not come up: {self.log_path.read_text()}")
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+        self.log.close()
 
 
 @dataclass(frozen=True)
@@ -34,6 +66,8 @@ class Serve:
     account: str  # project test's Slurm account (others add a suffix: o for other ...)
     tokens: dict[str, str]  # by gateway user
     applied: str  # what `gw admin apply` printed
+    env: dict[str, str]  # the environment `gw admin ...` needs to act on this gateway
+    process: Process | None = None
 
 
 def free_port() -> int:
@@ -43,19 +77,35 @@ def free_port() -> int:
 
 
 @contextmanager
-def gw_serve(state: Path, *, prefix: str, users: Sequence[str] = ("tester",)) -> Iterator[Serve]:
+def gw_serve(
+    state: Path,
+    *,
+    prefix: str,
+    users: Sequence[str] = ("tester",),
+    database_url: str | None = None,
+    settings: dict[str, str] | None = None,
+    sync_slurm: bool = True,
+    serve_args: Sequence[str] = (),
+) -> Iterator[Serve]:
+    """``settings``: more GATEWAY_* variables; ``database_url``: default a SQLite file in ``state``;
+    ``sync_slurm`` False: the site's Slurm accounts are not made (for tests that run no jobs);
+    ``serve_args``: more ``gw serve`` options (``--workers 2``)."""
     port = free_port()
     env = {
         **os.environ,
-        "GATEWAY_DATABASE_URL": f"sqlite:///{state}/gateway.db",
+        "GATEWAY_DATABASE_URL": database_url or f"sqlite:///{state}/gateway.db",
         "GATEWAY_RUNS_DIR": str(JOB_ROOT / f"{prefix}-runs-{port}"),
         "GATEWAY_REFRESH_INTERVAL_S": "1",
+        **(settings or {}),
     }
     ensure_os_users()
     account = f"gwt{prefix}{port}"
     site = state / "site.yaml"
     site.write_text(SITE.format(account=account))
-    applied = subprocess.run([*GW, "admin", "apply", str(site)], env=env, capture_output=True, text=True)
+    no_slurm = [] if sync_slurm else ["--no-slurm"]
+    applied = subprocess.run(
+        [*GW, "admin", "apply", *no_slurm, str(site)], env=env, capture_output=True, text=True
+    )
     assert applied.returncode == 0, applied.stderr
     tokens = {
         user: subprocess.run(
@@ -68,27 +118,15 @@ def gw_serve(state: Path, *, prefix: str, users: Sequence[str] = ("tester",)) ->
         for user in users
     }
     log_path = state / "serve.log"
-    log = open(log_path, "w")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [*GW, "serve", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT
-    )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail(f"gw serve did not come up: {log_path.read_text()}")
+    process = Process([*GW, "serve", "--port", str(port), *serve_args], env, log_path, url)
+    process.start()
     try:
-        yield Serve(url, str(state / "none.toml"), log_path, account, tokens, applied.stdout)
+        yield Serve(url, str(state / "none.toml"), log_path, account, tokens, applied.stdout, env, process)
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
+        process.stop()
         drain_accounts([account, f"{account}c", f"{account}o", f"{account}a", f"{account}b"])
-        site.write_text("allow_root_mapping: true\nusers: []\nprojects: []\n")
-        subprocess.run([*GW, "admin", "apply", str(site)], env=env, capture_output=True, check=False)
+        site.write_text(TEARDOWN_SITE)
+        subprocess.run(
+            [*GW, "admin", "apply", "--prune", str(site)], env=env, capture_output=True, check=False
+        )

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 
 from gateway.api import create_app
 from gateway.api.schemas_lineage import DatasetVersionCreate
-from tests.service.conftest import PROJECT
+from tests.service.conftest import BACKENDS, OPERATOR, PROJECT
 
 GOOD = {"name": "ok", "project": PROJECT, "queue": "nosuchqueue", "command": "true"}
 
@@ -115,7 +115,12 @@ def test_fuzz_no_server_errors(fuzz_schema, services):
     tokens is left out (a fuzzed id could revoke the very token it calls
     with) and tested on purpose in test_access.
     """
-    token = services.auth.issue_token(None, "tester", name="fuzz")[0]
+    if services.settings.database_url.startswith(BACKENDS[0]):
+        pytest.skip(
+            f"on {BACKENDS[0]} test_api_conformance runs every check, no 5xx among them; this one is for "
+            "the other backends, where the database's own errors could answer 500"
+        )
+    token = services.auth.issue_token(OPERATOR, "tester", name="fuzz")[0]
     operations = [
         r.ok() for r in fuzz_schema.get_all_operations() if r.ok().label != "DELETE /tokens/{token_id}"
     ]
@@ -137,4 +142,5 @@ def test_fuzz_no_server_errors(fuzz_schema, services):
         given(operation.as_strategy())(check)()
     assert not failures, failures
     assert len(calls) == len(operations), calls  # every operation was exercised
-    assert all(n >= 5 for op, n in calls.items() if op != "GET /healthz"), calls
+    no_input = {"GET /healthz", "GET /metrics"}  # nothing to vary: one call each is all there is
+    assert all(n >= 5 for op, n in calls.items() if op not in no_input), calls

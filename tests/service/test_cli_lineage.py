@@ -133,8 +133,17 @@ def test_register_train_trace_compare(server, workspace, tmp_path):
     head = subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()
+    digest = _register_v1(server, data)
+    spec = write_spec(tmp_path / "spec.json", {"ref": "tiny-text@latest", "verify": "digest"})
+    run1 = _train_and_trace(server, spec, repo, digest=digest, head=head)
+    _register_v2(server, data, digest=digest)
+    run2 = _train_again_and_compare(server, spec, repo, run1=run1)
+    _trace_forward(server, run1=run1, run2=run2)
+    _tampered_data_is_stopped(server, tmp_path, repo, data)
 
-    # Register: a new version, then the same content again is the same version.
+
+def _register_v1(server, data: Path) -> str:
+    """Register: a new version, then the same content again is the same version; its digest."""
     first = ok(gw(server, "dataset", "register", str(data), "--project", "test", "--name", "tiny-text"))
     assert "test/tiny-text@1" in first and "new version" in first
     digest = next(line.split()[1] for line in first.splitlines() if line.strip().startswith("digest"))
@@ -143,9 +152,11 @@ def test_register_train_trace_compare(server, workspace, tmp_path):
     shown = gw_json(server, "dataset", "show", "test/tiny-text@1", "--files")
     assert shown["digest"] == digest and shown["path"] == str(data)
     assert sorted(f["path"] for f in shown["files"]) == ["train.txt", "valid.txt"]
+    return digest
 
-    # Train on v1 from the repo; its checkpoint traces back to the run, the version and the commit.
-    spec = write_spec(tmp_path / "spec.json", {"ref": "tiny-text@latest", "verify": "digest"})
+
+def _train_and_trace(server, spec: Path, repo: Path, *, digest: str, head: str) -> str:
+    """Train on v1 from the repo; its checkpoint traces back to the run, the version and the commit."""
     run1 = submit_and_wait(server, spec, repo)
     shown = harvested(server, run1)
     assert shown["code"]["commit"] == head and shown["code"]["dirty"] is False
@@ -169,8 +180,11 @@ def test_register_train_trace_compare(server, workspace, tmp_path):
     table = ok(gw(server, "show", run1))
     assert "artifacts (3)" in table and "outputs/model.json" in table and head in table
     assert "val_loss=" in table
+    return run1
 
-    # Change one line of the data: v2, made from v1, differs in exactly that file.
+
+def _register_v2(server, data: Path, *, digest: str) -> None:
+    """Change one line of the data: v2, made from v1, differs in exactly that file."""
     valid = data / "valid.txt"
     lines = valid.read_text().splitlines(keepends=True)
     lines[3] = "the lighthouse keeper counted the gulls twice.\n"
@@ -197,7 +211,9 @@ def test_register_train_trace_compare(server, workspace, tmp_path):
     versions = gw_json(server, "dataset", "versions", "test/tiny-text")
     assert [v["version"] for v in versions] == [1, 2]
 
-    # Train again (latest is now v2) and compare: the dataset versions and the metrics differ.
+
+def _train_again_and_compare(server, spec: Path, repo: Path, *, run1: str) -> str:
+    """Train again (latest is now v2) and compare: the dataset versions and the metrics differ."""
     run2 = submit_and_wait(server, spec, repo)
     harvested(server, run2)
     compared = gw_json(server, "compare", run1, run2)
@@ -212,8 +228,11 @@ def test_register_train_trace_compare(server, workspace, tmp_path):
     assert compared["params"] == [] and compared["code"]["same"], "same params, same commit, clean tree"
     table = ok(gw(server, "compare", run1, run2))
     assert "different" in table and "val_loss" in table
+    return run2
 
-    # Forward from the versions: v1 was read by run1 and made v2; v2 by run2.
+
+def _trace_forward(server, *, run1: str, run2: str) -> None:
+    """Forward from the versions: v1 was read by run1 and made v2; v2 by run2."""
     forward = gw_json(server, "trace", "test/tiny-text@1")
     assert [r["id"] for r in forward["runs"]] == [run1]
     assert [c["version"] for c in forward["children"]] == [2]
@@ -226,7 +245,9 @@ def test_register_train_trace_compare(server, workspace, tmp_path):
     run_tree = ok(gw(server, "trace", run2))
     assert "test/tiny-text@2" in run_tree and "made from" in run_tree and "test/tiny-text@1" in run_tree
 
-    # Data changed behind the registry's back: the digest pre-flight stops the run before train.py.
+
+def _tampered_data_is_stopped(server, tmp_path: Path, repo: Path, data: Path) -> None:
+    """Data changed behind the registry's back: the digest pre-flight stops the run before train.py."""
     (data / "train.txt").write_text((data / "train.txt").read_text() + "an unrecorded line\n")
     pinned = write_spec(tmp_path / "pinned.json", {"ref": "tiny-text@2", "verify": "digest"})
     tampered = submit_and_wait(server, pinned, repo, expect=1)

@@ -14,6 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from gateway.api import create_app
+from gateway.core.domain import RunFilter
 from gateway.core.states import RunState
 from tests.service.conftest import PROJECT, refresh_until, unique_tag
 
@@ -54,7 +55,7 @@ def crash_submit(settings, when: str) -> str:
 
 def test_killed_after_sbatch_is_adopted_exactly_once(settings, services, slurm):
     tag = crash_submit(settings, "after")
-    (run,) = services.runs.store.list_runs(tag=tag).items
+    (run,) = services.runs.store.list_runs(RunFilter(tag=tag)).items
     attempt = run.attempts[0]
     assert attempt.state is RunState.SUBMITTING and attempt.job_id is None
     jobs = slurm.find_by_tag(attempt.tag)
@@ -71,7 +72,7 @@ def test_killed_after_sbatch_is_adopted_exactly_once(settings, services, slurm):
 
 def test_killed_before_sbatch_is_marked_never_submitted(settings, services, slurm):
     tag = crash_submit(settings, "before")
-    (run,) = services.runs.store.list_runs(tag=tag).items
+    (run,) = services.runs.store.list_runs(RunFilter(tag=tag)).items
     attempt = run.attempts[0]
     assert attempt.state is RunState.SUBMITTING
     past_grace(settings, attempt)
@@ -84,7 +85,7 @@ def test_killed_before_sbatch_is_marked_never_submitted(settings, services, slur
 
 def test_periodic_reconcile_leaves_young_submissions_alone(settings, services):
     tag = crash_submit(settings, "before")
-    (run,) = services.runs.store.list_runs(tag=tag).items
+    (run,) = services.runs.store.list_runs(RunFilter(tag=tag)).items
     report = services.refresher.reconcile()  # younger than the grace period: its sbatch may be in flight
     assert run.attempts[0].tag not in report.never_submitted
     assert services.runs.store.get_run(run.id).state is RunState.SUBMITTING

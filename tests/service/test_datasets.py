@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from gateway.adapters.files import scan
+from gateway.core.domain import RunFilter
 from gateway.core.manifest import manifest_digest
 from gateway.core.spec import build_spec
 from gateway.core.states import RunState
 from gateway.errors import Forbidden, NotFound, SpecError
 from gateway.services.datasets import Registration
 from tests.conftest import JOB_ROOT
-from tests.service.conftest import PROJECT, refresh_until, unique_tag
+from tests.service.conftest import OPERATOR, PROJECT, refresh_until, unique_tag
 
 pytestmark = pytest.mark.slurm
 TINY_LM = Path(__file__).resolve().parents[2] / "examples" / "tiny_lm"
@@ -65,7 +66,7 @@ def test_register_is_content_addressed_and_versions_diff(services, data_dir):
         assert not created and moved.id == v1.id and moved.path == str(moved_to), (
             "the same content, read there now"
         )
-        (event,) = services.audit.events(target_id=v1.id, action="dataset.relocate")
+        (event,) = services.audit.events(OPERATOR, target=v1.id, action="dataset.relocate").items
         assert event.before["path"] == str(data_dir) and event.after["path"] == str(moved_to)
         register(services, "mia", data_dir, name)  # and back
     finally:
@@ -88,7 +89,7 @@ def test_register_is_content_addressed_and_versions_diff(services, data_dir):
     assert {f.path: f.sha256 for f in files}["valid.txt"] == hashlib.sha256(
         (data_dir / "valid.txt").read_bytes()
     ).hexdigest()
-    events = services.audit.events(target_id=v2.id)
+    events = services.audit.events(OPERATOR, target=v2.id).items
     assert events[0].action == "dataset.register" and events[0].after["version"] == 2
 
 
@@ -263,11 +264,11 @@ def test_unknown_versions_and_references_are_refused_before_anything_is_written(
 ):
     name = unique_tag()
     register(services, "tester", data_dir, name)
-    before = services.runs.list(principal=principal, limit=1000).items
+    before = services.runs.list(principal=principal, where=RunFilter(limit=1000)).items
     with pytest.raises(NotFound, match="has no version 9"):
         services.runs.submit(build_spec(tiny_spec(name, unique_tag(), version="9")), principal=principal)
     with pytest.raises(NotFound):
         services.runs.submit(build_spec(tiny_spec("no-such-dataset", unique_tag())), principal=principal)
     with pytest.raises(SpecError, match="not valid"):
         build_spec(tiny_spec(name, unique_tag(), version="nope"))
-    assert len(services.runs.list(principal=principal, limit=1000).items) == len(before)
+    assert len(services.runs.list(principal=principal, where=RunFilter(limit=1000)).items) == len(before)

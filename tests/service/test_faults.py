@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from gateway.api import create_app
 from gateway.core.states import RunState
-from tests.service.conftest import PROJECT, refresh_until, unique_tag
+from tests.service.conftest import OPERATOR, PROJECT, refresh_until, unique_tag
 
 pytestmark = pytest.mark.slurm
 
@@ -83,7 +83,7 @@ def test_missing_dataset_is_data_access_and_not_retried_then_a_fixed_rerun_links
     assert done.state is RunState.SUCCEEDED
     parent = app.get(f"/runs/{run.id}").json()
     assert parent["children"] == [child["id"]] and parent["attempts"][0]["failure"]["class"] == "data_access"
-    audit = services.audit.events(target_id=child["id"])
+    audit = services.audit.events(OPERATOR, target=child["id"]).items
     assert audit[0].action == "run.rerun" and audit[0].after["parent_run_id"] == run.id
 
 
@@ -113,6 +113,7 @@ def test_slurm_requeue_is_recorded_as_an_attempt_with_its_own_accounting(app, se
     )  # Slurm retried it, the gateway does not
 
 
+@pytest.mark.exclusive
 def test_node_down_mid_run_is_retried_off_that_node(app, services):
     body = app.post("/runs", json=spec(command="sleep 8; hostname", requeue=False)).json()
     run = follow(services, body["id"], states={RunState.RUNNING})
@@ -130,7 +131,7 @@ def test_node_down_mid_run_is_retried_off_that_node(app, services):
     assert second.origin == "retry" and second.job_id != first.job_id
     assert second.excluded_nodes == [node] and second.node_list != node
     assert second.state is RunState.SUCCEEDED
-    events = [e.action for e in services.audit.events(target_id=run.id)]
+    events = [e.action for e in services.audit.events(OPERATOR, target=run.id).items]
     assert events == ["run.submit", "run.retry"]
 
 

@@ -13,7 +13,7 @@ from gateway.core.states import RunState
 from tests.conftest import wait_for
 from tests.service.conftest import refresh_until, unique_tag
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.exclusive]
 
 
 @pytest.fixture(scope="module")

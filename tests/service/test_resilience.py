@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 
 from gateway.api import create_app
+from gateway.core.domain import RunFilter
 from gateway.core.spec import build_spec
 from gateway.core.states import RunState
 from tests.conftest import JOB_ROOT, wait_for
@@ -39,6 +40,7 @@ def start_slurmctld() -> None:
     )
 
 
+@pytest.mark.exclusive
 def test_slurmctld_down_gives_stale_flags_not_failures_and_everything_is_recovered(services, principal):
     spec = build_spec(
         {
@@ -78,7 +80,7 @@ def test_database_unavailable_is_503_and_nothing_half_written(settings, services
     _postgres_only(database_url)
     name = database_url.rsplit("/", 1)[1]
     admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    before = len(services.runs.store.list_runs(limit=500).items)
+    before = len(services.runs.store.list_runs(RunFilter(limit=500)).items)
     with TestClient(create_app(services=services)) as client:
         client.headers["Authorization"] = f"Bearer {tester_token}"
         with admin.connect() as conn:
@@ -102,7 +104,7 @@ def test_database_unavailable_is_503_and_nothing_half_written(settings, services
             with admin.connect() as conn:
                 conn.execute(text(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'))
         assert client.get("/healthz").status_code == 200
-    assert len(services.runs.store.list_runs(limit=500).items) == before
+    assert len(services.runs.store.list_runs(RunFilter(limit=500)).items) == before
     admin.dispose()
 
 
@@ -118,6 +120,7 @@ def test_two_servers_share_one_database_one_runs_the_periodic_jobs(settings, ser
         **os.environ,
         "GATEWAY_DATABASE_URL": database_url,
         "GATEWAY_RUNS_DIR": str(JOB_ROOT / f"two-{uuid.uuid4().hex[:6]}"),
+        "GATEWAY_AUDIT_ANCHOR_PATH": str(settings.anchor_path),
         "GATEWAY_REFRESH_INTERVAL_S": "1",
         "GATEWAY_SUBMIT_GRACE_S": "5",
         "GATEWAY_SLURM_SUBMIT_TIMEOUT_S": "4",

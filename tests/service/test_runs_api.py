@@ -52,8 +52,8 @@ def test_run_completes_with_accounting(api, services):
     out = api.get(f"/runs/{body['id']}/logs").json()
     err = api.get(f"/runs/{body['id']}/logs", params={"stream": "stderr"}).json()
     assert (out["text"], err["text"]) == ("out\n", "err\n")
-    follow = api.get(f"/runs/{body['id']}/logs", params={"offset": 2}).json()
-    assert follow["text"] == "t\n" and follow["next_offset"] == 4
+    follow = api.get(f"/runs/{body['id']}/logs", params={"offset_bytes": 2}).json()
+    assert follow["text"] == "t\n" and follow["next_offset_bytes"] == 4
     listed = api.get("/runs", params={"project": body["project"], "tag": tag}).json()
     assert [r["id"] for r in listed["items"]] == [body["id"]]
 
@@ -121,7 +121,7 @@ def test_refresh_uses_at_most_two_slurm_calls(counting_services, principal):
 
 def test_unreachable_slurm_flags_stale_never_failed(settings, services, principal):
     from gateway.core.spec import build_spec
-    from gateway.services import build_services
+    from gateway.wiring import build_services
 
     run = services.runs.submit(build_spec(spec(command="sleep 2")), principal=principal)
     impatient = build_services(

@@ -8,9 +8,11 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import inspect
 
+from gateway.core.domain import AttemptFacts, AttemptUpdate, NewRun, RunFilter
+from gateway.core.paging import Cursor
+from gateway.core.spec import build_spec
 from gateway.core.states import RunState
-from gateway.domain import AttemptUpdate
-from gateway.errors import NotFound, SpecError, StoreError
+from gateway.errors import NotFound, StoreError
 from gateway.store import Database, RunStore
 
 
@@ -28,21 +30,22 @@ def store(database_url):
 
 def make_run(store: RunStore, project: str, n: int = 0, tags=("a",)) -> str:
     run_id = f"r-{project}-{n}"
+    spec = build_spec(
+        {"name": f"run{n}", "project": project, "queue": "cpu", "command": "true", "tags": list(tags)}
+    )
     store.create_run(
-        run_id=run_id,
-        name=f"run{n}",
-        project=project,
-        queue="cpu",
-        submitter="alice" if n % 2 else "bob",
-        tags=list(tags),
-        spec={"name": f"run{n}"},
-        spec_sha256="0" * 64,
-        script="#!/bin/bash\ntrue\n",
-        script_sha256="1" * 64,
-        template_name="single.sbatch.j2",
-        template_version="abc",
-        run_dir=f"/tmp/{run_id}",
-        attempt_tag=f"gw-{run_id}-1",
+        NewRun(
+            id=run_id,
+            spec=spec,
+            submitter="alice" if n % 2 else "bob",
+            os_user="root",
+            script="#!/bin/bash\ntrue\n",
+            script_sha256="1" * 64,
+            template_name="single.sbatch.j2",
+            template_version="abc",
+            run_dir=f"/tmp/{run_id}",
+            first_tag=f"gw-{run_id}-1",
+        )
     )
     return run_id
 
@@ -80,7 +83,7 @@ def test_job_id_then_updates_record_each_transition_once(store):
         "FAILED",
         None,
         source="sacct",
-        fields={"exit_code": 3, "alloc_tres": {"cpu": "2"}, "end_time": started},
+        facts=AttemptFacts(exit_code=3, alloc_tres={"cpu": "2"}, end_time=started),
     )
     assert store.apply_updates([done]) == 1
     run = store.get_run(run_id)
@@ -120,17 +123,21 @@ def test_list_filters_and_cursor_paging(store):
     ids = [make_run(store, project, n, tags=("x", f"n{n}")) for n in range(7)]
     seen, cursor = [], None
     while True:
-        page = store.list_runs(project=project, limit=3, cursor=cursor)
+        page = store.list_runs(RunFilter(project=project, limit=3, cursor=cursor))
         seen += [r.id for r in page.items]
         cursor = page.next_cursor
         if cursor is None:
             break
     assert sorted(seen) == sorted(ids) and len(seen) == len(set(seen))
-    assert [r.id for r in store.list_runs(project=project, tag="n3").items] == [ids[3]]
-    assert {r.submitter for r in store.list_runs(project=project, submitter="alice").items} == {"alice"}
-    assert store.list_runs(project=project, state=RunState.RUNNING).items == []
-    with pytest.raises(SpecError, match="cursor"):
-        store.list_runs(cursor="not-a-cursor")
+    assert [r.id for r in store.list_runs(RunFilter(project=project, tag="n3")).items] == [ids[3]]
+    assert {r.submitter for r in store.list_runs(RunFilter(project=project, submitter="alice")).items} == {
+        "alice"
+    }
+    assert store.list_runs(RunFilter(project=project, state=RunState.RUNNING)).items == []
+    with pytest.raises(ValueError, match="cursor"):
+        Cursor.decode("not-a-cursor")
+    last = Cursor(page.items[0].created_at, "r-x")
+    assert Cursor.decode(last.encode()) == last
 
 
 def test_unknown_run_and_duplicate_tag(store):

@@ -7,6 +7,8 @@ test may manage accounts of its own on the same cluster.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -22,7 +24,7 @@ from gateway.adapters.slurm.accounts import (
 from gateway.errors import Conflict, SlurmError
 from tests.conftest import wait_for
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.exclusive]
 
 RUNNER = LocalRunner()
 
@@ -266,3 +268,35 @@ def test_errors_keep_sacctmgr_words(accounts, new_account):
     missing = new_account()  # never created
     with pytest.raises(SlurmError, match=f"This account '{missing}' doesn't exist"):
         accounts.apply([Change("add user", missing, "root", {}, {})])
+
+
+CONCURRENT_WRITER = """
+import sys, uuid
+from gateway.adapters.runner import LocalRunner
+from gateway.adapters.slurm.accounts import SlurmAccounts
+from gateway.adapters.slurm.associations import AccountSpec, Limits
+accounts = SlurmAccounts(LocalRunner())
+for _ in range(6):
+    name = f"gwtcw{uuid.uuid4().hex[:8]}"
+    spec = AccountSpec(name, limits=Limits(), users={"root": Limits()})
+    accounts.apply(accounts.plan([spec], scope=[name]))
+    accounts.apply(accounts.plan([], scope=[name]))
+print("ok")
+"""
+
+
+def test_two_gateways_writing_at_once_lose_no_account():
+    """Slurm 22.05 loses an account added while another sacctmgr adds one; the adapter serialises
+    its writes on the host and checks each added account, so two writers at once both succeed."""
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", CONCURRENT_WRITER],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outcomes = [w.communicate(timeout=300) for w in writers]
+    for (out, err), writer in zip(outcomes, writers, strict=True):
+        assert writer.returncode == 0 and out.strip() == "ok", err[-2000:]

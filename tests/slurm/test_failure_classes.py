@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from gateway.core.failures import classify
-from gateway.core.preflight import StepRecord, parse_steps, steps_file_name
+from gateway.core.failures import EndedAttempt, classify
 from gateway.core.render import SubmitTarget, render_sbatch
 from gateway.core.spec import RunSpec, build_spec
 from gateway.core.states import RunState
+from gateway.core.steps import StepRecord, parse_steps, steps_file_name
 from tests.conftest import JOB_ROOT, unique_tag, wait_for, wait_for_accounting
 
 pytestmark = pytest.mark.slurm
@@ -100,18 +100,20 @@ def outcome(slurm, job: Job, *, timeout_s: float = 90.0):
     stderr_path = job.directory / f"stderr-{job.job_id}.log"
     stderr = stderr_path.read_text(errors="replace") if stderr_path.exists() else ""
     info = classify(
-        state=record.state,
-        slurm_state=record.slurm_state,
-        exit_code=record.exit_code,
-        exit_signal=record.exit_signal,
-        steps=steps,
-        stderr_tail=stderr[-8000:],
-        max_rss_kb=record.max_rss_kb,
-        requested_mem_mb=job.spec.resources.mem_mb,
-        walltime_min=job.spec.resources.walltime_min,
-        node_list=record.node_list,
-        cancelled_by=None if record.cancelled_by_uid is None else str(record.cancelled_by_uid),
-        dataset_paths=[d for d in job.spec.datasets if d.startswith("/")],
+        EndedAttempt(
+            state=record.state,
+            slurm_state=record.slurm_state,
+            exit_code=record.exit_code,
+            exit_signal=record.exit_signal,
+            steps=steps,
+            stderr_tail=stderr[-8000:],
+            max_rss_kb=record.max_rss_kb,
+            requested_mem_mb=job.spec.resources.mem_mb,
+            walltime_min=job.spec.resources.walltime_min,
+            node_list=record.node_list,
+            cancelled_by=None if record.cancelled_by_uid is None else str(record.cancelled_by_uid),
+            dataset_paths=[d for d in job.spec.datasets if d.startswith("/")],
+        )
     )
     return record, steps, info
 

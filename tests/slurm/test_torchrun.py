@@ -19,7 +19,7 @@ from gateway.core.spec import build_spec
 from gateway.core.states import RunState
 from tests.conftest import unique_tag, wait_for_accounting
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.exclusive]
 
 WORKER = r"""
 import json, os, socket

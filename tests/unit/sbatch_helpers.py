@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.cli.sbatch_options import SbatchRequest, sbatch_to_spec
+from gateway.core.sbatch_options import SbatchRequest, sbatch_to_spec
 from gateway.core.spec import build_spec
 from gateway.errors import SpecError
 
@@ -20,7 +20,7 @@ def translate(
         script,
         script_name=script_name,
         cwd=CWD,
-        environ=environ or {},
+        environ={"GW_PROJECT": "default"} if environ is None else environ,
         script_args=list(script_args),
     )
     build_spec(result.spec)  # every result must be a valid RunSpec
@@ -37,7 +37,13 @@ def res_of(*argv, **kwargs) -> dict:
 
 def issues_of(argv=(), script=SCRIPT, environ=None) -> dict[str, str]:
     with pytest.raises(SpecError) as info:
-        sbatch_to_spec(list(argv), script, script_name="train.sh", cwd=CWD, environ=environ or {})
+        sbatch_to_spec(
+            list(argv),
+            script,
+            script_name="train.sh",
+            cwd=CWD,
+            environ={"GW_PROJECT": "default"} if environ is None else environ,
+        )
     return {issue.path: issue.message for issue in info.value.issues}
 
 

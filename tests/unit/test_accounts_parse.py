@@ -186,17 +186,27 @@ def test_values_read_from_slurm_are_not_judged_by_the_desired_rules():
 
 
 class ReplayRunner:
-    """Fake runner: answers every command with one recorded result (or raises), and keeps the argv."""
+    """Fake runner: answers every write with one recorded result (or raises), and keeps its argv.
 
-    def __init__(self, stdout: str = "", stderr: str = "", returncode: int = 0, raises=None):
+    A ``show account where`` read (the check after an add) answers with the accounts in ``listed``
+    and is kept apart, in ``reads``.
+    """
+
+    def __init__(self, stdout: str = "", stderr: str = "", returncode: int = 0, raises=None, listed=()):
         self.result = (stdout, stderr, returncode)
         self.raises = raises
+        self.listed = list(listed)
         self.calls: list[list[str]] = []
+        self.reads: list[list[str]] = []
 
     def run(self, argv, *, stdin=None, timeout_s=30.0, env=None):
-        self.calls.append(list(argv))
         if self.raises:
+            self.calls.append(list(argv))
             raise self.raises
+        if argv[1:6] == ["--parsable2", "--noheader", "show", "account", "where"]:
+            self.reads.append(list(argv))
+            return CommandResult(tuple(argv), 0, "".join(f"{a}\n" for a in self.listed), "", 0.01)
+        self.calls.append(list(argv))
         stdout, stderr, returncode = self.result
         return CommandResult(tuple(argv), returncode, stdout, stderr, 0.01)
 
@@ -207,8 +217,9 @@ def accounts(**kwargs) -> tuple[SlurmAccounts, ReplayRunner]:
 
 
 def test_nothing_new_added_with_exit_1_is_not_an_error():
-    adapter, runner = accounts(stdout=" Nothing new added.\n", returncode=1)
+    adapter, runner = accounts(stdout=" Nothing new added.\n", returncode=1, listed=["demo"])
     adapter.apply([Change("add account", "demo", None, {}, {"gpus": 2})])
+    assert len(runner.reads) == 1  # the add is checked once: Slurm lists it
     # Already there: the limits are set with a modify instead.
     assert runner.calls == [
         [
@@ -233,6 +244,15 @@ def test_nothing_new_added_with_exit_1_is_not_an_error():
             "GrpTRES=gres/gpu=2",
         ],
     ]
+
+
+def test_an_added_account_slurm_does_not_list_is_added_again_then_refused():
+    adapter, runner = accounts(stdout=" Adding Account(s)\n", listed=[])
+    with pytest.raises(SlurmError, match="does not list it after 3 tries"):
+        adapter.apply([Change("add account", "lost", None, {}, {})])
+    adds = [c for c in runner.calls if c[2:4] == ["add", "account"]]
+    assert len(adds) == 4  # the first add, then one again after each check that found it missing
+    assert len(runner.reads) == 3
 
 
 def test_modify_clears_with_minus_one():

@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from gateway.core.failures import CLASSES, classify, gb, log_tail
-from gateway.core.preflight import StepRecord, parse_steps
+from gateway.core.failure_classes import CLASSES
+from gateway.core.failures import EndedAttempt, classify, gb, log_tail
 from gateway.core.states import RunState
+from gateway.core.steps import StepRecord, parse_steps
 
 PREFLIGHT_OK = [
     StepRecord("inputs", "ok", "checked 1 dataset path(s)", 1),
@@ -38,7 +39,7 @@ def facts(**changes):
         node_list="c1",
         cancelled_by=None,
     )
-    return classify(**{**base, **changes})
+    return classify(EndedAttempt(**{**base, **changes}))
 
 
 def test_live_or_succeeded_runs_have_no_failure():
@@ -246,17 +247,19 @@ def test_workdir_that_cannot_be_entered():
 
 def test_odd_inputs_give_unknown_not_an_exception():
     info = classify(
-        state=RunState.FAILED,
-        slurm_state=None,
-        exit_code=None,
-        exit_signal=None,
-        steps=[],
-        stderr_tail="",
-        max_rss_kb=None,
-        requested_mem_mb=None,
-        walltime_min=None,
-        node_list=None,
-        cancelled_by=None,
+        EndedAttempt(
+            state=RunState.FAILED,
+            slurm_state=None,
+            exit_code=None,
+            exit_signal=None,
+            steps=[],
+            stderr_tail="",
+            max_rss_kb=None,
+            requested_mem_mb=None,
+            walltime_min=None,
+            node_list=None,
+            cancelled_by=None,
+        )
     )
     assert info.klass == "unknown" and info.action
     assert info.evidence["log_tail"] == "" and info.evidence["failing_step"] is None

@@ -41,7 +41,8 @@ def raw(path, size=1, sha256=A):
         (raw("\ud800"), ["entry 1", "lone surrogate"]),
         (raw("b", sha256="xyz"), ["entry 1", "'b'", "sha256 must be 64 lowercase hex", "'xyz'"]),
         (raw("b", sha256="g" * 64), ["entry 1", "64 lowercase hex"]),
-        (raw("b", size=-1), ["entry 1", "'b'", "size must be an integer number of bytes >= 0", "-1"]),
+        (raw("b", size=-1), ["entry 1", "'b'", "size must be an integer number of bytes from 0 to", "-1"]),
+        (raw("b", size=2**53), ["entry 1", f"from 0 to {2**53 - 1}", str(2**53)]),
         (raw("b", size=1.5), ["entry 1", "size must be an integer"]),
         (raw("b", size=True), ["entry 1", "size must be an integer"]),
         (raw("a"), ["entry 1", "'a'", "duplicate path", "entry 0", "each path appears once"]),
@@ -55,6 +56,15 @@ def test_bad_entries_name_the_entry_the_problem_and_the_rule(item, words):
         check_entries([raw("a"), item])
     for word in words:
         assert word in str(caught.value)
+
+
+def test_files_adding_up_past_what_the_database_holds_are_refused():
+    largest = [raw(f"f{i}", size=2**53 - 1) for i in range(1024)]
+    check_entries(largest)  # 1024 * (2**53 - 1) < 2**63
+    with pytest.raises(
+        ValueError, match=r"entry 1024 \(path 'g'\): the files add up to more than 9223372036854775807"
+    ):
+        check_entries([*largest, raw("g", size=1024)])
 
 
 def test_entries_sorted_by_utf8_bytes_and_hex_lowered():

@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from gateway.core import preflight
-from gateway.core.preflight import (
+from gateway.core.render import SubmitTarget, build_template_env, render_sbatch
+from gateway.core.spec import build_spec
+from gateway.core.steps import (
     EXIT_DATA_ACCESS,
     EXIT_ENVIRONMENT,
     EXIT_OUTPUT,
@@ -27,8 +29,6 @@ from gateway.core.preflight import (
     parse_steps,
     steps_file_name,
 )
-from gateway.core.render import SubmitTarget, build_template_env, render_sbatch
-from gateway.core.spec import build_spec
 from gateway.errors import SpecError
 
 JOB_ID = "4242"

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.adapters.provenance import code_info, image_info, python_env_info
+from gateway.adapters.provenance import code_info, image_info
+from gateway.adapters.runhost_agent import python_env as python_env_info
 
 # A fixed identity and no user or system config, so the tests do not depend on the machine's git setup.
 GIT_ENV = {

@@ -19,6 +19,7 @@ from gateway.core.render import (
     template_for,
 )
 from gateway.core.spec import build_spec
+from gateway.core.telemetry import TelemetryLaunch
 from gateway.errors import SpecError, TemplateError
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
@@ -104,6 +105,41 @@ def test_golden(env, case):
     if UPDATE or not golden.exists():
         golden.write_text(rendered.text)
     assert rendered.text == golden.read_text(), f"regenerate with GW_UPDATE_GOLDEN=1 if intended ({golden})"
+
+
+SAMPLER = TelemetryLaunch(
+    sampler_path="/opt/gateway/accounting/gpu_sampler.py",
+    python="/usr/bin/python3",
+    interval_s=10.0,
+    nvml="real",
+)
+
+
+def test_golden_gpu_telemetry(env):
+    """A GPU job starts the sampler on each node before the user's command (docs/telemetry.md)."""
+    rendered = render(env, SPECS["gpu-argv"], telemetry=SAMPLER)
+    golden = GOLDEN / "gpu-telemetry.sbatch"
+    if UPDATE or not golden.exists():
+        golden.write_text(rendered.text)
+    assert rendered.text == golden.read_text(), f"regenerate with GW_UPDATE_GOLDEN=1 if intended ({golden})"
+    lines = rendered.text.splitlines()
+    launch = next(i for i, line in enumerate(lines) if "gpu_sampler.py" in line)
+    assert launch < lines.index('gw_step user_command started "running"')
+    proc = subprocess.run(["bash", "-n"], input=rendered.text, text=True, capture_output=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("case", ["single", "array", "script"])
+def test_a_job_without_gpus_gets_no_sampler(env, case):
+    assert "gpu_sampler" not in render(env, SPECS[case], telemetry=SAMPLER).text
+
+
+def test_the_sampler_words_are_quoted(env):
+    hostile = TelemetryLaunch(
+        sampler_path="/x/a'; rm -rf ~; '.py", python="python3", interval_s=1, nvml="fake"
+    )
+    text = render(env, SPECS["gpu-argv"], telemetry=hostile).text
+    assert "'/x/a'\"'\"'; rm -rf ~; '\"'\"'.py'" in text
 
 
 @pytest.mark.parametrize("case", sorted(SPECS))

@@ -67,6 +67,19 @@ def test_submit_rejection_keeps_slurms_message():
     assert "sbatch: error" in info.value.stderr
 
 
+def test_busy_controller_notice_then_a_job_id_is_a_submission():
+    """Seen on this cluster during a 1,000-job burst: sbatch's retry notice is an "error:" line, but
+    sbatch went on and queued the job (exit 0, job id). Calling it a refusal lost a queued job."""
+    notice = "sbatch: error: Slurm temporarily unable to accept job, sleeping and retrying\n"
+    slurm, _ = cli(stdout="9137\n", stderr=notice)
+    assert slurm.submit("#!/bin/bash\n", tag="t") == "9137"
+    slurm, _ = cli(
+        stderr=notice + "sbatch: error: Batch job submission failed: Resource temporarily unavailable\n"
+    )
+    with pytest.raises(SubmitRejected, match="Resource temporarily unavailable"):
+        slurm.submit("#!/bin/bash\n", tag="t")
+
+
 def test_error_on_stderr_with_exit_zero_is_an_error():
     slurm, _ = cli(stdout="", stderr="sbatch: error: Batch job submission failed: Job violates accounting\n")
     with pytest.raises(SubmitRejected, match="Job violates accounting"):

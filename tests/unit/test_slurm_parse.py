@@ -11,18 +11,14 @@ from gateway.core.slurm_parse import (
     SACCT_FIELDS,
     SQUEUE_FIELDS,
     US,
-    mem_to_kb,
-    parse_duration_s,
-    parse_exit_code,
     parse_kv_line,
     parse_nodes,
     parse_partitions,
     parse_sacct,
     parse_sbatch_parsable,
     parse_squeue,
-    parse_time,
-    parse_tres,
 )
+from gateway.core.slurm_units import mem_to_kb, parse_duration_s, parse_exit_code, parse_time, parse_tres
 from gateway.core.states import RunState
 from gateway.errors import SlurmOutputError
 

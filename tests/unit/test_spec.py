@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from gateway.core.spec import MAX_ARRAY_TASKS, build_spec, load_spec_file, parse_spec
+from gateway.adapters.files import load_spec_file
+from gateway.core.spec import MAX_ARRAY_TASKS, build_spec, parse_spec
 from gateway.errors import SpecError
 
 BASE = {"name": "train", "project": "vision", "queue": "cpu", "command": "python train.py"}
@@ -58,7 +59,7 @@ def test_error_carries_bad_value_and_range():
     (issue,) = info.value.issues
     assert issue.path == "resources.mem_gb"
     assert issue.value == -2
-    assert "greater than 0" in issue.message
+    assert "greater than or equal to 0" in issue.message
     assert "resources.mem_gb" in str(info.value) and "-2" in str(info.value)
 
 
@@ -168,8 +169,9 @@ def test_spec_file_errors_name_the_file(tmp_path):
     with pytest.raises(SpecError) as info:
         load_spec_file(path)
     assert str(path) in str(info.value) and "script_file" in str(info.value)
-    with pytest.raises(SpecError, match="cannot read spec file"):
+    with pytest.raises(SpecError, match="cannot read it: No such file") as info:
         load_spec_file(tmp_path / "nope.yaml")
+    assert str(tmp_path / "nope.yaml") in str(info.value)
 
 
 def test_output_patterns_and_script_args():

@@ -1,0 +1,67 @@
+"""A model registry world without Slurm: runs written straight to the store, ended, with artifacts.
+
+For the registry's service tests that need no cluster (alias history, policies, approvals, overrides):
+the runs are real rows (the store's own ``create_run``), ended by the store's own updates, and their
+outputs registered by the harvester's own ``record_outputs``; nothing is mocked above the store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+from gateway.core.domain import AttemptUpdate, NewRun, Principal
+from gateway.core.spec import build_spec
+from gateway.core.states import RunState
+from gateway.services import Services
+from gateway.store.lineage import HarvestJob
+
+
+def principals(project: str) -> dict[str, Principal]:
+    """One principal per role of ``project`` (and an outsider and a site admin)."""
+    roles = {"lead": "lead", "lead2": "lead", "member": "member", "viewer": "viewer", "reviewer": "reviewer"}
+    made = {
+        name: Principal(user=f"{name}-{project}", is_admin=False, roles={project: role}, source="pytest")
+        for name, role in roles.items()
+    }
+    made["outsider"] = Principal(user="outsider-x", is_admin=False, roles={"elsewhere": "lead"})
+    made["admin"] = Principal(user="admin-x", is_admin=True, roles={})
+    return made
+
+
+def ended_run(services: Services, project: str, *, state: RunState = RunState.SUCCEEDED) -> tuple[str, str]:
+    """A run of ``project`` that ended in ``state`` with one artifact, outputs/model.bin; (run id, sha256)."""
+    run_id = f"r-{uuid.uuid4().hex[:12]}"
+    spec = build_spec(
+        {"name": "train", "project": project, "queue": "cpu", "command": "true", "outputs": ["outputs/*"]}
+    )
+    store = services.runs.store
+    store.create_run(
+        NewRun(
+            id=run_id,
+            spec=spec,
+            submitter="trainer",
+            os_user="root",
+            script="#!/bin/bash\ntrue\n",
+            script_sha256="1" * 64,
+            template_name="single.sbatch.j2",
+            template_version="abc",
+            run_dir=f"/tmp/{run_id}",
+            first_tag=f"gw-{run_id}-1",
+        )
+    )
+    attempt = store.get_run(run_id).attempts[0]
+    store.apply_updates([AttemptUpdate(attempt_id=attempt.id, state=state)])
+    sha = hashlib.sha256(run_id.encode()).hexdigest()
+    job = HarvestJob(run_id, attempt.id, 1, f"/tmp/{run_id}", ["outputs/*"], [], True)
+    services.lineage.store.record_outputs(
+        job, files=[("outputs/model.bin", 12, sha)], summary=None, series=None, note=None
+    )
+    return run_id, sha
+
+
+def add_project(services: Services, project: str) -> None:
+    """Project ``project`` in the access store (no Slurm account is made: nothing here submits)."""
+    from gateway.core.domain import Project, Quota
+
+    services.access.put_project(Project(project, "", f"acct-{project}", Quota(), [], []))

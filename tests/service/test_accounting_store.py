@@ -1,0 +1,73 @@
+"""The accounting ledger's store on SQLite and PostgreSQL: identity, update in place, prices, versions."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from gateway.core.accounting import RecordLink, SacctRecord, SacctStep, Tres
+from gateway.core.cost import Rate, RateTable, price
+from gateway.store.accounting import AccountingStore, Entry, RecordFilter
+
+T0 = datetime(2026, 11, 3, 8, 0, tzinfo=UTC)
+
+
+def running(cluster: str, job: str = "7") -> SacctRecord:
+    tres = Tres(cpus=2, mem_mb=2048, gpus=1, gpu_type="fake", nodes=1, billing=2)
+    req = replace(tres, gpu_type=None)
+    alloc_text = "billing=2,cpu=2,gres/gpu:fake=1,gres/gpu=1,mem=2G,node=1"
+    step = SacctStep("batch", "batch", "RUNNING", 0, 0, T0, None, 30, "g1", 1000, "mem=1000K")
+    return SacctRecord(
+        cluster, 11, job, job, None, None, "j", "u", "acct", "gpu", "normal", "RUNNING", None, 0, 0,
+        T0 - timedelta(minutes=1), T0 - timedelta(minutes=1), T0, None, 30, 60, tres, req,
+        alloc_text, "billing=2,cpu=2,gres/gpu=1,mem=2G,node=1", "g1", "gw-r-x-1", 1000, (step,),
+    )  # fmt: skip
+
+
+def test_a_record_that_ended_since_is_updated_in_place(services):
+    store: AccountingStore = services.accounting.store
+    cluster = f"st-{uuid.uuid4().hex[:8]}"
+    first = running(cluster)
+    assert store.save([Entry(first, RecordLink(), None)], now=T0).new == 1
+    assert store.save([Entry(first, RecordLink(), None)], now=T0 + timedelta(minutes=1)).updated == 0
+    (before,) = [r for r in store.records(RecordFilter(job_ids=["7"])) if r.record.cluster == cluster]
+    assert before.updated_at == T0 and not before.record.ended
+    ended = replace(
+        first,
+        state="COMPLETED",
+        end_time=T0 + timedelta(hours=1),
+        elapsed_s=3600,
+        max_rss_kb=5000,
+        steps=(
+            replace(first.steps[0], state="COMPLETED", end_time=T0 + timedelta(hours=1), max_rss_kb=5000),
+        ),
+    )
+    link = RecordLink(project="test")
+    counts = store.save([Entry(ended, link, None)], now=T0 + timedelta(hours=2))
+    assert (counts.new, counts.updated) == (0, 1)
+    (after,) = [r for r in store.records(RecordFilter(job_ids=["7"])) if r.record.cluster == cluster]
+    assert after.id == before.id and after.first_seen_at == T0 and after.updated_at == T0 + timedelta(hours=2)
+    assert after.record == ended and after.link == link and after.record.gpu_hours == 1.0
+    # a requeue of the same job id is its own record
+    again = replace(ended, submit_time=T0 + timedelta(hours=3), db_index=12)
+    assert store.save([Entry(again, link, None)]).new == 1
+    assert len([r for r in store.records(RecordFilter(job_ids=["7"])) if r.record.cluster == cluster]) == 2
+
+
+def test_prices_and_rate_versions(services):
+    store: AccountingStore = services.accounting.store
+    cluster = f"st-{uuid.uuid4().hex[:8]}"
+    record = replace(running(cluster, "8"), state="FAILED", end_time=T0 + timedelta(hours=2), elapsed_s=7200)
+    store.save([Entry(record, RecordLink(), None)])
+    table = RateTable(0, "EUR", (Rate("gpu", "fake", T0 - timedelta(days=30), 2.0, 0.1, 0.01),), {})
+    version = store.add_rate_version(table, "sha-" + cluster, "pytest")
+    assert (
+        store.current_rates().version == version.version and store.current_rates().table.rates == table.rates
+    )
+    stored = next(r for r in store.priced_with(version.version, limit=100_000) if r.record.cluster == cluster)
+    priced = price(stored.record, version.table)
+    store.set_prices([(stored.id, priced)])
+    (got,) = [r for r in store.records(RecordFilter(job_ids=["8"])) if r.record.cluster == cluster]
+    assert got.price == priced and got.price.cost == 2 * (2.0 + 2 * 0.1 + 2 * 0.01)
+    assert all(r.id != got.id for r in store.priced_with(version.version, limit=100_000))

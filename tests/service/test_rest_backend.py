@@ -1,0 +1,65 @@
+"""The run service on the slurmrestd backend (GATEWAY_SLURM_BACKEND=rest), end to end on the real cluster.
+
+The same database and site as the other service tests; only the Slurm backend differs. alice is
+mapped to the OS user gwtalice, so her runs go through gwtalice's own slurmrestd.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import uuid
+from pathlib import Path
+
+import pytest
+
+from gateway.adapters.slurm.rest import SlurmRest
+from gateway.core.spec import build_spec
+from gateway.core.states import RunState
+from gateway.wiring import build_services
+from tests.service.conftest import refresh_until, unique_tag
+
+pytestmark = pytest.mark.slurm
+
+
+@pytest.fixture
+def rest_services(settings, services):
+    directory = Path(f"/tmp/gw-restd-{uuid.uuid4().hex[:8]}")
+    built = build_services(
+        settings.model_copy(update={"slurm_backend": "rest", "slurmrestd_socket_dir": directory}),
+        upgrade=False,
+    )
+    yield built
+    built.close()
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def spec(command: str, **extra):
+    return build_spec(
+        {"name": "viarest", "project": "pa", "queue": "cpu", "workdir": "/tmp", "tags": [unique_tag()],
+         "command": command, "resources": {"mem_gb": 0.1}, **extra}
+    )  # fmt: skip
+
+
+def test_a_run_goes_through_the_users_own_daemon_and_is_followed_to_its_end(rest_services):
+    backend = rest_services.refresher.slurm
+    assert isinstance(backend, SlurmRest)
+    alice = rest_services.access.principal("alice", source="pytest")
+    run = rest_services.runs.submit(spec('id -un; touch "$GW_RUN_DIR/made-by-job"; exit 4'), principal=alice)
+    assert "gwtalice" in backend.daemons.running()
+    ended = refresh_until(rest_services, run.id)
+    assert ended.state is RunState.FAILED and ended.latest.exit_code == 4, ended.latest
+    assert Path(ended.run_dir, f"stdout-{ended.latest.job_id}.log").read_text() == "gwtalice\n"
+    assert os.stat(Path(ended.run_dir) / "made-by-job").st_uid == pwd.getpwnam("gwtalice").pw_uid
+    (record,) = rest_services.slurm.accounting([ended.latest.job_id])
+    assert record.user == "gwtalice" and record.exit_code == 4
+
+
+def test_cancel_through_the_service_ends_the_job(rest_services):
+    alice = rest_services.access.principal("alice", source="pytest")
+    run = rest_services.runs.submit(spec("sleep 300"), principal=alice)
+    refresh_until(rest_services, run.id, states={RunState.RUNNING, RunState.QUEUED})
+    rest_services.runs.cancel(run.id, principal=alice)
+    ended = refresh_until(rest_services, run.id)
+    assert ended.state is RunState.CANCELLED

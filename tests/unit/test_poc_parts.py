@@ -1,0 +1,77 @@
+"""gw poc's pure parts: the site file, a scenario's checks, the summary page; and the redaction fix
+that keeps a bundle's schema name when a user (the operator) is called "gateway"."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.core.evidence import redact
+from gateway.errors import SpecError
+from gateway.poc.checks import Scenario, StepFailed
+from gateway.poc.report import render
+from gateway.poc.site import load_site
+
+
+def test_a_site_file_with_an_unknown_key_or_a_bad_prefix_is_refused_with_the_key(tmp_path):
+    bad = tmp_path / "site.yaml"
+    bad.write_text("project: demo\nqueue: cpu\nprefix: 'No Spaces'\n")
+    with pytest.raises(SpecError) as caught:
+        load_site(bad)
+    text = str(caught.value)
+    assert "queue" in text and "prefix" in text
+    good = tmp_path / "good.yaml"
+    good.write_text("project: p1\ngpu_cap: 2\ncost: {rates: accounting/rates.yaml, currency: EUR}\n")
+    site = load_site(good)
+    assert (site.project, site.gpu_cap, site.cost.currency) == ("p1", 2, "EUR")
+    assert load_site(None).project == "demo"
+
+
+def test_a_failed_fatal_check_stops_the_scenario_and_a_cost_check_does_not():
+    sc = Scenario(3, "failure")
+    assert sc.check("cost", False, "a cost", "404", fatal=False, kind="cost") is False
+    with pytest.raises(StepFailed) as caught:
+        sc.check("classified", False, "class data_access", "user_code")
+    assert "classified: expected class data_access; saw user_code" in str(caught.value)
+    assert not sc.passed and [c.step for c in sc.failed_checks] == ["cost", "classified"]
+    ok = Scenario(1, "normal")
+    ok.check("x", True, "y", "y")
+    ok.made("run", "r-1", "r-1", None)
+    assert ok.passed and ok.ids == {"run": ["r-1"]}
+
+
+def test_the_summary_page_escapes_what_it_shows_and_marks_failures():
+    sc = Scenario(4, "regression <b>")
+    sc.check("gate", True, "fail", "fail")
+    sc.check("cost", False, "a cost", "<script>alert(1)</script>", fatal=False, kind="cost")
+    data = {
+        "passed": False,
+        "project": "poc-1",
+        "seconds": 1.0,
+        "scenarios": [sc.as_dict()],
+        "failed_cost_steps": [{"scenario": 4, "step": "cost", "seen": "404"}],
+        "cleanup": ["removed project poc-1"],
+    }
+    page = render(data)
+    assert "<script>" not in page and "&lt;script&gt;" in page and "regression &lt;b&gt;" in page
+    assert "FAIL" in page and "(cost)" in page and "id='s4'" in page and "http" not in page
+
+
+def test_redaction_keeps_the_schema_name_when_a_person_is_called_like_it():
+    doc = {"schema": "gateway.evidence", "actor": "gateway", "note": "by gateway.evidence"}
+    out = redact(doc)
+    assert out["schema"] == "gateway.evidence" and out["actor"] == "<user-1>"
+    assert out["note"] == "by <user-1>.evidence"
+
+
+def test_the_rate_table_is_read_from_the_file_the_site_file_names_or_taken_inline(tmp_path):
+    (tmp_path / "rates.yaml").write_text("accounting:\n  currency: EUR\n  rates: []\n")
+    site = tmp_path / "site.yaml"
+    site.write_text("cost: {rates: rates.yaml}\n")
+    assert load_site(site).cost.rate_table(load_site(site).base) == {"currency": "EUR", "rates": []}
+    site.write_text("cost: {rates: {currency: CHF}}\n")
+    assert load_site(site).cost.rate_table(tmp_path) == {"currency": "CHF"}
+    assert load_site(None).cost.rate_table(tmp_path) is None
+    (tmp_path / "bad.yaml").write_text("- a list\n")
+    site.write_text("cost: {rates: bad.yaml}\n")
+    with pytest.raises(SpecError, match="mapping"):
+        load_site(site).cost.rate_table(tmp_path)

@@ -1,0 +1,209 @@
+"""The registry's pure rules and the evidence bundle's pure parts, on plain values."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from gateway.core.evidence import redact, unzip_bytes, verify_files, zip_bytes
+from gateway.core.evidence_html import render_index
+from gateway.core.release_domain import (
+    AliasEvent,
+    AliasPolicy,
+    PromotionDecision,
+    PromotionRequest,
+    alias_at,
+    check_alias,
+    missing_for_move,
+    parse_at,
+    parse_release_ref,
+)
+
+T0 = datetime(2026, 11, 3, 12, 0, tzinfo=UTC)
+
+
+def move(seq: int, minutes: int, to: int | None) -> AliasEvent:
+    return AliasEvent(
+        id=f"am-{seq}",
+        model_id="md",
+        alias="prod",
+        seq=seq,
+        from_release=None,
+        to_release=f"rl-{to}",
+        from_version=None,
+        to_version=to,
+        actor="a",
+        at=T0 + timedelta(minutes=minutes),
+        reason="",
+    )
+
+
+def test_alias_at_is_the_newest_move_at_or_before_the_time():
+    moves = [move(1, 0, 1), move(2, 60, 2), move(3, 120, 3), move(4, 180, 1)]
+    assert alias_at(moves, T0 - timedelta(seconds=1)) is None
+    assert alias_at(moves, T0).to_version == 1  # a move counts from its own instant
+    assert alias_at(moves, T0 + timedelta(minutes=119)).to_version == 2
+    assert alias_at(list(reversed(moves)), T0 + timedelta(minutes=150)).to_version == 3
+    assert alias_at(moves, T0 + timedelta(days=9)).to_version == 1
+
+
+def test_release_refs_aliases_and_times_say_what_is_valid():
+    assert parse_release_ref("demo/tiny-lm@v3").version == 3
+    assert parse_release_ref("demo/tiny-lm@latest").version is None
+    assert parse_release_ref("demo/tiny-lm", version=False).name == "tiny-lm"
+    for bad, version, words in [
+        ("tiny-lm@3", None, "PROJECT/NAME@VERSION"),
+        ("demo/tiny-lm", True, "names no version"),
+        ("demo/x@3", False, "names a version"),
+        ("demo/x@0", None, "numbered from 1"),
+        ("demo/x y@1", None, "not valid"),
+    ]:
+        with pytest.raises(ValueError, match=words):
+            parse_release_ref(bad, version=version)
+    for alias in ("Prod", "1st", "a" * 33, "pro d", "", "prod;rm"):
+        with pytest.raises(ValueError, match="lower-case"):
+            check_alias(alias)
+    assert parse_at("2026-11-03T14:00") == datetime(2026, 11, 3, 14, tzinfo=UTC)
+    assert parse_at("2026-11-03T15:00+01:00") == datetime(2026, 11, 3, 14, tzinfo=UTC)
+    assert parse_at("2026-11-03T14:00Z") == datetime(2026, 11, 3, 14, tzinfo=UTC)
+    with pytest.raises(ValueError, match="ISO 8601"):
+        parse_at("yesterday")
+
+
+def policy(**kw) -> AliasPolicy:
+    fields = {
+        "project": "p",
+        "alias": "prod",
+        "model_id": "md",
+        "roles": ("lead",),
+        "approvals": 1,
+        "gate_suite": "p/suite",
+        "updated_by": "x",
+        "updated_at": T0,
+    } | kw
+    return AliasPolicy(**fields)
+
+
+def test_a_move_lists_everything_it_misses_and_only_a_gate_can_be_overridden():
+    full = missing_for_move(
+        policy(), role="member", is_admin=False, approvers=[], gate_verdict="fail", release_status="active"
+    )
+    assert len(full.missing) == 3 and not full.gate_failed
+    assert "needs lead" in full.missing[0] and "0 given" in full.missing[1] and "is fail" in full.missing[2]
+    gate_only = missing_for_move(
+        policy(), role="lead", is_admin=False, approvers=["b"], gate_verdict=None, release_status="active"
+    )
+    assert gate_only.gate_failed and "no gate decision recorded" in gate_only.missing[0]
+    ok = missing_for_move(
+        policy(), role="lead", is_admin=False, approvers=["b"], gate_verdict="pass", release_status="active"
+    )
+    assert ok.ok
+    assert missing_for_move(
+        None, role="member", is_admin=False, approvers=[], gate_verdict=None, release_status="active"
+    ).ok
+    withdrawn = missing_for_move(
+        None, role="lead", is_admin=True, approvers=[], gate_verdict=None, release_status="withdrawn"
+    )
+    assert not withdrawn.ok and not withdrawn.gate_failed
+    assert missing_for_move(
+        policy(roles=("admin",)),
+        role="lead",
+        is_admin=False,
+        approvers=["b"],
+        gate_verdict="pass",
+        release_status="active",
+    ).missing
+
+
+def test_the_requester_never_counts_and_a_later_decision_replaces_an_earlier_one():
+    def d(who, what, minute):
+        return PromotionDecision(f"pd-{who}{minute}", "pr", what, who, "", T0 + timedelta(minutes=minute))
+
+    request = PromotionRequest(
+        id="pr",
+        model_id="md",
+        project="p",
+        model="m",
+        alias="prod",
+        release_id="rl",
+        version=1,
+        requested_by="alice",
+        reason="",
+        at=T0,
+        status="open",
+        decisions=(
+            d("alice", "approve", 1),
+            d("bob", "approve", 2),
+            d("carol", "approve", 3),
+            d("carol", "reject", 4),
+        ),
+    )
+    assert request.approvers() == ["bob"] and request.rejected_by() == ["carol"]
+
+
+DOC = {
+    "schema": "gateway.evidence",
+    "subject": {"type": "run", "label": "r-1"},
+    "generated_by": "alice",
+    "runs": [
+        {
+            "id": "r-1",
+            "submitter": "alice",
+            "os_user": "alice_os",
+            "run_dir": "/home/alice_os/runs/r-1",
+            "spec": {"env": {"API_KEY": "s3cret-value"}, "workdir": "/root"},
+            "script": "cd /home/alice_os/proj\\nexport API_KEY=s3cret-value\\npython train.py # by alice",
+            "attempt_history": [{"node_list": "gpu-node-7", "events": [{"source": "sacct"}]}],
+            "datasets": [],
+            "artifacts": [{"path": "outputs/model.json", "sha256": "ab" * 32, "size": 3}],
+        }
+    ],
+    "audit": {
+        "events": [{"actor": "bob", "source": "10.1.2.3", "after": {"note": "token gwt_ABCDEFGHIJKLMNOP"}}]
+    },
+}
+
+
+def test_redaction_replaces_people_hosts_paths_env_values_and_tokens_with_stable_pseudonyms():
+    out = redact(DOC, people=["carol"])
+    text = json.dumps(out)
+    for secret in ("alice", "bob", "/home", "/root", "s3cret-value", "gwt_ABC", "gpu-node-7", "10.1.2.3"):
+        assert secret not in text, secret
+    run = out["runs"][0]
+    assert run["submitter"] == out["generated_by"] == "<user-1>"  # the same person, the same pseudonym
+    assert run["spec"]["env"]["API_KEY"].startswith("<env-") and "API_KEY" in run["script"]
+    assert run["artifacts"][0]["sha256"] == "ab" * 32 and run["artifacts"][0]["path"] == "outputs/model.json"
+    assert out["redaction"]["applied"] and set(out["redaction"]["replaced"]) == {
+        "env",
+        "host",
+        "path",
+        "token",
+        "user",
+    }
+    assert "s3cret" not in json.dumps(out["redaction"])
+
+
+def test_the_manifest_catches_a_changed_missing_or_extra_file():
+    from gateway.core.evidence import manifest_bytes
+
+    files = {"evidence.json": b"{}", "index.html": b"<html></html>"}
+    files["manifest.json"] = manifest_bytes(files, subject="r-1", generated_at="t")
+    assert verify_files(files).ok and verify_files(unzip_bytes(zip_bytes(files))).ok
+    assert zip_bytes(files) == zip_bytes(dict(reversed(files.items())))  # the same bundle, the same bytes
+    changed = files | {"index.html": b"<html></html >"}
+    assert "index.html: sha256" in verify_files(changed).problems[0]
+    assert "missing" in verify_files({k: v for k, v in files.items() if k != "index.html"}).problems[0]
+    assert "not in the manifest" in verify_files(files | {"extra.txt": b"x"}).problems[0]
+    assert "cannot be read" in verify_files(files | {"manifest.json": b"{nope"}).problems[0]
+    assert "not an evidence bundle" in verify_files({"a": b""}).problems[0]
+    with pytest.raises(ValueError, match="zip"):
+        unzip_bytes(b"PK\x03\x04 not really")
+
+
+def test_the_page_is_self_contained_and_escapes_everything():
+    doc = DOC | {"runs": [DOC["runs"][0] | {"name": "<script>alert(1)</script>"}]}
+    page = render_index(doc)
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "http://" not in page and "https://" not in page and "src=" not in page

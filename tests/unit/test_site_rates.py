@@ -1,0 +1,55 @@
+"""The site file's accounting section: the shipped example, and what it refuses."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from gateway.core.accounting import SacctRecord, Tres
+from gateway.core.cost import price
+from gateway.errors import SpecError
+from gateway.services.site import parse_site
+from gateway.services.site_rates import spec_of
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "accounting" / "rates.example.yaml"
+
+
+def gpu_record(start: datetime, elapsed_s: int) -> SacctRecord:
+    tres = Tres(cpus=8, mem_mb=64 * 1024, gpus=2, gpu_type="a100", nodes=1, billing=2)
+    return SacctRecord(
+        "c", None, "1", "1", None, None, "j", "u", "a", "gpu", None, "COMPLETED", None, 0, 0,
+        start, start, start, start + timedelta(seconds=elapsed_s), elapsed_s, None, tres, tres, "", "", None,
+        None, None,
+    )  # fmt: skip
+
+
+def test_the_example_rate_table_parses_and_prices():
+    config = parse_site(EXAMPLE.read_text(), source=str(EXAMPLE))
+    table = config.accounting.table(version=1)
+    assert table.currency == "EUR" and table.rule("gpu") == "max" and table.rule("cpu") == "sum"
+    p = price(gpu_record(datetime(2026, 11, 20, tzinfo=UTC), 3600), table)
+    assert p.cost == pytest.approx(max(2 * 2.5, 8 * 0.02, 64 * 0.003))  # the a100 rate, max rule
+    assert spec_of(table).sha256 == config.accounting.sha256  # export gives the same table back
+
+
+@pytest.mark.parametrize(
+    ("section", "word"),
+    [
+        ("{currency: euro}", "ISO 4217"),
+        ("{rates: [{partition: cpu, valid_from: '2026-01-01T12:00:00'}]}", "time zone"),
+        ("{rates: [{partition: 'a b', valid_from: 2026-01-01}]}", "partition"),
+        ("{rates: [{partition: cpu, valid_from: 2026-01-01, cpu_core_hour: -1}]}", "greater than or equal"),
+        (
+            "{rates: [{partition: cpu, valid_from: 2026-01-01}, {partition: cpu, valid_from: 2026-01-01}]}",
+            "two rates for partition cpu",
+        ),
+        ("{charge: {cpu: min}}", "sum"),
+        ("{rates: [{partition: cpu, valid_from: 2026-01-01, gpu_type: 'A 100'}]}", "GPU type"),
+    ],
+)
+def test_bad_sections_are_refused_with_the_reason(section, word):
+    with pytest.raises(SpecError) as caught:
+        parse_site(f"accounting: {section}\n")
+    assert word in str(caught.value)

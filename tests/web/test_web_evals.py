@@ -1,0 +1,137 @@
+"""The eval pages in a real browser with real evaluations: the eval world of the service tests (two
+tiny_lm models trained as gateway runs and scored by lm-eval in Slurm jobs, tests/service/eval_world.py),
+gated and reviewed through the services, served by the API app with the pages mounted (uvicorn on
+127.0.0.1), once per database backend (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+import uvicorn
+
+from gateway.api import create_app
+from gateway.web import mount_web
+from tests.service import conftest as service_fixtures
+from tests.service.eval_world import TASKS
+from tests.service.gw_serve import free_port
+from tests.web.conftest import shot
+
+pytestmark = pytest.mark.slurm
+# the service tests' fixtures (one database, services and eval world per backend and test process)
+backend, database_url, settings, kept = (service_fixtures.backend, service_fixtures.database_url,
+                                         service_fixtures.settings, service_fixtures.kept)  # fmt: skip
+services, principal, tokens = service_fixtures.services, service_fixtures.principal, service_fixtures.tokens
+eval_world = service_fixtures.eval_world
+
+
+@pytest.fixture(scope="module")
+def pages_url(services) -> Iterator[str]:
+    """The API with the pages, on these services, served by uvicorn in a thread."""
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            mount_web(create_app(services=services)), host="127.0.0.1", port=port, log_level="warning"
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert server.started, "uvicorn did not start"
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=30)
+
+
+@pytest.fixture
+def page_as(browser, pages_url, tokens):
+    contexts = []
+
+    def sign_in(user: str):
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        page.goto(f"{pages_url}/ui/login")
+        page.fill("#token", tokens[user])
+        page.click("#sign-in")
+        page.wait_for_selector("#signed-in-as")
+        return page
+
+    yield sign_in
+    for context in contexts:
+        context.close()
+
+
+def _cells(page, selector: str) -> list[list[str]]:
+    return page.eval_on_selector_all(
+        selector, "rows => rows.map(r => Array.from(r.querySelectorAll('td')).map(c => c.innerText.trim()))"
+    )
+
+
+def test_an_eval_result_shows_suite_tasks_gate_statistics_and_reviews(
+    services, principal, eval_world, page_as, pages_url, backend
+):
+    world = eval_world
+    weak, strong = world.results["weak"], world.results["strong"]
+    gate = services.gates.gate(weak, principal=principal, baseline_id=strong)
+    assert gate.verdict == "fail"
+    result = services.gates.result(weak, principal=principal)
+    page = page_as("tester")
+    page.goto(f"{pages_url}/ui/evals")
+    page.click(f"a[href='/ui/evals/results/{weak}']")
+    page.wait_for_selector("#task-results")
+    assert page.inner_text("#suite-ref") == world.suites["v1"].ref
+    assert world.dataset in page.inner_text("#eval-suite") and "lm-eval 0.4.13" in page.inner_text(
+        "#eval-suite"
+    )
+    rows = {
+        (r.get_attribute("data-task"), r.get_attribute("data-metric")): r.query_selector(
+            "td.value"
+        ).inner_text()
+        for r in page.query_selector_all("tr.task-metric")
+    }
+    expected = {
+        (n, m): f"{v.value:.4f}" for n, t in result.results.tasks.items() for m, v in t.metrics.items()
+    }
+    assert rows == expected and {task for task, _ in rows} == set(TASKS)
+    card = page.locator(f"#gate-{gate.id}")
+    assert card.locator(".verdict").inner_text() == "fail"
+    assert f"Baseline: {strong} (explicit)" in card.inner_text()
+    comparisons = {c["task"]: c for c in gate.decision["comparisons"]}
+    shown = _cells(page, f"#gate-{gate.id} tr.comparison")
+    assert {row[0] for row in shown} == set(TASKS)
+    for row in shown:
+        c = comparisons[row[0]]
+        assert row[2].startswith("mcnemar") and row[3] == str(c["test"]["n"]) == "300"
+        assert row[6] == f"{c['test']['delta']:.4f}" and row[9] == f"{c['p_adjusted']:.3g}"
+        assert row[12].startswith("regression")
+    assert "Approving reviews: 0 of the 1 the suite requires" in page.inner_text("#review-state")
+    shot(page, f"eval-result-gate-fail-{backend}")
+
+    rita = services.access.principal("rita", source="pytest")
+    review = services.reviews.record(
+        strong, verdict="approve", principal=rita, notes="<b>read</b> ten endings"
+    )
+    passed = services.gates.gate(strong, principal=principal, baseline_id=strong)
+    assert passed.verdict == "pass", passed.decision["reasons"]
+    page.goto(f"{pages_url}/ui/evals/results/{strong}")
+    assert "enough for a gate" in page.inner_text("#review-state")
+    (review_row,) = [
+        r for r in _cells(page, "#reviews tr.review") if r[4] == f"{review.created_at:%Y-%m-%d %H:%M:%S}"
+    ]
+    assert review_row[:4] == ["rita", "approve", "this result", "<b>read</b> ten endings"]  # escaped, as text
+    assert page.locator(f"#gate-{passed.id} .verdict").inner_text() == "pass"
+    assert page.locator(f"#gate-{gate.id}").inner_text().count(f"as baseline of {weak}") == 1
+    shot(page, f"eval-result-reviewed-pass-{backend}")
+    page.goto(f"{pages_url}/ui/evals/results/er-no-such-result")  # errors are pages too, with a way back
+    assert page.inner_text("#error-heading").startswith("Not found") and "no eval result" in page.inner_text(
+        "#error-message"
+    )
+    shot(page, f"error-not-found-{backend}")
+    page.click("#error-back")
+    page.wait_for_selector("table.runs")

@@ -1,0 +1,327 @@
+"""The web UI in a real browser (Debian's chromium through Playwright) against a real `gw serve` and
+the real Slurm cluster: sign-in, the submit form and its limits, run pages, escaping, CSRF, roles."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.service.gw_serve import GW
+from tests.web.conftest import REPO, api, shot
+
+pytestmark = pytest.mark.slurm
+RUN_DONE_S = 180  # a tiny CPU job: queue, run, accounting harvested
+
+
+def _gpus_per_node(partition: str) -> list[int]:
+    """GPUs of each node of ``partition``, from Slurm itself (sinfo's GRES column)."""
+    out = subprocess.run(
+        ["sinfo", "-h", "-N", "-p", partition, "-o", "%N %G"], capture_output=True, text=True, check=True
+    ).stdout
+    counts = []
+    for line in out.splitlines():
+        match = re.search(r"gpu(?::[^:(\s]+)?:(\d+)", line)
+        counts.append(int(match.group(1)) if match else 0)
+    return counts
+
+
+def choose(page, select: str, value: str) -> None:
+    """Pick ``value`` in a select that makes htmx fetch the form's new choices, and wait until the new
+    form is in place (typing into the old one would be lost)."""
+    is_refresh = lambda r: r.url.endswith("/ui/submit") and r.request.method == "POST"  # noqa: E731
+    with page.expect_response(is_refresh):
+        page.select_option(select, value)
+    page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping')")
+    assert page.eval_on_selector(select, "e => e.value") == value
+
+
+def _fill_run(page, *, project: str, queue: str, name: str, command: str) -> None:
+    choose(page, "#project", project)
+    choose(page, "#queue", queue)
+    page.fill("#name", name)
+    page.fill("#command", command)
+
+
+def _own_runs(serve, user: str, tag: str | None = None) -> list[dict]:
+    params = {"submitter": user, **({"tag": tag} if tag else {})}
+    return api(serve, user).get("/runs", params=params).json()["items"]
+
+
+def test_sign_in_sign_out_and_a_bad_token(signed_in, browser, serve):
+    page = signed_in("tester")
+    shot(page, "runs-list")
+    cookies = {c["name"]: c for c in page.context.cookies()}
+    session = cookies["gw_session"]
+    assert session["httpOnly"] and session["sameSite"] == "Lax" and session["expires"] > time.time()
+    assert "script-src 'self'" in page.request.get(f"{serve.url}/ui/runs").headers["content-security-policy"]
+    page.click("#sign-out")
+    page.wait_for_selector("#token")
+    assert page.request.get(f"{serve.url}/ui/runs", max_redirects=0).status == 303  # signed out
+
+    other = browser.new_context()
+    try:
+        bad = other.new_page()
+        bad.goto(f"{serve.url}/ui/login")
+        bad.fill("#token", "gwt_" + "x" * 43)
+        bad.click("#sign-in")
+        expect(bad.locator("#login-error")).to_contain_text("unknown token")
+        shot(bad, "sign-in-refused")
+    finally:
+        other.close()
+
+
+def test_revoking_the_token_ends_the_session_made_from_it(browser, serve):
+    issued = api(serve, "tester").post("/tokens", json={"name": "web-revoke"}).json()
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(f"{serve.url}/ui/login")
+        page.fill("#token", issued["token"])
+        page.click("#sign-in")
+        expect(page.locator("#signed-in-as")).to_have_text("tester")
+        assert api(serve, "tester").delete(f"/tokens/{issued['id']}").status_code == 200
+        page.goto(f"{serve.url}/ui/runs")
+        assert "/ui/login" in page.url
+        expect(page.locator("main")).to_contain_text("was revoked")
+    finally:
+        context.close()
+
+
+def test_the_form_offers_only_gpu_counts_the_queues_nodes_have(signed_in):
+    page = signed_in("tester")
+    page.goto(page.url.split("/ui/")[0] + "/ui/submit")
+    choose(page, "#project", "test")
+    choose(page, "#queue", "gpu")
+    offered = [
+        int(v) for v in page.eval_on_selector_all("#gpus_per_node option", "os => os.map(o => o.value)")
+    ]
+    most = max(_gpus_per_node("gpu"))
+    assert most > 0 and offered == list(range(most + 1))
+    shot(page, "submit-form-gpu-queue")
+    choose(page, "#queue", "cpu")
+    offered = [
+        int(v) for v in page.eval_on_selector_all("#gpus_per_node option", "os => os.map(o => o.value)")
+    ]
+    assert offered == [0] and max(_gpus_per_node("cpu")) == 0
+
+
+def test_a_4_gpu_run_against_a_2_gpu_cap_is_refused_next_to_the_field(signed_in, serve):
+    page = signed_in("tester")
+    page.goto(f"{serve.url}/ui/submit")
+    _fill_run(page, project="capped", queue="gpu", name="too-many-gpus", command="nvidia-smi")
+    expect(page.locator("#quota-left")).to_contain_text("of 2")
+    page.select_option("#gpus_per_node", "4")
+    page.click("#submit")
+    error = page.locator(".field-error[data-field=gpus_per_node]")
+    expect(error).to_contain_text("the cap of project capped is 2")
+    shot(page, "submit-refused-over-cap")
+    assert not [r for r in _own_runs(serve, "tester") if r["name"] == "too-many-gpus"]
+
+
+def test_submit_tiny_lm_through_the_form_and_watch_it_succeed(signed_in, serve):
+    page = signed_in("tester")
+    page.goto(f"{serve.url}/ui/submit")
+    _fill_run(
+        page,
+        project="test",
+        queue="cpu",
+        name="tiny-lm-web",
+        command="python3 examples/tiny_lm/train.py --epochs 2",
+    )
+    page.fill("#workdir", str(REPO))
+    page.select_option("#walltime_min", "5")
+    page.fill("input[name=param_key_0]", "lr")
+    page.fill("input[name=param_value_0]", "0.3")
+    page.fill("#outputs", "outputs/*")
+    page.fill("#metrics", "outputs/metrics.json\noutputs/metrics.jsonl")
+    page.fill("#tags", "web-ui")
+    page.click("#preview")
+    expect(page.locator("#preview-script")).to_contain_text("#SBATCH")
+    expect(page.locator("#preview-script")).to_contain_text("examples/tiny_lm/train.py")
+    expect(page.locator("#spec-yaml")).to_contain_text("name: tiny-lm-web")
+    expect(page.locator("#sbatch-command")).to_contain_text("gw sbatch -A test -p cpu")
+    assert not _own_runs(serve, "tester", tag="web-ui")  # a preview submits nothing
+    shot(page, "submit-preview")
+    page.click("#submit")
+    page.wait_for_url(re.compile(r".*/ui/runs/r-[0-9a-f]{16}$"))
+    expect(page.locator("#run-state")).to_have_text("succeeded", timeout=RUN_DONE_S * 1000)
+    elapsed = page.locator("#attempts td.elapsed").first
+    deadline = time.monotonic() + 60
+    while elapsed.inner_text().strip() == "-" and time.monotonic() < deadline:  # sacct's record comes in
+        time.sleep(2)
+        page.reload()
+    assert elapsed.inner_text().strip().isdigit()
+    expect(page.locator("#attempts td.tres").first).to_contain_text("cpu=")
+    expect(page.locator("#artifacts")).to_contain_text("model.json")
+    expect(page.locator("svg.plot").first).to_be_visible()
+    expect(page.locator("svg.timeline")).to_be_visible()
+    shot(page, "run-succeeded")
+    _release(page, serve, page.url.rsplit("/", 1)[1])
+
+
+def _release(page, serve, run_id: str) -> None:
+    """Release the run's checkpoint and move an alias to it: the model page shows the alias history,
+    the run page the release below the artifact."""
+    sha = page.locator("#artifacts tr:has-text('model.json') code").inner_text()
+    client = api(serve, "tester")
+    assert client.post("/models", json={"project": "test", "name": "web-lm"}).status_code == 201
+    made = client.post("/models/test/web-lm/releases", json={"artifact_sha256": sha, "run_id": run_id})
+    assert made.status_code == 201, made.text
+    moved = client.post("/models/test/web-lm/aliases/candidate", json={"version": 1, "reason": "web test"})
+    assert moved.status_code == 200, moved.text
+    page.reload()
+    expect(page.locator("main")).to_contain_text("release web-lm v1")
+    page.click("text=web-lm v1")
+    expect(page.locator("#alias-history")).to_contain_text("candidate")
+    expect(page.locator("#alias-history")).to_contain_text("web test")
+    shot(page, "model-releases")
+
+
+def test_a_waiting_run_shows_why_and_is_cancelled_from_its_page(signed_in, serve):
+    created = api(serve, "tester").post(
+        "/runs",
+        json={"name": "held-web", "project": "test", "queue": "cpu", "command": "true", "hold": True},
+    )
+    assert created.status_code == 201, created.text
+    run_id = created.json()["id"]
+    page = signed_in("tester")
+    page.goto(f"{serve.url}/ui/runs/{run_id}")
+    deadline = time.monotonic() + 60
+    while not page.locator("#why-waiting").count() and time.monotonic() < deadline:
+        time.sleep(2)
+        page.reload()
+    expect(page.locator("#why-waiting")).to_contain_text("held")
+    shot(page, "run-waiting")
+    listing = page.context.new_page()  # the runs list, open while the run is cancelled on its page
+    listing.goto(f"{serve.url}/ui/runs?project=test")
+    row_state = listing.locator(f"tr[data-run='{run_id}'] .state")
+    expect(row_state).to_have_text(re.compile("held|queued"))
+    page.click("#cancel")
+    expect(page.locator("#run-state")).to_have_text("cancelled", timeout=60_000)
+    expect(row_state).to_have_text("cancelled", timeout=30_000)  # htmx polled the rows: no reload
+
+
+def test_a_failed_run_shows_its_class_and_reruns_linked_to_the_original(signed_in, serve):
+    created = api(serve, "tester").post(
+        "/runs", json={"name": "fails-web", "project": "test", "queue": "cpu", "command": "exit 3"}
+    )
+    run_id = created.json()["id"]
+    page = signed_in("tester")
+    page.goto(f"{serve.url}/ui/runs/{run_id}")
+    expect(page.locator("#run-state")).to_have_text("failed", timeout=RUN_DONE_S * 1000)
+    deadline = time.monotonic() + 60
+    while not page.locator("#failure-class").count() and time.monotonic() < deadline:
+        time.sleep(2)
+        page.reload()
+    expect(page.locator("#failure-class")).to_have_text("user_code")
+    shot(page, "run-failed")
+    page.fill("#changes", "command=echo fixed")
+    page.click("#rerun")
+    page.wait_for_url(re.compile(r".*/ui/runs/r-[0-9a-f]{16}$"))
+    assert run_id not in page.url
+    expect(page.locator("#derived-from a")).to_have_text(run_id)
+    page.click("#derived-from a")
+    expect(page.locator("#reruns")).to_be_visible()
+
+
+def test_text_users_and_jobs_control_is_shown_as_text(signed_in, serve):
+    page = signed_in("tester")
+    page.goto(f"{serve.url}/ui/submit")
+    _fill_run(page, project="test", queue="cpu", name="<script>window.pwned=1</script>", command="true")
+    page.click("#submit")
+    expect(page.locator(".field-error[data-field=name]")).to_contain_text("<script>window.pwned=1</script>")
+    hostile = "<script>window.pwned=2</script>"
+    created = api(serve, "tester").post(
+        "/runs",
+        json={
+            "name": "escaped-web",
+            "project": "test",
+            "queue": "cpu",
+            "command": f"echo '{hostile}'",
+            "params": {"note": hostile},
+        },
+    )
+    run_id = created.json()["id"]
+    page.goto(f"{serve.url}/ui/runs/{run_id}")
+    expect(page.locator("#run-state")).to_have_text("succeeded", timeout=RUN_DONE_S * 1000)
+    expect(page.locator("#log-text")).to_contain_text(hostile)
+    expect(page.locator("#params")).to_contain_text(hostile)
+    assert page.evaluate("() => window.pwned") is None
+    assert page.eval_on_selector_all("script", "s => s.map(x => x.getAttribute('src'))") == [
+        "/ui-static/htmx.min.js"
+    ]
+    shot(page, "run-escaped-log")
+
+
+def test_a_form_posted_without_its_csrf_token_is_refused(signed_in, serve):
+    page = signed_in("tester")
+    form = {"project": "test", "queue": "cpu", "name": "no-csrf", "command": "true", "action": "submit"}
+    refused = page.request.post(f"{serve.url}/ui/submit", form=form)
+    assert refused.status == 403 and "CSRF" in refused.text()
+    forged = page.request.post(f"{serve.url}/ui/submit", form={**form, "csrf": "x" * 43})
+    assert forged.status == 403
+    assert not [r for r in _own_runs(serve, "tester") if r["name"] == "no-csrf"]
+
+
+def test_a_viewer_sees_no_submit_button_and_the_server_refuses_anyway(signed_in, serve):
+    page = signed_in("watcher")
+    page.goto(f"{serve.url}/ui/submit")
+    expect(page.locator("#no-submit")).to_be_visible()
+    assert page.locator("#submit").count() == 0
+    shot(page, "submit-viewer")
+    csrf = page.get_attribute("header form input[name=csrf]", "value")
+    form = {"csrf": csrf, "project": "test", "queue": "cpu", "name": "viewer-run", "command": "true"}
+    refused = page.request.post(f"{serve.url}/ui/submit", form={**form, "action": "submit"})
+    assert refused.status == 403
+    assert not _own_runs(serve, "watcher")
+
+
+def _register(serve, path, description: str) -> None:
+    env = {**serve.env, "GW_URL": serve.url, "GW_CONFIG": serve.config, "GW_TOKEN": serve.tokens["tester"]}
+    argv = [*GW, "dataset", "register", str(path), "--project", "test", "--name", "web-text"]
+    done = subprocess.run([*argv, "--description", description], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_datasets_their_diff_and_the_forms_dataset_versions(signed_in, serve, tmp_path):
+    data = tmp_path / "web-text"
+    data.mkdir()
+    (data / "train.txt").write_text("one\n")
+    _register(serve, data, "<b>first</b> version")
+    (data / "train.txt").write_text("one\ntwo\n")
+    (data / "extra.txt").write_text("new\n")
+    _register(serve, data, "second")
+    page = signed_in("tester")
+    page.goto(f"{serve.url}/ui/datasets")
+    expect(page.locator("main")).to_contain_text("test/web-text")
+    page.click('a:text-is("test/web-text")')
+    expect(page.locator("main")).to_contain_text("<b>first</b> version")  # a description is text
+    page.click("#diff")
+    diff = page.locator("#dataset-diff")
+    expect(diff).to_contain_text("1 added, 0 removed, 1 changed")
+    expect(diff).to_contain_text("+ extra.txt")
+    shot(page, "dataset-diff")
+    page.goto(f"{serve.url}/ui/submit")
+    _fill_run(page, project="test", queue="cpu", name="with-data", command='ls "$GW_DATASET_WEB_TEXT"')
+    offered = page.eval_on_selector_all("#datasets option", "os => os.map(o => o.value)")
+    assert offered == ["web-text@latest", "web-text@2", "web-text@1"]
+    page.select_option("#datasets", "web-text@1")
+    page.click("#preview")
+    expect(page.locator("#preview-script")).to_contain_text("GW_DATASET_WEB_TEXT")
+    expect(page.locator("#spec-yaml")).to_contain_text("web-text@1")
+
+
+def test_project_and_admin_pages(signed_in, serve):
+    page = signed_in("admin")
+    page.goto(f"{serve.url}/ui/projects/capped")
+    expect(page.locator("#usage-plots svg.usebar").first).to_contain_text("GPU-hours this month")
+    shot(page, "project")
+    page.goto(f"{serve.url}/ui/queue")
+    expect(page.locator("main")).to_contain_text("Partition gpu")
+    shot(page, "admin-queue")
+    tester = signed_in("tester")
+    assert tester.request.get(f"{serve.url}/ui/queue").status == 403
