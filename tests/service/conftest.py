@@ -9,25 +9,32 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 from sqlalchemy import create_engine, text
 
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm import SlurmCLI
+from gateway.core.domain import Principal, Run
 from gateway.core.states import TERMINAL
-from gateway.domain import Principal, Run
-from gateway.services import Services, build_services
+from gateway.services import Services
 from gateway.services.site import parse_site
 from gateway.settings import Settings
+from gateway.wiring import build_services
 from tests.conftest import JOB_ROOT
+from tests.sshd import SshServer, ensure_home
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "GW_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
+T = TypeVar("T")
 BACKENDS = [b for b in os.environ.get("GW_TEST_DATABASES", "sqlite,postgresql").split(",") if b]
 
 
@@ -42,10 +49,12 @@ class CountingRunner(LocalRunner):
         return super().run(argv, **kwargs)
 
 
-@pytest.fixture(scope="session", params=BACKENDS)
-def database_url(request, tmp_path_factory) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp('db')}/gateway.db"
+@contextmanager
+def fresh_database(backend: str, directory: Path) -> Iterator[str]:
+    """The URL of a new, empty database: a SQLite file in ``directory``, or a PostgreSQL database
+    made for the caller and dropped afterwards."""
+    if backend == "sqlite":
+        yield f"sqlite:///{directory}/gateway.db"
         return
     name = f"gwtest_{uuid.uuid4().hex[:10]}"
     admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
@@ -57,35 +66,92 @@ def database_url(request, tmp_path_factory) -> Iterator[str]:
             f"PostgreSQL is not reachable at {POSTGRES_ADMIN_URL} ({exc}); start it (scripts/postgres-ready) "
             "or set GW_TEST_DATABASES=sqlite"
         )
-    yield POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    try:
+        yield POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+class Kept:
+    """What a test process makes once per backend and keeps to its end: the database, the settings,
+    the services with their Slurm accounts, the trained eval models.
+
+    pytest tears a parametrized session fixture down whenever the next test wants the other
+    parameter, and under xdist's ``--dist loadfile`` every module switches from SQLite to
+    PostgreSQL and back: each module paid for two databases, two site applies with their Slurm
+    accounts, two prunes (and two eval worlds) of its own. The fixtures below fetch from here,
+    so each is made once a process and closed, in reverse order, when the session ends.
+    """
+
+    def __init__(self) -> None:
+        self._values: dict[tuple[str, str], Any] = {}
+        self._stack = ExitStack()
+
+    def get(self, kind: str, backend: str, make: Callable[[ExitStack], T]) -> T:
+        """The ``kind`` value of ``backend``, made the first time by ``make`` (it registers its cleanup)."""
+        key = (kind, backend)
+        if key not in self._values:
+            self._values[key] = make(self._stack)
+        return self._values[key]
+
+    def close(self) -> None:
+        self._stack.close()
 
 
 @pytest.fixture(scope="session")
-def settings(database_url) -> Settings:
-    runs_dir = JOB_ROOT / f"runs-{uuid.uuid4().hex[:8]}"
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    return Settings(
-        database_url=database_url,
-        runs_dir=runs_dir,
-        refresh_interval_s=1,
-        submit_grace_s=5,
-        slurm_submit_timeout_s=4,
-    )
+def kept() -> Iterator[Kept]:
+    values = Kept()
+    yield values
+    values.close()
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def database_url(backend, kept, tmp_path_factory) -> str:
+    def make(stack: ExitStack) -> str:
+        return stack.enter_context(fresh_database(backend, tmp_path_factory.mktemp("db")))
+
+    return kept.get("database", backend, make)
+
+
+@pytest.fixture(scope="session")
+def settings(backend, database_url, kept, tmp_path_factory) -> Settings:
+    def make(_stack: ExitStack) -> Settings:
+        runs_dir = JOB_ROOT / f"runs-{uuid.uuid4().hex[:8]}"
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        return Settings(
+            database_url=database_url,
+            runs_dir=runs_dir,
+            # this session's database has its own anchor file (the default is shared by all PostgreSQL ones)
+            audit_anchor_path=tmp_path_factory.mktemp("anchor") / "audit-anchors.jsonl",
+            refresh_interval_s=1,
+            submit_grace_s=5,
+            slurm_submit_timeout_s=4,
+            eval_python=sys.executable,  # eval jobs run lm-eval from the tests' own venv (jobs run as root)
+        )
+
+    return kept.get("settings", backend, make)
 
 
 PROJECT = "test"  # the project every service test submits to; tests tell their runs apart by tag
 
-# Users map to root (the tests run as root) except alice and bob, who get OS users of their own.
+# Users map to root (the tests run as root) except alice and bob, who get OS users of their own;
+# fuzzer, a lead like tester, is the API conformance test's own (whatever it sends is told apart by it).
 SITE = """
 allow_root_mapping: true
 users:
   - {{name: tester, os_user: root}}
+  - {{name: fuzzer, os_user: root}}
   - {{name: admin, os_user: root, admin: true}}
   - {{name: watcher, os_user: root}}
   - {{name: mia, os_user: root}}
+  - {{name: rita, os_user: root}}
   - {{name: outsider, os_user: root}}
   - {{name: nomap}}
   - {{name: alice, os_user: gwtalice}}
@@ -95,12 +161,14 @@ projects:
     slurm_account: {account}
     members:
       - {{user: tester, role: lead}}
+      - {{user: fuzzer, role: lead}}
       - {{user: mia, role: member}}
       - {{user: watcher, role: viewer}}
+      - {{user: rita, role: reviewer}}
       - {{user: nomap, role: member}}
     queues:
       - {{name: cpu, partition: cpu, retry: {{backoff_s: 1}}}}
-      - {{name: gpu, partition: gpu, gpu_types: [fake]}}
+      - {{name: gpu, partition: gpu, gpu_types: [fake], whole_node_mem: true}}
   - name: capped
     slurm_account: {account}c
     quota: {{gpus: 2}}
@@ -120,36 +188,76 @@ projects:
     queues: [{{name: cpu, partition: cpu}}]
 """
 OS_USERS = ("gwtalice", "gwtbob")
+# What a test site is pruned to at the end: no projects (so no Slurm accounts); the admin stays,
+# since no apply removes the last admin.
+TEARDOWN_SITE = "allow_root_mapping: true\nusers: [{name: admin, os_user: root, admin: true}]\nprojects: []\n"
+OPERATOR = Principal.operator()
 
 
 def ensure_os_users() -> None:
-    """The two OS users the access tests submit as (created once; tests run as root)."""
+    """The two OS users the access tests submit as (created once; tests run as root).
+
+    Two test workers may both find a user missing: useradd's exit 9 (the name is taken) means the
+    other one made it first.
+    """
     for user in OS_USERS:
         if subprocess.run(["id", "-u", user], capture_output=True, check=False).returncode != 0:
-            subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/bash", user], check=True)
+            made = subprocess.run(
+                ["useradd", "--no-create-home", "--shell", "/bin/bash", user], capture_output=True, text=True
+            )
+            if made.returncode not in (0, 9):
+                raise RuntimeError(f"useradd {user} failed: {made.stderr.strip()}")
 
 
 @pytest.fixture(scope="session")
-def services(settings, slurm) -> Iterator[Services]:
-    """The gateway's services on this backend, with project ``test`` (its own Slurm account) set up."""
+def ssh_server(tmp_path_factory) -> Iterator[SshServer]:
+    """A real sshd on a free loopback port: the submit host of the SSH tests, with a key for root,
+    gwtalice and gwtbob (tests/sshd.py). Tests that kill it start their own."""
     ensure_os_users()
-    built = build_services(settings)
-    account = f"gwt{uuid.uuid4().hex[:10]}"
-    built.site.apply(None, parse_site(SITE.format(account=account)))
-    built.slurm_sync.sync(None)
-    yield built
-    accounts = [p.slurm_account for p in built.access.projects()]
-    drain_accounts(accounts)
-    built.site.apply(None, parse_site("allow_root_mapping: true\nusers: []\nprojects: []\n"))
-    built.slurm_sync.sync(None)
-    built.close()
+    for user in OS_USERS:
+        ensure_home(user)
+    server = SshServer(JOB_ROOT / f"sshd-{uuid.uuid4().hex[:8]}", ["root", *OS_USERS])
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def services(backend, settings, slurm, kept) -> Services:
+    """The gateway's services on this backend, with project ``test`` (its own Slurm account) set up."""
+
+    def make(stack: ExitStack) -> Services:
+        ensure_os_users()
+        built = build_services(settings)
+        stack.callback(_take_down, built)
+        account = f"gwt{uuid.uuid4().hex[:10]}"
+        built.site.apply(OPERATOR, parse_site(SITE.format(account=account)))
+        return built
+
+    return kept.get("services", backend, make)
+
+
+def _take_down(built: Services) -> None:
+    """Cancel the test site's jobs, remove its Slurm accounts (a prune to an empty site), close."""
+    try:
+        drain_accounts([p.slurm_account for p in built.access.projects()])
+        built.site.apply(OPERATOR, parse_site(TEARDOWN_SITE), prune=True)
+    finally:
+        built.close()
 
 
 def drain_accounts(accounts: list[str], timeout_s: float = 60) -> None:
-    """Cancel every job left in these Slurm accounts and wait until the queue holds none."""
+    """Cancel every job left in these Slurm accounts (the tests' own) and wait until the queue holds none.
+
+    By job id: ``scancel --account`` takes one account, so a comma-separated list cancelled nothing.
+    """
     if not accounts:
         return
-    subprocess.run(["scancel", f"--account={','.join(accounts)}"], check=False, capture_output=True)
+    listed = subprocess.run(
+        ["squeue", "-h", f"--account={','.join(accounts)}", "-o", "%i"], capture_output=True, text=True
+    ).stdout.split()
+    if listed:
+        subprocess.run(["scancel", *listed], check=False, capture_output=True)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         left = subprocess.run(
@@ -168,15 +276,23 @@ def principal(services) -> Principal:
 
 @pytest.fixture(scope="session")
 def tester_token(services) -> str:
-    return services.auth.issue_token(None, "tester", name="pytest")[0]
+    return services.auth.issue_token(OPERATOR, "tester", name="pytest")[0]
 
 
 @pytest.fixture(scope="session")
 def tokens(services) -> dict[str, str]:
     """A token for every user of the test site."""
     return {
-        u.name: services.auth.issue_token(None, u.name, name="pytest")[0] for u in services.access.users()
+        u.name: services.auth.issue_token(OPERATOR, u.name, name="pytest")[0] for u in services.access.users()
     }
+
+
+@pytest.fixture(scope="session")
+def eval_world(backend, services, principal, kept):
+    """Two trained tiny_lm models, their eval runs and results (``tests/service/eval_world.py``)."""
+    from tests.service.eval_world import build_world
+
+    return kept.get("eval_world", backend, lambda _stack: build_world(services, principal))
 
 
 @pytest.fixture

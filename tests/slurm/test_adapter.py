@@ -1,9 +1,15 @@
-"""The Slurm CLI adapter against the real local cluster: real jobs, real sacct."""
+"""The Slurm backends against the real local cluster: real jobs, real sacct / slurmdbd.
+
+Every test runs against both backends (``cli``: sbatch and friends as root; ``rest``:
+slurmrestd daemons, submitting as gwtalice), so both give the same typed values.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import pwd
+import socket
 import time
 from pathlib import Path
 
@@ -15,9 +21,26 @@ from gateway.core.render import SubmitTarget, render_sbatch
 from gateway.core.spec import build_spec
 from gateway.core.states import RunState
 from gateway.errors import SlurmUnavailable, SpecError, SubmitRejected
-from tests.conftest import unique_tag, wait_for, wait_for_accounting
+from tests.conftest import SESSION_START, unique_tag, wait_for, wait_for_accounting
+from tests.slurm.rest_world import Backend, ensure_rest_users, remove, rest_backend, socket_dir
 
 pytestmark = pytest.mark.slurm
+
+
+@pytest.fixture(scope="module", params=["cli", "rest"])
+def slurm(request):
+    """The backend under test, submitting as its user (root for cli, gwtalice for rest)."""
+    if request.param == "cli":
+        yield Backend(SlurmCLI(LocalRunner()), None, os.getuid())
+        return
+    ensure_rest_users()
+    directory = socket_dir()
+    rest = rest_backend(directory)
+    try:
+        yield Backend(rest, "gwtalice", pwd.getpwnam(rest.query_user).pw_uid)
+    finally:
+        rest.close()
+        remove(directory)
 
 
 def submit(slurm, template_env, run_dir, data, *, partition=None):
@@ -84,14 +107,14 @@ def test_cancel_running_job_records_who(slurm, template_env, run_dir):
     slurm.cancel(job_id)
     (record,) = wait_for_accounting(slurm, job_id)
     assert record.state is RunState.CANCELLED
-    assert record.cancelled_by_uid == os.getuid()
+    assert record.cancelled_by_uid == slurm.admin_uid
     slurm.cancel(job_id)  # cancelling an ended job again is not an error
 
 
 def test_cancel_pending_job(slurm, template_env, run_dir):
     # Hold the job so it certainly waits (root's hold is an admin hold).
     spec_job, _, _ = submit(slurm, template_env, run_dir, {"name": "later", "command": "true"})
-    slurm.runner.run(["scontrol", "hold", spec_job])
+    LocalRunner().run(["scontrol", "hold", spec_job])
     (status,) = slurm.status([spec_job])
     assert status.state is RunState.HELD and status.reason == "JobHeldAdmin"
     slurm.cancel(spec_job)
@@ -152,7 +175,7 @@ def test_status_of_many_jobs_in_one_call(slurm, template_env, run_dir):
         assert set(statuses) == set(jobs)
         for status in statuses.values():
             assert status.state in {RunState.QUEUED, RunState.RUNNING}
-            assert status.partition == "cpu" and status.user == "root"
+            assert status.partition == "cpu" and status.user == slurm.submit_user
             if status.state is RunState.RUNNING:
                 assert status.node_list and status.start_time
     finally:
@@ -209,10 +232,30 @@ def test_over_partition_time_limit_waits_with_slurms_reason(slurm, template_env,
         slurm.cancel(job_id)
 
 
-def test_timeout_means_unavailable_not_failed():
-    impatient = SlurmCLI(LocalRunner(), query_timeout_s=0.0001)
-    with pytest.raises(SlurmUnavailable, match="did not answer"):
-        impatient.status(["1"])
+def test_timeout_means_unavailable_not_failed(tmp_path, monkeypatch):
+    """A controller that takes the connection and never answers: squeue hangs, the gateway gives up."""
+    with socket.socket() as hung:
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(8)  # the kernel completes the connections; nothing ever reads or answers them
+        conf = tmp_path / "slurm.conf"
+        conf.write_text(_aimed_at(Path(os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf")), hung))
+        monkeypatch.setenv("SLURM_CONF", str(conf))
+        impatient = SlurmCLI(LocalRunner(), query_timeout_s=1.5)
+        started = time.monotonic()
+        with pytest.raises(SlurmUnavailable, match="did not answer within 1.5 s"):
+            impatient.status(["1"])
+        assert time.monotonic() - started < 10  # squeue itself would wait MessageTimeout (10 s) and more
+
+
+def _aimed_at(conf: Path, listener: socket.socket) -> str:
+    """The cluster's slurm.conf with its controller moved to ``listener``'s address."""
+    lines = [
+        line
+        for line in conf.read_text().splitlines()
+        if line.split("=", 1)[0].strip().lower() not in ("slurmctldhost", "controlmachine", "slurmctldport")
+    ]
+    port = listener.getsockname()[1]
+    return "\n".join(["SlurmctldHost=localhost(127.0.0.1)", f"SlurmctldPort={port}", *lines]) + "\n"
 
 
 def test_bad_tag_and_job_ids_refused_before_slurm(slurm):
@@ -266,3 +309,13 @@ def test_array_sweep_with_a_script_runs_every_task(slurm, template_env, run_dir)
     assert all(r.state is RunState.SUCCEEDED for r in records), [(r.job_id, r.exit_code) for r in records]
     for task in range(8):
         assert (directory / f"stdout-{job_id}_{task}.log").read_text() == f"task {task} arg\n"
+
+
+def test_usage_holds_the_accounts_jobs_since_a_time(slurm, template_env, run_dir):
+    job_id, _, tag = submit(slurm, template_env, run_dir, {"name": "used", "command": "true"})
+    (record,) = wait_for_accounting(slurm, job_id, tag=tag)
+    used = {r.job_id: r for r in slurm.usage([record.account], since=SESSION_START)}
+    assert job_id in used and used[job_id].comment == tag and used[job_id].alloc_cpus >= 1
+    # an id Slurm never gave (in this session): no record, and no error (dbv0.0.38 says "Nothing found")
+    never = slurm.accounting(["999999999"])
+    assert [r for r in never if r.submit_time and r.submit_time >= SESSION_START] == []
