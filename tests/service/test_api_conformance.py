@@ -77,6 +77,12 @@ SERVER_ONLY_RULES: dict[str, list[tuple[str, str]]] = {
         # an edit's value is read as YAML, and its KEY.PATH's depth and length are bounded: the schema
         # says only the KEY.PATH=VALUE shape (gateway.core.described.ASSIGNMENT)
         (r"body(\.[^.]+)*", r"not valid YAML or JSON|KEY\.PATH (has \d+ levels|is \d+ characters)"),
+        # edits of a real parent (schemathesis reuses run ids from earlier answers) are checked as the
+        # spec they leave: every rule of a spec, at the edited field's path (a field of the spec, not of
+        # the body), and a KEY.PATH that names no field of the spec
+        *RUN_SPEC_RULES,
+        (r"body\.(?!(set|spec)(\.|$)).+", r""),
+        (r"body\.(set|spec)(\..+)?", r"unknown field; valid fields here: name, project, "),
     ],
     "POST /admin/site": [
         (
@@ -154,6 +160,10 @@ def conformance_run(app, token: str, only: set[str] | None = None) -> dict:
                 case.body["set"] = [*kept[:99], f"queue={NO_SUCH_QUEUE}"]  # at most 100 edits
             if isinstance(case.body.get("spec"), dict):
                 case.body["spec"]["queue"] = NO_SUCH_QUEUE
+            elif "set" not in case.body and case.body.get("spec") is None:
+                # no edits and no spec: a plain rerun of the parent (a run id schemathesis took from
+                # an earlier response) would submit the parent's spec as it is
+                case.body["set"] = [f"queue={NO_SUCH_QUEUE}"]
 
     cases: Counter[str] = Counter()
 
