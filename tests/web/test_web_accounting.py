@@ -6,17 +6,15 @@ its telemetry files shown as text."""
 
 from __future__ import annotations
 
-import subprocess
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.service.conftest import SITE
-from tests.service.gw_serve import GW, Serve, gw_serve
-from tests.web.conftest import REPO, api, shot
+from tests.service.gw_serve import Serve, gw_serve
+from tests.web.conftest import api, shot
+from tests.web.priced import apply_rates, ended, priced_costs, wait_until
 
 pytestmark = pytest.mark.slurm
 DONE_S = 240  # a GPU job on the shared cluster: queue, run, telemetry harvested
@@ -32,27 +30,6 @@ def serve(tmp_path_factory) -> Iterator[Serve]:
         tmp_path_factory.mktemp("webcost"), prefix="webcost", users=("tester", "admin"), settings=settings
     ) as s:
         yield s
-
-
-def _wait_until(what: str, check, timeout_s: float = DONE_S):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        found = check()
-        if found:
-            return found
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(2)
-
-
-def _apply_rates(serve: Serve, tmp_path) -> None:
-    """The test site again, with the example rate table as its accounting section."""
-    site = tmp_path / "site-rates.yaml"
-    rates = (REPO / "accounting" / "rates.example.yaml").read_text()
-    site.write_text(SITE.format(account=serve.account) + rates)
-    applied = subprocess.run(
-        [*GW, "admin", "apply", str(site)], env=serve.env, capture_output=True, text=True
-    )
-    assert applied.returncode == 0, applied.stderr
 
 
 @pytest.fixture(scope="module")
@@ -78,23 +55,13 @@ def runs(serve, tmp_path_factory) -> dict:
     ids = {"gpu": gpu.json()["id"], "failed": failed.json()["id"], "no_nvml": no_nvml.json()["id"]}
     states = {"gpu": "succeeded", "failed": "failed", "no_nvml": "succeeded"}
     for key, run_id in ids.items():
-        state = _wait_until(f"{key} run to end", lambda r=run_id: _ended(client, r))
+        state = wait_until(f"{key} run to end", lambda r=run_id: ended(client, r), DONE_S)
         assert state == states[key], (key, state)
     for key in ("gpu", "no_nvml"):
         path = f"/runs/{ids[key]}/telemetry"
-        _wait_until(f"the {key} run's telemetry", lambda p=path: client.get(p).json()["attempts"])
-    _apply_rates(serve, tmp_path_factory.mktemp("rates"))
-    admin = api(serve, "admin")
-
-    def ingested() -> dict | None:
-        assert admin.post("/admin/accounting/ingest", json={"since": since}).status_code == 200
-        costs = {k: client.get(f"/runs/{r}/cost").json() for k, r in ids.items()}
-        ended = all(
-            c["priced"] and c["attempts"] and c["attempts"][-1]["state"] != "RUNNING" for c in costs.values()
-        )
-        return costs if ended else None
-
-    costs = _wait_until("the runs' accounting records, ended and priced", ingested, timeout_s=120)
+        wait_until(f"the {key} run's telemetry", lambda p=path: client.get(p).json()["attempts"], DONE_S)
+    apply_rates(serve, tmp_path_factory.mktemp("rates"))
+    costs = priced_costs(api(serve, "admin"), client, since, ids)
     return {"ids": ids, "costs": costs}
 
 
@@ -107,11 +74,6 @@ def _gpu_run(name: str, command: str, **env: str) -> dict:
         "env": env,
         "resources": {"gpus_per_node": 2, "gpu_type": "fake", "mem_gb": 0.25, "walltime_min": 5},
     }
-
-
-def _ended(client, run_id: str) -> str | None:
-    state = client.get(f"/runs/{run_id}").json()["state"]
-    return state if state in ("succeeded", "failed", "cancelled") else None
 
 
 def test_a_gpu_runs_page_shows_its_telemetry_and_its_priced_cost(signed_in, serve, runs):

@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 
 from tests.service.gw_serve import Serve, gw_serve
 from tests.web.conftest import api, shot
-from tests.web.test_web_accounting import _apply_rates, _ended, _wait_until
+from tests.web.priced import apply_rates, ended, priced_costs, wait_until
 
 pytestmark = pytest.mark.slurm
 
@@ -39,17 +39,9 @@ def priced(serve, tmp_path_factory) -> dict:
     )
     assert made.status_code == 201, made.text
     run_id = made.json()["id"]
-    assert _wait_until("the run to end", lambda: _ended(client, run_id)) == "succeeded"
-    _apply_rates(serve, tmp_path_factory.mktemp("rates"))
-    admin = api(serve, "admin")
-
-    def ingested() -> dict | None:
-        assert admin.post("/admin/accounting/ingest", json={"since": since}).status_code == 200
-        cost = client.get(f"/runs/{run_id}/cost").json()
-        done = cost["priced"] and cost["attempts"] and cost["attempts"][-1]["state"] != "RUNNING"
-        return cost if done else None
-
-    cost = _wait_until("the run's accounting record, ended and priced", ingested, timeout_s=120)
+    assert wait_until("the run to end", lambda: ended(client, run_id), 240) == "succeeded"
+    apply_rates(serve, tmp_path_factory.mktemp("rates"))
+    cost = priced_costs(api(serve, "admin"), client, since, {"run": run_id})["run"]
     return {"id": run_id, "cost": cost, "month": datetime.now(UTC).strftime("%Y-%m")}
 
 
