@@ -37,8 +37,8 @@ test: cluster-if-down ## the whole suite, against the real local cluster (and Po
 	@scripts/postgres-ready
 	@scripts/sshd-ready
 	@scripts/chromium-ready >/dev/null
-	$(BIN)/pytest -n 3 --dist loadfile -m "not exclusive"
-	$(BIN)/pytest -m exclusive
+	$(BIN)/pytest -n 3 --dist loadfile -m "not exclusive" --durations=20
+	$(BIN)/pytest -m exclusive --durations=10
 
 test-unit: venv
 	$(BIN)/pytest tests/unit
