@@ -55,6 +55,18 @@ class Base(DeclarativeBase):
     pass
 
 
+class ProjectNamedRow:
+    """The columns of a thing a project owns under a name of its own (a dataset, an eval suite, a
+    model): each table adds its own ``UniqueConstraint("project", "name")``."""
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    project: Mapped[str] = mapped_column(String(64), index=True)
+    name: Mapped[str] = mapped_column(String(64))
+    description: Mapped[str] = mapped_column(Text, default="")
+    created_by: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
 class RunRow(Base):
     __tablename__ = "runs"
 

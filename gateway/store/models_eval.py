@@ -30,18 +30,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from gateway.store.models import Base, UTCDateTime, utcnow
+from gateway.store.models import Base, ProjectNamedRow, UTCDateTime, utcnow
 
 
-class EvalSuiteRow(Base):
+class EvalSuiteRow(ProjectNamedRow, Base):
     __tablename__ = "eval_suites"
-
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    project: Mapped[str] = mapped_column(String(64), index=True)
-    name: Mapped[str] = mapped_column(String(64))
-    description: Mapped[str] = mapped_column(Text, default="")
-    created_by: Mapped[str] = mapped_column(String(128))
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     __table_args__ = (UniqueConstraint("project", "name", name="uq_eval_suite_name"),)
 

@@ -13,18 +13,11 @@ from datetime import datetime
 from sqlalchemy import BigInteger, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from gateway.store.models import Base, UTCDateTime, utcnow
+from gateway.store.models import Base, ProjectNamedRow, UTCDateTime, utcnow
 
 
-class DatasetRow(Base):
+class DatasetRow(ProjectNamedRow, Base):
     __tablename__ = "datasets"
-
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    project: Mapped[str] = mapped_column(String(64), index=True)
-    name: Mapped[str] = mapped_column(String(64))
-    description: Mapped[str] = mapped_column(Text, default="")
-    created_by: Mapped[str] = mapped_column(String(128))
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     __table_args__ = (UniqueConstraint("project", "name", name="uq_dataset_name"),)
 

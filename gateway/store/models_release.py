@@ -15,18 +15,11 @@ from datetime import datetime
 from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from gateway.store.models import Base, UTCDateTime, utcnow
+from gateway.store.models import Base, ProjectNamedRow, UTCDateTime, utcnow
 
 
-class ModelRow(Base):
+class ModelRow(ProjectNamedRow, Base):
     __tablename__ = "models"
-
-    id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    project: Mapped[str] = mapped_column(String(64), index=True)
-    name: Mapped[str] = mapped_column(String(64))
-    description: Mapped[str] = mapped_column(Text, default="")
-    created_by: Mapped[str] = mapped_column(String(128))
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     __table_args__ = (UniqueConstraint("project", "name", name="uq_model_name"),)
 
