@@ -19,7 +19,7 @@ from typing import Any
 from gateway.adapters import runhost_agent
 from gateway.adapters.runhost import OsAccount
 from gateway.adapters.runhost_base import AgentRunHost
-from gateway.adapters.runner import CommandRunner
+from gateway.adapters.runner import CommandRunner, current_user
 from gateway.errors import RunHostError
 
 
@@ -28,7 +28,7 @@ class LocalRunHost(AgentRunHost):
 
     def __init__(self, runner: CommandRunner, *, python: str = "/usr/bin/python3", timeout_s: float = 30.0):
         super().__init__(runner, python=python, timeout_s=timeout_s)
-        self._me = pwd.getpwuid(os.geteuid()).pw_name
+        self._me = current_user()
 
     def account(self, user: str) -> OsAccount | None:
         """``RunHost.account``: from this machine's passwd database."""

@@ -73,7 +73,7 @@ class LocalRunner:
             # A job's environment starts clean, even as the gateway's own user: nothing of
             # the gateway's (database URL, tokens) may leak into it.
             full_env = {**_user_env(as_user), **(env or {})}
-            if as_user != _current_user():
+            if as_user != current_user():
                 # runuser lives in /usr/sbin, which a user's PATH does not hold
                 argv = [shutil.which("runuser") or "/usr/sbin/runuser", "-u", as_user, "--", *argv]
         else:
@@ -103,7 +103,8 @@ class LocalRunner:
         )
 
 
-def _current_user() -> str:
+def current_user() -> str:
+    """The name of the OS account this process runs as (its effective uid)."""
     return pwd.getpwuid(os.geteuid()).pw_name
 
 

@@ -37,7 +37,14 @@ from typing import Any
 
 from gateway.core.failure_classes import RETRYABLE, FailureClass
 from gateway.core.states import LIVE, RunState
-from gateway.core.steps import EXIT_DATA_ACCESS, EXIT_ENVIRONMENT, EXIT_OUTPUT, StepRecord
+from gateway.core.steps import (
+    EXIT_DATA_ACCESS,
+    EXIT_ENVIRONMENT,
+    EXIT_OUTPUT,
+    StepRecord,
+    command_started,
+    failed_step,
+)
 
 LOG_TAIL_LINES = 20
 LOG_TAIL_CHARS = 4000
@@ -111,7 +118,7 @@ def classify(ended: EndedAttempt) -> FailureInfo | None:
     exit_code, node_list, cancelled_by = ended.exit_code, ended.node_list, ended.cancelled_by
     steps = list(ended.steps or ())
     word = _state_word(ended.slurm_state)
-    failed = next((s for s in steps if s.status == "failed"), None)
+    failed = failed_step(steps)
     if state is RunState.SUCCEEDED or state in LIVE or word == "COMPLETED":
         return None
     if state is RunState.UNKNOWN and word not in _STATE_WORDS and exit_code is None and failed is None:
@@ -208,7 +215,7 @@ class _Facts:
 
 def _from_steps(facts: _Facts, steps: list[StepRecord], dataset_paths: Sequence[str]) -> FailureInfo | None:
     """Rules 3 and 4: the pre-flight steps, then the user's command and its log."""
-    started = any(s.step == "user_command" and s.status == "started" for s in steps)
+    started = command_started(steps)
     failed = facts.failed
     if failed is not None and failed.step in ("inputs", "outputs", "environment"):
         return _preflight(facts, failed.step, failed.detail)

@@ -117,11 +117,6 @@ class EvalResultStore:
                 raise NotFound(f"no eval result {result_id!r}")
             return _record(session, row, with_samples)
 
-    def result_of_run(self, eval_run_id: str) -> str | None:
-        """The id of the result ingested from an eval run, or None when there is none (yet)."""
-        with self.db.session() as session:
-            return session.scalar(select(EvalResultRow.id).where(EvalResultRow.eval_run_id == eval_run_id))
-
 
 def _plain(value: Any) -> Any:
     """The harness's settings as JSON values (lm-eval's config may hold anything JSON can carry)."""

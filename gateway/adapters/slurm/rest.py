@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from gateway.adapters.runner import _user_env
+from gateway.adapters.runner import _user_env, current_user
 from gateway.adapters.slurm.cli import (
     SLURM_ENV,
     TAG_LOOKBACK,
@@ -148,7 +148,7 @@ class SlurmRest:
         ``submit_timeout_s`` or the daemon cannot be reached (the job may exist: look it up by tag).
         """
         check_submission(tag, exclude_nodes, comment)
-        user = as_user or pwd.getpwuid(os.geteuid()).pw_name
+        user = as_user or current_user()
         try:
             environment = {**_user_env(user), **SLURM_ENV}
         except CommandError as exc:
