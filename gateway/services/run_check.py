@@ -17,9 +17,9 @@ import jinja2
 from gateway.adapters.slurm.protocol import SlurmBackend
 from gateway.core.domain import Principal
 from gateway.core.quota import Ask
-from gateway.core.render import render_sbatch
+from gateway.core.render import RenderedScript, render_sbatch
 from gateway.core.spec import RunSpec
-from gateway.services.admission import Admission
+from gateway.services.admission import Admission, Admitted
 from gateway.services.datasets import DatasetService
 from gateway.services.inputs import resolve_inputs
 from gateway.settings import Settings
@@ -62,6 +62,22 @@ class RunChecker:
         self.settings = settings
         self.datasets = datasets
 
+    def render(self, spec: RunSpec, *, principal: Principal, run_id: str) -> tuple[Admitted, RenderedScript]:
+        """Admit ``spec`` for ``principal`` and render its script with the placeholder ``run_id``, as a
+        submission would (raising what it raises before it writes); nothing is recorded."""
+        admitted = self.admission.admit(spec, principal)
+        run_dir = str(self.settings.runs_dir / run_id)
+        inputs = resolve_inputs(spec, run_dir, principal=principal, datasets=self.datasets)
+        rendered = render_sbatch(
+            spec,
+            self.templates,
+            run_id=run_id,
+            run_dir=run_dir,
+            target=admitted.target,
+            inputs=[i.check for i in inputs],
+        )
+        return admitted, rendered
+
     def check(self, spec: RunSpec, *, principal: Principal, slurm_test: bool = False) -> RunCheck:
         """Check ``spec`` as a submission by ``principal`` would, without recording or queueing.
 
@@ -69,17 +85,7 @@ class RunChecker:
         QuotaExceeded); with ``slurm_test``, SubmitRejected when ``sbatch --test-only`` refuses the
         job (Slurm's message) and SlurmUnavailable when Slurm does not answer.
         """
-        admitted = self.admission.admit(spec, principal)
-        run_dir = str(self.settings.runs_dir / CHECK_RUN_ID)
-        inputs = resolve_inputs(spec, run_dir, principal=principal, datasets=self.datasets)
-        rendered = render_sbatch(
-            spec,
-            self.templates,
-            run_id=CHECK_RUN_ID,
-            run_dir=run_dir,
-            target=admitted.target,
-            inputs=[i.check for i in inputs],
-        )
+        admitted, rendered = self.render(spec, principal=principal, run_id=CHECK_RUN_ID)
         said = None
         if slurm_test:
             said = self.slurm.test_only(rendered.text, as_user=admitted.os_user, comment=spec.comment)

@@ -32,7 +32,7 @@ from gateway.adapters.slurm.protocol import SlurmBackend
 from gateway.core.domain import NewRun, Page, Principal, Run, RunFilter
 from gateway.core.explain import Explanation
 from gateway.core.idempotency import ClaimedKey, IdempotencyClaim
-from gateway.core.render import render_sbatch
+from gateway.core.render import RenderedScript, render_sbatch
 from gateway.core.spec import RunSpec, build_spec
 from gateway.core.specdiff import diff, parse_assignment, set_path
 from gateway.core.states import TERMINAL, RunState
@@ -158,8 +158,15 @@ class RunService:
 
     def check(self, spec: RunSpec, *, principal: Principal, slurm_test: bool = False) -> RunCheck:
         """What submitting ``spec`` would do, recording and queueing nothing (``RunChecker.check``)."""
-        checker = RunChecker(self.admission, self.slurm, self.templates, self.settings, self.datasets)
-        return checker.check(spec, principal=principal, slurm_test=slurm_test)
+        return self._checker().check(spec, principal=principal, slurm_test=slurm_test)
+
+    def preview(self, spec: RunSpec, *, principal: Principal, run_id: str) -> RenderedScript:
+        """The script ``spec`` would be submitted as, rendered with the placeholder ``run_id`` after
+        every admission check a submission makes (``RunChecker.render``); nothing is recorded."""
+        return self._checker().render(spec, principal=principal, run_id=run_id)[1]
+
+    def _checker(self) -> RunChecker:
+        return RunChecker(self.admission, self.slurm, self.templates, self.settings, self.datasets)
 
     def _new_run(
         self,

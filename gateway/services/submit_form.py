@@ -13,10 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gateway.core.domain import Principal, Project, Queue
-from gateway.core.render import RenderedScript, render_sbatch
+from gateway.core.render import RenderedScript
 from gateway.core.slurm_records import NodeInfo, PartitionInfo
 from gateway.core.spec import RunSpec
-from gateway.services.inputs import resolve_inputs
 from gateway.services.policy import allowed
 from gateway.services.runs import RunService
 from gateway.services.usage import UsageService
@@ -107,17 +106,7 @@ class SubmitFormService:
         """The sbatch script ``spec`` would be submitted as (with a placeholder run id), after every
         admission check a submission makes: SpecError, QuotaExceeded, Forbidden, NotFound as
         ``RunService.submit`` raises them. Writes and submits nothing."""
-        admitted = self.runs.admission.admit(spec, principal)
-        run_dir = str(self.runs.settings.runs_dir / PREVIEW_RUN_ID)
-        inputs = resolve_inputs(spec, run_dir, principal=principal, datasets=self.runs.datasets)
-        return render_sbatch(
-            spec,
-            self.runs.templates,
-            run_id=PREVIEW_RUN_ID,
-            run_dir=run_dir,
-            target=admitted.target,
-            inputs=[i.check for i in inputs],
-        )
+        return self.runs.preview(spec, principal=principal, run_id=PREVIEW_RUN_ID)
 
 
 def _left(cap: float | None, used: float) -> float | None:
