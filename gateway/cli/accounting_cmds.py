@@ -8,10 +8,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gateway.cli.admin_cmds import local_services
+from gateway.cli.admin_cmds import _operator, local_services
 from gateway.cli.common import JsonOpt, call, usage
 from gateway.cli.output import console, print_json
-from gateway.core.domain import Principal
 
 accounting_admin = typer.Typer(no_args_is_help=True, help="Accounting: the cluster's sacct records.")
 
@@ -67,7 +66,7 @@ def ingest(
     """Read sacct for the whole cluster into the accounting ledger (idempotent); print the counts."""
     start = _utc(since) if since else None
     with local_services() as services:
-        counts = services.accounting.ingest_as(Principal.operator(), start)
+        counts = services.accounting.ingest_as(_operator(), start)
     if as_json:
         print_json(counts.__dict__)
         return

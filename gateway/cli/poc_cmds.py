@@ -7,9 +7,7 @@ from typing import Annotated
 
 import typer
 
-from gateway.cli.client import GatewayClient
 from gateway.cli.common import usage
-from gateway.client_settings import ClientSettings
 from gateway.errors import SpecError
 
 # A site apply with its Slurm sync (sacctmgr), or a bundle, may take longer than a plain request.
@@ -35,6 +33,8 @@ def run(
     keep: Annotated[bool, typer.Option(help="Keep the POC's project at the end.")] = False,
 ) -> None:
     """Run the five scenarios as a new user would, through the API; exit 0 only when every one passes."""
+    from gateway.cli.client import GatewayClient
+    from gateway.client_settings import ClientSettings
     from gateway.poc.runner import run_poc
     from gateway.poc.site import load_site
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 
-from gateway.cli.client import ApiError, GatewayClient
+from gateway.cli.api_error import ApiError
 from gateway.cli.common import JsonOpt, call
 from gateway.cli.output import console, print_json
+
+if TYPE_CHECKING:
+    from gateway.cli.client import GatewayClient
 
 
 def register(app: typer.Typer) -> None:
