@@ -79,8 +79,7 @@ class GatewayClient:
     def registry(self, method: str, path: str, body: dict | None = None, params: dict | None = None) -> Any:
         """One model registry call (``/models/...``, ``/promotions/...``, ``/projects/{p}/alias-policies``,
         ``/lineage/artifacts/{sha}/releases``); its JSON answer. None params are not sent."""
-        query = {k: v for k, v in (params or {}).items() if v is not None}
-        return self._call(method, path, json=body, params=query or None)
+        return self.request(method, path, body=body, params=params)
 
     def request(self, method: str, path: str, *, body: Any = None, params: dict | None = None) -> Any:
         """Any one API call (``gw poc`` walks routes the other methods do not wrap); its JSON answer.

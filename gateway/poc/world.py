@@ -19,22 +19,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gateway.cli.client import ApiError, GatewayClient
+from gateway.core import states
 from gateway.poc.checks import StepFailed
 from gateway.poc.site import PocSite
 
 T = TypeVar("T")
-TERMINAL = frozenset(
-    {
-        "succeeded",
-        "failed",
-        "cancelled",
-        "timed_out",
-        "out_of_memory",
-        "node_failed",
-        "preempted",
-        "never_submitted",
-    }
-)
+TERMINAL = frozenset(s.value for s in states.TERMINAL)  # as the API writes them
 
 
 class World:
@@ -76,7 +66,7 @@ class World:
                 )
         gpu = queues[self.site.gpu_queue]
         self.gpu_type = self.gpu_type or (gpu.get("gpu_types") or [None])[0]
-        exported = self.call("GET", "/admin/site")
+        exported = self.client.export_site()
         project = {
             "name": self.project,
             "description": f"gw poc run {self.tag} (removed at its end)",
@@ -94,9 +84,7 @@ class World:
         if rates is not None:  # the site's rate table, applied with the project (docs/poc.md)
             config["accounting"] = rates
         self.made_project = True  # even if the answer is lost on the way: the teardown then removes it
-        self.call(
-            "POST", "/admin/site", body=config, params={"dry_run": False, "sync_slurm": True, "prune": False}
-        )
+        self.client.apply_site(config, dry_run=False, sync_slurm=True)
         self._copy_code()
         return self.call("GET", f"/projects/{self.project}")
 
@@ -122,11 +110,9 @@ class World:
         if self.site.keep:
             return [*done, f"kept project {self.project} (keep: true)"]
         self._wait_drained()
-        exported = self.call("GET", "/admin/site")
+        exported = self.client.export_site()
         exported["projects"] = [p for p in exported["projects"] if p["name"] != self.project]
-        self.call(
-            "POST", "/admin/site", body=exported, params={"dry_run": False, "sync_slurm": True, "prune": True}
-        )
+        self.client.apply_site(exported, dry_run=False, sync_slurm=True, prune=True)
         self.made_project = False
         return [*done, f"removed project {self.project} and its Slurm account"]
 
