@@ -18,14 +18,14 @@ handshake per job; the account look-up is remembered for a minute).
 
 from __future__ import annotations
 
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
+from bench import take_down
+from bench.submit import ensure_os_user, median_ms
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm import SlurmCLI
 from gateway.core.domain import Principal
@@ -57,10 +57,6 @@ projects:
 """
 
 
-def median_ms(samples: list[float]) -> float:
-    return statistics.median(samples) * 1000
-
-
 def timed(call) -> tuple[float, str]:  # noqa: ANN001
     started = time.perf_counter()
     job = call()
@@ -68,8 +64,7 @@ def timed(call) -> tuple[float, str]:  # noqa: ANN001
 
 
 def main(n: int) -> int:
-    if subprocess.run(["id", "-u", USER], capture_output=True).returncode != 0:
-        subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/bash", USER], check=True)
+    ensure_os_user(USER)
     ensure_home(USER)
     workdir = Path(tempfile.mkdtemp(prefix="gw-bench-ssh-"))
     workdir.chmod(0o755)
@@ -90,12 +85,7 @@ def main(n: int) -> int:
     try:
         return measure(n, local, remote, account, jobs)
     finally:
-        subprocess.run(["scancel", f"--account={account}"], check=False, capture_output=True)
-        for _ in range(60):
-            if not subprocess.run(["squeue", "-h", f"--account={account}"], capture_output=True).stdout:
-                break
-            time.sleep(0.5)
-        local.site.apply(Principal.operator(), parse_site("users: []\nprojects: []\n"), prune=True)
+        take_down(local, account)
         remote.close()
         local.close()
         server.stop()

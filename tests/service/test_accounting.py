@@ -16,7 +16,7 @@ from gateway.api import create_app
 from gateway.core.states import RunState
 from gateway.services.site_rates import AccountingSpec, RateSpec
 from gateway.store.accounting import RecordFilter
-from tests.service.conftest import OPERATOR, PROJECT, unique_tag
+from tests.service.conftest import OPERATOR, PROJECT, refresh_until, unique_tag
 
 pytestmark = pytest.mark.slurm
 SACCT_WAIT_S = 90  # slurmdbd writes a job's end a little after the job ended
@@ -39,17 +39,6 @@ def spec(command: str) -> dict:
         "tags": [unique_tag()],
         "resources": {"mem_gb": 0.1, "walltime_min": 5},
     }
-
-
-def follow(services, run_id, states, timeout_s=180):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        services.refresher.refresh()
-        run = services.runs.store.get_run(run_id)
-        if run.state in states:
-            return run
-        time.sleep(0.5)
-    raise AssertionError(f"run {run_id} is {run.state}: {run.attempts}")
 
 
 def sacct_allocations(job_ids: list[str]) -> list[dict[str, str]]:
@@ -89,11 +78,11 @@ def world(app, services):
          "--comment=plain-sbatch", "--output=/dev/null", "--wrap=sleep 3"],
         capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
-    follow(services, requeued["id"], {RunState.RUNNING})
+    refresh_until(services, requeued["id"], states={RunState.RUNNING}, timeout_s=180)
     subprocess.run(["scontrol", "requeue", requeued["job_id"]], check=True)
-    follow(services, requeued["id"], {RunState.SUCCEEDED})
-    follow(services, ok["id"], {RunState.SUCCEEDED})
-    follow(services, failed["id"], {RunState.FAILED})
+    refresh_until(services, requeued["id"], states={RunState.SUCCEEDED}, timeout_s=180)
+    refresh_until(services, ok["id"], states={RunState.SUCCEEDED}, timeout_s=180)
+    refresh_until(services, failed["id"], states={RunState.FAILED}, timeout_s=180)
     jobs = {"ok": ok["job_id"], "failed": failed["job_id"], "requeued": requeued["job_id"], "plain": plain}
     lines = wait_for_sacct(list(jobs.values()), records=5, since=since)
     runs = {"ok": ok["id"], "failed": failed["id"], "requeued": requeued["id"]}
