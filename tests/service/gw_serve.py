@@ -77,6 +77,28 @@ def free_port() -> int:
 
 
 @contextmanager
+def serve_in_thread(app) -> Iterator[str]:  # noqa: ANN001 - an ASGI app
+    """``app`` served by uvicorn in a thread of this process on a free loopback port; its URL."""
+    import threading
+
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.started, "uvicorn did not start"
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+@contextmanager
 def gw_serve(
     state: Path,
     *,

@@ -12,38 +12,24 @@ import os
 import re
 import shutil
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 import yaml
 
 from gateway.api import create_app
 from tests.service.conftest import PROJECT
 from tests.service.eval_world import EVAL, TASKS
-from tests.service.gw_serve import GW, free_port
+from tests.service.gw_serve import GW, serve_in_thread
 
 pytestmark = pytest.mark.slurm
 
 
 @pytest.fixture(scope="module")
 def url(services) -> Iterator[str]:
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(services=services), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=30)
+    with serve_in_thread(create_app(services=services)) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 
 import pytest
 
@@ -93,25 +92,11 @@ def test_api_refusals(api, tokens, world):
 @pytest.fixture(scope="module")
 def served(services):
     """The API on a free loopback port in a thread, over this module's services (for gw)."""
-    import threading
-
-    import uvicorn
-
     from gateway.api import create_app
-    from tests.service.gw_serve import free_port
+    from tests.service.gw_serve import serve_in_thread
 
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(services=services), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve_in_thread(create_app(services=services)) as url:
+        yield url
 
 
 def test_gw_report_prints_and_writes_files(served, tokens, world, tmp_path):

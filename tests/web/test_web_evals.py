@@ -5,18 +5,15 @@ gated and reviewed through the services, served by the API app with the pages mo
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
-import uvicorn
 
 from gateway.api import create_app
 from gateway.web import mount_web
 from tests.service import conftest as service_fixtures
 from tests.service.eval_world import TASKS
-from tests.service.gw_serve import free_port
+from tests.service.gw_serve import serve_in_thread
 from tests.web.conftest import shot
 
 pytestmark = pytest.mark.slurm
@@ -30,21 +27,8 @@ eval_world = service_fixtures.eval_world
 @pytest.fixture(scope="module")
 def pages_url(services) -> Iterator[str]:
     """The API with the pages, on these services, served by uvicorn in a thread."""
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            mount_web(create_app(services=services)), host="127.0.0.1", port=port, log_level="warning"
-        )
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert server.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=30)
+    with serve_in_thread(mount_web(create_app(services=services))) as url:
+        yield url
 
 
 @pytest.fixture
