@@ -19,7 +19,6 @@ from __future__ import annotations
 import statistics
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections import defaultdict
@@ -28,12 +27,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 from sqlalchemy import event
 
 import gateway.services.runs as runs_module
 from bench import take_down
-from bench.serve import free_port
+from bench.serve import serve_in_thread
 from bench.submit import SITE, SPEC
 from gateway.api import create_app
 from gateway.core.domain import Principal
@@ -140,15 +138,11 @@ def profile(n: int, services: Any) -> None:
             parts.counts.clear()
     parts.report(f"through the service (authenticate + RunService.submit), median of {n}")
 
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(services=services), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}) as c:
+    headers = {"Authorization": f"Bearer {token}"}
+    with (
+        serve_in_thread(create_app(services=services)) as url,
+        httpx.Client(base_url=url, headers=headers) as c,
+    ):
         for i in range(n + 3):
             started = time.perf_counter()
             c.post("/runs", json=SPEC).raise_for_status()
@@ -156,8 +150,6 @@ def profile(n: int, services: Any) -> None:
             if i < 3:
                 parts.samples.clear()
                 parts.counts.clear()
-    server.should_exit = True
-    thread.join(timeout=10)
     parts.report(f"through the API (POST /runs, uvicorn in this process; other: HTTP, JSON), median of {n}")
 
 

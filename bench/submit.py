@@ -35,18 +35,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-import uvicorn
 
 from bench import CountingRunner, bench_run, take_down
 from bench.burst_configs import Outcome, parse_configs, report_lines, run_config
-from bench.serve import GwServe, free_port
+from bench.serve import GwServe, serve_in_thread
 from gateway.adapters.slurm import SlurmCLI
 from gateway.api import create_app
 from gateway.core.domain import Principal
@@ -214,22 +212,10 @@ def posting(client: httpx.Client, jobs: list[str]) -> Callable[[], str]:
 
 def api_in_process(n: int, services, token: str, script: str, jobs: list[str]) -> tuple[list, list]:  # noqa: ANN001
     """The API side with uvicorn in a thread of this process (sharing the GIL with the client)."""
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(services=services), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    try:
-        with http(f"http://127.0.0.1:{port}", token) as client:
-            side = posting(client, jobs)
-            side()
-            return alternate(n, lambda: raw_sbatch(script, jobs), side)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serve_in_thread(create_app(services=services)) as url, http(url, token) as client:
+        side = posting(client, jobs)
+        side()
+        return alternate(n, lambda: raw_sbatch(script, jobs), side)
 
 
 def measure_refresh(services, settings: Settings, workdir: Path) -> tuple[int, int, float]:  # noqa: ANN001

@@ -27,16 +27,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
 
 import httpx
-import uvicorn
 
-from bench.serve import GwServe
-from bench.submit import SPEC, free_port, median_ms
+from bench.serve import GwServe, serve_in_thread
+from bench.submit import SPEC, median_ms
 from gateway.api import create_app
 from gateway.core.domain import Principal
 from gateway.core.render import SubmitTarget, render_sbatch
@@ -202,33 +200,8 @@ def measure(n: int, cli, rest, workdir: Path, account: str, jobs: list[str]) -> 
 def api_times(n: int, services, script: str, jobs: list[str], rest_jobs: list[str], as_user: tuple[str, ...]):  # noqa: ANN001, ANN201
     """(runuser + sbatch seconds, POST /runs seconds), N of each, alternating; uvicorn in a thread."""
     token = services.auth.issue_token(Principal.operator(), "bench", name="bench")[0]
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(services=services), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
-    raw: list[float] = []
-    api: list[float] = []
-    headers = {"Authorization": f"Bearer {token}"}
-    try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers) as client:
-            client.post("/runs", json=SPEC).raise_for_status()  # warm-up
-            for _ in range(n):
-                raw.append(timed_sbatch(script, jobs, as_user))
-                time.sleep(SETTLE_S)
-                started = time.perf_counter()
-                response = client.post("/runs", json=SPEC)
-                api.append(time.perf_counter() - started)
-                response.raise_for_status()
-                jobs.append(response.json()["job_id"])
-                rest_jobs.append(response.json()["job_id"])
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-    return raw, api
+    with serve_in_thread(create_app(services=services)) as url:
+        return post_times(url, token, n, script, jobs, rest_jobs, as_user)
 
 
 def serve_times(  # noqa: PLR0913
@@ -250,25 +223,30 @@ def serve_times(  # noqa: PLR0913
         "GATEWAY_SLURM_BACKEND": "rest",
         "GATEWAY_SLURMRESTD_SOCKET_DIR": str(workdir / "restd-serve"),
     }
+    with GwServe(env, workdir / "serve.log") as serve:
+        return post_times(serve.url, token, n, script, jobs, rest_jobs, as_user)
+
+
+def post_times(  # noqa: PLR0913
+    url: str, token: str, n: int, script: str, jobs: list[str], rest_jobs: list[str], as_user: tuple[str, ...]
+) -> tuple[list[float], list[float]]:
+    """After 3 untimed posts (the server's slurmrestd for the user starts there), N raw ``runuser`` +
+    ``sbatch`` and N ``POST /runs`` to ``url``, alternating: (raw seconds, API seconds)."""
     raw: list[float] = []
     api: list[float] = []
-    with (
-        GwServe(env, workdir / "serve.log") as serve,
-        httpx.Client(base_url=serve.url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client,
-    ):
-        for _ in range(3):  # warm-up: the server's slurmrestd for the user starts here
-            warm = client.post("/runs", json=SPEC)
-            warm.raise_for_status()
-            jobs.append(warm.json()["job_id"])
-        for _ in range(n):
-            raw.append(timed_sbatch(script, jobs, as_user))
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
+        for i in range(n + 3):
+            if i >= 3:
+                raw.append(timed_sbatch(script, jobs, as_user))
             time.sleep(SETTLE_S)
             started = time.perf_counter()
             response = client.post("/runs", json=SPEC)
-            api.append(time.perf_counter() - started)
+            took = time.perf_counter() - started
             response.raise_for_status()
             jobs.append(response.json()["job_id"])
-            rest_jobs.append(response.json()["job_id"])
+            if i >= 3:
+                api.append(took)
+                rest_jobs.append(response.json()["job_id"])
     return raw, api
 
 

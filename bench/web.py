@@ -18,15 +18,13 @@ import re
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import httpx
-import uvicorn
 
 from bench import bench_run
-from bench.submit import free_port
+from bench.serve import serve_in_thread
 from gateway.api import create_app
 from gateway.core.domain import Principal
 from gateway.services.site import parse_site
@@ -73,17 +71,12 @@ def main(total: int, repeats: int) -> int:
     for _ in range(total):
         services.runs.store.create_run(bench_run())
     print(f"{total} runs recorded in {time.perf_counter() - started:.1f} s")
-    port = free_port()
     app = mount_web(create_app(services=services))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.05)
     try:
-        with httpx.Client(
-            base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}, timeout=60
-        ) as client:
+        with (
+            serve_in_thread(app) as url,
+            httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client,
+        ):
             _sign_in(client, token)
             cursor = client.get("/runs", params={"limit": PAGE}).json()["next_cursor"]
             api_s: list[float] = []
@@ -98,8 +91,6 @@ def main(total: int, repeats: int) -> int:
             rows = client.get("/ui/runs", params={"limit": PAGE}).text.count("<tr data-run=")
             assert rows == PAGE, f"the page shows {rows} runs, not {PAGE}"
     finally:
-        server.should_exit = True
-        thread.join(timeout=10)
         services.site.apply(
             Principal.operator(), parse_site("users: []\nprojects: []\n"), prune=True, sync_slurm=False
         )
