@@ -56,6 +56,23 @@ def from_squeue(attempt: Attempt, status: JobStatus) -> AttemptUpdate:
     )
 
 
+def is_news(attempt: Attempt, update: AttemptUpdate) -> bool:
+    """Whether writing ``update`` would change anything of ``attempt`` as the store holds it.
+
+    A job that sits in the queue shows the same state, reason and facts cycle after cycle;
+    such an update is dropped before the store, so a refresh cycle writes (and loads rows
+    for) only the attempts that moved, not every live one. A stale flag, set or cleared,
+    is always news.
+    """
+    if update.stale or attempt.stale:
+        return True
+    if update.state is not attempt.state or update.slurm_state != attempt.slurm_state:
+        return True
+    if (update.reason or None) != (attempt.reason or None):
+        return True
+    return any(getattr(attempt, name) != value for name, value in update.facts.changes().items())
+
+
 def settled(record: AccountingRecord) -> bool:
     """False for the placeholder slurmdbd shows for a moment after a job ends.
 

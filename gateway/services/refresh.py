@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 from gateway.adapters.slurm.protocol import SlurmBackend
 from gateway.core.domain import Attempt, AttemptUpdate
-from gateway.core.observe import array_update, from_sacct, from_squeue, is_ours
+from gateway.core.observe import array_update, from_sacct, from_squeue, is_news, is_ours
 from gateway.core.slurm_records import AccountingRecord, JobStatus
 from gateway.core.states import TERMINAL, WAITING, RunState
 from gateway.core.tags import requeue_tag
@@ -89,7 +89,9 @@ class Refresher:
         if cycle.ask_sacct:
             calls += 1
             self._read_sacct(cycle, by_job, queued)
-        transitions = self.store.apply_updates(cycle.updates)
+        by_id = {a.id: a for a in attempts}
+        # Only what moved is written: a job waiting in the queue says the same every cycle.
+        transitions = self.store.apply_updates([u for u in cycle.updates if is_news(by_id[u.attempt_id], u)])
         self.store.mark_stale(cycle.stale)
         for attempt, record in cycle.requeues:
             transitions += self._requeued(attempt, record)

@@ -13,7 +13,7 @@ from gateway.errors import Conflict
 from gateway.store.audit import AuditEntry, append
 from gateway.store.db import Database
 from gateway.store.models import AttemptRow, StateEventRow, utcnow
-from gateway.store.rows import attempt_row, set_run_state, to_attempt, transition
+from gateway.store.rows import MARK_STALE, attempt_row, set_run_state, to_attempt, transition
 
 
 class AttemptWrites:
@@ -117,9 +117,8 @@ class AttemptWrites:
         """Flag attempts Slurm could not answer for; their state stays as last known."""
         if not attempt_ids:
             return
-        with self.db.session() as session:
-            for row in session.scalars(select(AttemptRow).where(AttemptRow.id.in_(attempt_ids))):
-                row.stale = True
+        with self.db.transaction(writes=True) as session:
+            session.execute(MARK_STALE, {"ids": list(attempt_ids), "now": utcnow()})
 
     def mark_never_submitted(self, attempt_id: int, reason: str, *, source: str) -> Attempt:
         """Move an attempt to NEVER_SUBMITTED (sbatch refused it, or recovery found no job), with an

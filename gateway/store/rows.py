@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import Connection, Insert, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, Insert, Update, bindparam, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 
@@ -93,6 +94,7 @@ INSERT_TAG = insert(RUN_TAGS)
 INSERT_INPUT = insert(RunInputRow.__table__)
 INSERT_ATTEMPT = insert(ATTEMPTS).returning(ATTEMPTS.c.id)
 INSERT_EVENT = insert(EVENTS).returning(EVENTS.c.id)
+INSERT_EVENTS = insert(EVENTS)  # many at once, no ids back
 RECORD_JOB_ID = (
     update(ATTEMPTS)
     .where(ATTEMPTS.c.id == bindparam("attempt_id"), ATTEMPTS.c.state == bindparam("from_state"))
@@ -114,6 +116,33 @@ SET_RUN_STATE = (
     .where(RUNS.c.id == bindparam("run_id"), ~LATER_ATTEMPT.exists())
     .values(state=bindparam("state"), updated_at=bindparam("now"))
 )
+
+
+# The refresh's batched writes (RunStore.apply_updates, AttemptWrites.mark_stale).
+CURRENT_STATES = select(
+    ATTEMPTS.c.id, ATTEMPTS.c.state, ATTEMPTS.c.reason, ATTEMPTS.c.run_id, ATTEMPTS.c.number
+).where(ATTEMPTS.c.id.in_(bindparam("ids", expanding=True)))
+MARK_STALE = (
+    update(ATTEMPTS)
+    .where(ATTEMPTS.c.id.in_(bindparam("ids", expanding=True)))
+    .values(stale=True, updated_at=bindparam("now"))
+)
+
+
+@functools.lru_cache(maxsize=64)
+def update_attempt(columns: tuple[str, ...]) -> Update:
+    """``UPDATE attempts SET <columns> WHERE id = :attempt_id``, the values bound as ``v_<column>``
+    (a bound name may not be a column's name); built once per set of columns."""
+    return (
+        update(ATTEMPTS)
+        .where(ATTEMPTS.c.id == bindparam("attempt_id"))
+        .values({column: bindparam(f"v_{column}") for column in columns})
+    )
+
+
+def bound(values: dict[str, Any]) -> dict[str, Any]:
+    """An ``update_attempt`` parameter set from column values (and ``attempt_id``)."""
+    return {("attempt_id" if k == "attempt_id" else f"v_{k}"): v for k, v in values.items()}
 
 
 KEYS = IdempotencyKeyRow.__table__

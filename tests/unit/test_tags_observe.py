@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import UTC, datetime, timedelta
 
 from gateway.core.domain import KEEP, Attempt, AttemptFacts
-from gateway.core.observe import array_update, from_sacct, from_squeue, is_ours, settled
+from gateway.core.observe import array_update, from_sacct, from_squeue, is_news, is_ours, settled
 from gateway.core.slurm_records import AccountingRecord, JobStatus
 from gateway.core.states import RunState
 from gateway.core.tags import attempt_tag, job_comment, parse_comment, requeue_tag
@@ -76,6 +76,25 @@ def test_squeue_of_a_pending_job_keeps_the_start_and_records_the_estimate():
     update = from_squeue(attempt(), pending)
     assert update.facts.start_time is KEEP and update.facts.expected_start == pending.start_time
     assert update.reason == "Priority" and update.event_at is None
+
+
+def test_only_an_update_that_changes_the_attempt_is_news():
+    def waiting(**changes) -> JobStatus:
+        queued = dict(state=RunState.QUEUED, slurm_state="PENDING", reason="Priority", node_list=None)
+        return status(**{**queued, **changes})
+
+    assert is_news(attempt(), from_squeue(attempt(), waiting()))  # the reason and the facts are new
+    stored = attempt(
+        slurm_state="PENDING", reason="Priority", submit_time=T0, expected_start=waiting().start_time
+    )
+    assert not is_news(stored, from_squeue(stored, waiting()))  # the same again: nothing to write
+    assert is_news(stored, from_squeue(stored, waiting(reason="Resources")))
+    assert is_news(stored, from_squeue(stored, waiting(start_time=T0 + timedelta(minutes=9))))  # new estimate
+    assert is_news(stored, from_squeue(stored, status()))  # it started
+    stale = replace(stored, stale=True)
+    assert is_news(stale, from_squeue(stale, waiting()))  # an answer clears the stale flag
+    blank = waiting(slurm_state=None, reason=None, submit_time=None, start_time=None)
+    assert not is_news(attempt(reason=""), from_squeue(attempt(), blank))  # no reason is no reason
 
 
 def test_sacct_placeholder_is_not_settled_and_read_again():
