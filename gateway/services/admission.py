@@ -70,9 +70,10 @@ class Admission:
     def admit(self, spec: RunSpec, principal: Principal) -> Admitted:
         """Every check, in the order a user can best act on; raises NotFound, Forbidden, SpecError
         or QuotaExceeded with what to change."""
-        project, target, walltime = self._project_and_target(spec, principal)
-        os_user = self.os_user(principal)
-        self._outputs(spec, os_user)
+        with self.access.snapshot():  # the project and the site options as of one moment: one read
+            project, target, walltime = self._project_and_target(spec, principal)
+            os_user = self.os_user(principal)
+            self._outputs(spec, os_user)
         return Admitted(project, target, os_user, walltime)
 
     def _project_and_target(

@@ -9,6 +9,7 @@ new access generation in its transaction, so no process uses a stale value.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -39,6 +40,10 @@ class AccessStore:
         self.db = db
         self.cache = AccessCache(db)
         self._token_digests: dict[int, str] = {}  # token id -> its digest, to forget it once touched
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """A block whose cached reads see the access data as of one moment (``AccessCache.snapshot``)."""
+        return self.cache.snapshot()
 
     # -- users and tokens -------------------------------------------------------------
 

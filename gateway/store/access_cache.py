@@ -12,12 +12,19 @@ processes on one database), never later; a revoked token is refused at once.
 
 A write made around the gateway (SQL by hand) sets no generation: restart
 the server, or make any change through the gateway, to drop the cache.
+
+Within ``snapshot()`` the generation is read once, at the first cached read,
+and every cached read after it in the same block (and thread) uses that one:
+the block sees the access data as of one moment. A submission's admission
+reads its project and the site options in one snapshot (one read, not two).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from threading import Lock
 from typing import Any, TypeVar
 
@@ -32,6 +39,9 @@ MAX_ENTRIES = 10_000  # tokens in use at once, projects; past it the cache start
 
 _READ_GENERATION = select(SiteOptionRow.value).where(SiteOptionRow.key == GENERATION_KEY)
 T = TypeVar("T")
+_UNREAD = object()
+# The generation read in the current snapshot() block, _UNREAD before its first read; None outside.
+_SNAPSHOT: ContextVar[list[Any] | None] = ContextVar("access_snapshot", default=None)
 
 
 def bump_generation(session: Session) -> None:
@@ -53,9 +63,29 @@ class AccessCache:
         self.misses = 0
 
     def generation(self) -> Any:
-        """The access generation now in the database (None before the first change): one read."""
+        """The access generation now in the database (None before the first change): one read;
+        inside ``snapshot()``, the one its first call read."""
+        held = _SNAPSHOT.get()
+        if held is not None and held[0] is not _UNREAD:
+            return held[0]
         with self.db.transaction() as connection:
-            return connection.execute(_READ_GENERATION).scalar()
+            generation = connection.execute(_READ_GENERATION).scalar()
+        if held is not None:
+            held[0] = generation
+        return generation
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A block whose cached reads all check the generation read at the first of them (once).
+        Nested blocks share the outer one's."""
+        if _SNAPSHOT.get() is not None:
+            yield
+            return
+        token = _SNAPSHOT.set([_UNREAD])
+        try:
+            yield
+        finally:
+            _SNAPSHOT.reset(token)
 
     def get(self, key: Hashable, load: Callable[[], T]) -> T:
         """The value under ``key``: cached when still current, else ``load()`` (kept unless None).

@@ -97,7 +97,7 @@ def test_a_changed_queue_limit_applies_at_once_after_apply(pair):
     assert server.runs.admission.admit(spec, principal).target.partition == "cpu"
     statements = Statements(server)
     server.runs.admission.admit(spec, principal)
-    assert statements.count == 2  # the project and the site options, one generation read each
+    assert statements.count == 1  # the project and the site options, in one snapshot: one generation read
 
     admin.site.apply(OPERATOR, parse_site(SITE.format(limit=30)), sync_slurm=False)
     with pytest.raises(SpecError, match="at most 30 minutes"):
@@ -117,3 +117,20 @@ def test_a_pruned_project_and_user_are_gone_at_once(pair):
     with pytest.raises(NotFound):
         server.access.principal("ana")
     assert server.access.option("allow_root_mapping", False) is False
+
+
+def test_a_snapshot_reads_the_generation_once_and_the_next_one_sees_a_change(pair):
+    server, admin = pair
+    assert server.access.project("pc").queues[0].max_walltime_min == 120  # cached
+    assert server.access.option("allow_root_mapping", False) is True  # cached
+    statements = Statements(server)
+    with server.access.snapshot():
+        server.access.project("pc")
+        admin.site.apply(OPERATOR, parse_site(SITE.format(limit=30)), sync_slurm=False)
+        # inside the block: the data as of its first read, the project and the options alike
+        assert server.access.project("pc").queues[0].max_walltime_min == 120
+        assert server.access.option("allow_root_mapping", False) is True
+        with server.access.snapshot():  # a nested block shares the outer one's moment
+            assert server.access.project("pc").queues[0].max_walltime_min == 120
+    assert statements.count == 1
+    assert server.access.project("pc").queues[0].max_walltime_min == 30  # the next read sees the change
