@@ -22,6 +22,7 @@ from gateway.core.spec import RunSpec
 from gateway.services.admission import Admission, Admitted
 from gateway.services.datasets import DatasetService
 from gateway.services.inputs import resolve_inputs
+from gateway.services.telemetry import telemetry_launch
 from gateway.settings import Settings
 
 CHECK_RUN_ID = "r-0000000000000000"  # the run id the checked script is rendered with (no run is made)
@@ -75,6 +76,7 @@ class RunChecker:
             run_dir=run_dir,
             target=admitted.target,
             inputs=[i.check for i in inputs],
+            telemetry=telemetry_launch(self.settings),  # the GPU sampler's lines, as the submission has
         )
         return admitted, rendered
 

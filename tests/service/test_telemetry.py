@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 from gateway.api.app import create_app
 from gateway.core.spec import build_spec
 from gateway.core.states import RunState
+from gateway.services.run_check import CHECK_RUN_ID
 from gateway.wiring import build_services
 from tests.service.conftest import PROJECT, refresh_until, unique_tag
 from tests.service.gw_serve import GW, gw_serve
@@ -141,6 +142,19 @@ def test_a_sampler_crash_does_not_fail_the_job(gpu_services, principal):
     assert attempt["status"] == "ok", "the samples taken before the crash are kept"
     assert "crashed" not in attempt["status"] and "RuntimeError" in attempt["note"]
     assert sum(g["samples"] for g in attempt["gpus"]) == 4
+
+
+def test_a_checked_gpu_script_is_the_script_a_submission_sends(gpu_services, principal):
+    spec = build_spec(gpu_spec(unique_tag(), "true") | {"hold": True})
+    checked = gpu_services.runs.check(spec, principal=principal, slurm_test=True)
+    assert "--job-name=gw-gpu-sampler" in checked.script, checked.script
+    assert checked.slurm_test  # Slurm's own sbatch --test-only of that very script
+    run = gpu_services.runs.submit(spec, principal=principal)
+    try:
+        placeholder = gpu_services.runs.check(spec, principal=principal).script
+        assert placeholder.replace(CHECK_RUN_ID, run.id) == gpu_services.runs.store.get_run(run.id).script
+    finally:
+        gpu_services.runs.cancel(run.id, principal=principal)
 
 
 def test_a_cpu_job_has_no_sampler_and_no_telemetry(gpu_services, principal):
