@@ -8,10 +8,17 @@ reference (the interpreter's own start), and prints the medians. Exits 1
 when a command's median is over the target: `gw --help` and the other
 commands that talk to no server start in under 0.3 s (issue 19). To see
 what an import costs: ``python -X importtime -c "from gateway.cli.main import app"``.
+
+The gateway's bytecode is compiled first (``compileall``), as installing the package
+from a wheel does: with ``PYTHONDONTWRITEBYTECODE`` set (as on the development
+machines) an editable install never writes it, and every ``gw`` would compile
+every module it imports from source (0.71 s for ``gw --help`` measured so, 0.38 s
+compiled, on 2026-12-01).
 """
 
 from __future__ import annotations
 
+import compileall
 import os
 import statistics
 import subprocess
@@ -44,6 +51,7 @@ def timed(argv: list[str], n: int) -> float:
 
 
 def main(n: int) -> int:
+    compileall.compile_dir(ROOT / "gateway", quiet=1)  # writes even under PYTHONDONTWRITEBYTECODE
     python_s = timed([sys.executable, "-c", "pass"], n)
     print(f"python -c pass       median {python_s * 1000:6.0f} ms (the interpreter alone)")
     worst = 0.0
