@@ -25,6 +25,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip "setuptools>=70" wheel
 	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/python -m compileall -q -j 0 gateway >/dev/null
 	touch $@
 
 cluster: venv ## install, configure and start Slurm 22.05 (idempotent)
@@ -37,6 +38,8 @@ test: cluster-if-down ## the whole suite, against the real local cluster (and Po
 	@scripts/postgres-ready
 	@scripts/sshd-ready
 	@scripts/chromium-ready >/dev/null
+	@# bytecode, as an installed wheel has it: under PYTHONDONTWRITEBYTECODE every gw the tests start would compile its modules again
+	@$(BIN)/python -m compileall -q -j 0 gateway bench tests examples >/dev/null
 	$(BIN)/pytest -n 3 --dist loadfile -m "not exclusive" --durations=20
 	$(BIN)/pytest -m exclusive --durations=10
 
@@ -50,6 +53,7 @@ lint: venv
 
 bench: cluster-if-down ## gw start-up, submit (service, API in-process and as its own server, mapped user, 1,000-run bursts vs sbatch in three server configurations), over SSH vs local, refresh (10,000 attempts), dataset registration (2 GiB), gate (100,000 samples x 10 tasks), web run list (10,000 runs), accounting ingest (100,000 sacct lines, twice), reports (1,000,000 accounting rows)
 	@scripts/sshd-ready
+	@$(BIN)/python -m compileall -q -j 0 gateway bench >/dev/null
 	$(BIN)/python -m bench.startup 10
 	$(BIN)/python -m bench.submit 50
 	$(BIN)/python -m bench.submit_rest 50
