@@ -25,19 +25,18 @@ import random
 import sys
 import tempfile
 import time
-import uuid
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from sqlalchemy import create_engine, insert, text
+from sqlalchemy import insert
 
+from bench.databases import POSTGRES_ADMIN_URL, fresh_database
 from gateway.core.accounting import RecordLink
 from gateway.core.accounting_parse import LEDGER_FIELDS, US, LedgerRead, parse_ledger
 from gateway.core.cost import Rate, RateTable, midnight
 from gateway.services.accounting import AccountingService
 from gateway.store.accounting import AccountingStore
 from gateway.store.accounting_rows import Entry, columns
-from gateway.store.db import Database
 from gateway.store.models_accounting import AccountingRecordRow
 from gateway.store.repo import RunStore
 
@@ -109,68 +108,44 @@ def rates() -> RateTable:
     )
 
 
-def database(url: str | None, directory: Path) -> Database:
-    """A fresh database: a SQLite file, or a new PostgreSQL database next to ``url``."""
-    if url is None:
-        db = Database(f"sqlite:///{directory}/{uuid.uuid4().hex[:8]}.db")
-    else:
-        name = f"gwbench_{uuid.uuid4().hex[:8]}"
-        admin = create_engine(url, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
-        admin.dispose()
-        db = Database(url.rsplit("/", 1)[0] + f"/{name}")
-    db.upgrade()
-    return db
-
-
-def drop(db: Database, url: str | None) -> None:
-    db.dispose()
-    if url is not None:
-        admin = create_engine(url, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{db.engine.url.database}" WITH (FORCE)'))
-        admin.dispose()
-
-
 def main(argv: list[str]) -> int:
     """Run the benchmark (module docstring); returns the exit status."""
     lines = int(argv[0]) if argv and argv[0].isdigit() else 100_000
     url = argv[argv.index("--postgres") + 1] if "--postgres" in argv else None
     output = generate(lines)
-    with tempfile.TemporaryDirectory() as tmp:
-        ref_db, db = database(url, Path(tmp)), database(url, Path(tmp))
-        try:
-            records = parse_ledger(output).records
-            values = [columns(Entry(r, RecordLink(), None)) for r in records]
-            clock = time.process_time if url is None else time.perf_counter
-            started = clock()
-            with ref_db.transaction() as conn:
-                conn.execute(insert(AccountingRecordRow.__table__), values)
-            reference_s = clock() - started
+    kind, admin = ("postgresql", url) if url else ("sqlite", POSTGRES_ADMIN_URL)
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        fresh_database(kind, Path(tmp), admin_url=admin) as ref_db,
+        fresh_database(kind, Path(tmp), admin_url=admin) as db,
+    ):
+        records = parse_ledger(output).records
+        values = [columns(Entry(r, RecordLink(), None)) for r in records]
+        clock = time.process_time if url is None else time.perf_counter
+        started = clock()
+        with ref_db.transaction() as conn:
+            conn.execute(insert(AccountingRecordRow.__table__), values)
+        reference_s = clock() - started
 
-            store = AccountingStore(db)
-            table = rates()
-            store.add_rate_version(table, "bench", "bench")
-            service = AccountingService(
-                store,
-                RunStore(db),
-                GeneratedLedger(output),
-                window_s=60 * 86400,
-                overlap_s=0,
-                lookback_days=60,
-                clock=lambda: T0 + timedelta(days=40),
-            )
-            started = clock()
-            first = service.ingest(since=T0 - timedelta(days=1))
-            first_s = clock() - started
-            started = clock()
-            second = service.ingest(since=T0 - timedelta(days=1))
-            second_s = clock() - started
-            rows = store.count()
-        finally:
-            drop(ref_db, url)
-            drop(db, url)
+        store = AccountingStore(db)
+        table = rates()
+        store.add_rate_version(table, "bench", "bench")
+        service = AccountingService(
+            store,
+            RunStore(db),
+            GeneratedLedger(output),
+            window_s=60 * 86400,
+            overlap_s=0,
+            lookback_days=60,
+            clock=lambda: T0 + timedelta(days=40),
+        )
+        started = clock()
+        first = service.ingest(since=T0 - timedelta(days=1))
+        first_s = clock() - started
+        started = clock()
+        second = service.ingest(since=T0 - timedelta(days=1))
+        second_s = clock() - started
+        rows = store.count()
     backend = "postgresql" if url else "sqlite"
     ratio = first_s / reference_s
     measure = "process CPU time" if url is None else "wall time"

@@ -14,26 +14,20 @@ submissions above ``MaxJobCount`` (10,000 here).
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench.burst import Burst, api_burst, check_once, raw_burst, run_tags, slurm_comments
+from bench.databases import fresh_url
 from bench.serve import GwServe
 from gateway.core.domain import Principal
 from gateway.services.site import parse_site
 from gateway.settings import Settings
 from gateway.wiring import build_services
 
-POSTGRES_ADMIN_URL = os.environ.get(
-    "GW_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-)
 WARM_UP_PER_CLIENT = 3  # not timed: connections, each worker's first requests, the rest daemons
 
 
@@ -77,26 +71,6 @@ def parse_configs(text: str) -> list[Config]:
     return configs
 
 
-@contextmanager
-def fresh_database(kind: str, workdir: Path) -> Iterator[str]:
-    """The URL of a new database: a SQLite file in ``workdir``, or a PostgreSQL database dropped after."""
-    if kind == "sqlite":
-        yield f"sqlite:///{workdir}/burst-{uuid.uuid4().hex[:8]}.db"
-        return
-    from sqlalchemy import create_engine, text
-
-    name = f"gwbench_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
 @dataclass(frozen=True)
 class Outcome:
     """One configuration's burst: the API side, its raw reference, what Slurm found wrong."""
@@ -121,7 +95,7 @@ def run_config(config: Config, site: str, script: str, account: str, workdir: Pa
     runs_dir = workdir / "runs"
     wait_for_room(2 * n + 200)
     try:
-        with fresh_database(config.database, workdir) as url:
+        with fresh_url(config.database, workdir) as url:
             settings = Settings(database_url=url, runs_dir=runs_dir)
             services = build_services(settings)
             try:

@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.reports [ROWS] [--databases sqlite,postgresql]
 
 Fills ``accounting_records`` of a fresh database (a SQLite file; a new
-PostgreSQL database on GW_TEST_POSTGRES_URL's server, dropped afterwards)
+PostgreSQL database, dropped afterwards: ``bench/databases.py``)
 with ROWS records (default 1,000,000) over one month: 40 projects, 300
 users, 3 partitions, a tenth failed, three rate versions, waits of 0 s to
 2 h. Then times, best of 3, in the same process and database:
@@ -23,29 +23,24 @@ when the numbers differ.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, insert, text
+from sqlalchemy import insert, text
 
+from bench.databases import fresh_database
 from gateway.core.domain import Principal
 from gateway.services.reports import ReportService
 from gateway.store.access import AccessStore
 from gateway.store.db import Database
 from gateway.store.models_accounting import AccountingRecordRow, RateVersionRow
 from gateway.store.reports import ReportStore
-
-POSTGRES_ADMIN_URL = os.environ.get(
-    "GW_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-)
 
 TARGET = 2.0
 MONTH = "2026-11"
@@ -233,31 +228,6 @@ def _compare(name: str, report: Any, reference: Any) -> list[str]:
     return problems
 
 
-@contextmanager
-def database(backend: str) -> Iterator[Database]:
-    """A fresh, migrated database of ``backend`` (a SQLite file, or a new PostgreSQL database), removed
-    afterwards."""
-    with tempfile.TemporaryDirectory() as tmp:
-        if backend == "sqlite":
-            url, admin, name = f"sqlite:///{tmp}/bench.db", None, None
-        else:
-            name = f"gwbench_{uuid.uuid4().hex[:10]}"
-            admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-            with admin.connect() as conn:
-                conn.execute(text(f'CREATE DATABASE "{name}"'))
-            url = POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-        db = Database(url)
-        try:
-            db.upgrade()
-            yield db
-        finally:
-            db.dispose()
-            if admin is not None:
-                with admin.connect() as conn:
-                    conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-                admin.dispose()
-
-
 def main(argv: list[str]) -> int:
     """Run the benchmark; 0 when every ratio is under ``TARGET`` and the numbers agree, else 1."""
     parser = argparse.ArgumentParser(prog="python -m bench.reports")
@@ -266,7 +236,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     problems = []
     for backend in args.databases.split(","):
-        with database(backend) as db:
+        with tempfile.TemporaryDirectory() as tmp, fresh_database(backend, Path(tmp)) as db:
             problems += bench_one(db, args.rows)
     for problem in problems:
         print(f"FAIL: {problem}")
