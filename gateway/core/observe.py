@@ -56,6 +56,13 @@ def from_squeue(attempt: Attempt, status: JobStatus) -> AttemptUpdate:
     )
 
 
+def moved(state_before: RunState, reason_before: str | None, state: RunState, reason: str | None) -> bool:
+    """Whether an attempt going from (``state_before``, ``reason_before``) to (``state``, ``reason``) is a
+    transition with an event of its own: its state or Slurm's reason changed (no reason, ``None`` or
+    ``""``, is one and the same)."""
+    return state_before is not state or (reason_before or None) != (reason or None)
+
+
 def is_news(attempt: Attempt, update: AttemptUpdate) -> bool:
     """Whether writing ``update`` would change anything of ``attempt`` as the store holds it.
 
@@ -66,9 +73,10 @@ def is_news(attempt: Attempt, update: AttemptUpdate) -> bool:
     """
     if update.stale or attempt.stale:
         return True
-    if update.state is not attempt.state or update.slurm_state != attempt.slurm_state:
-        return True
-    if (update.reason or None) != (attempt.reason or None):
+    if (
+        moved(attempt.state, attempt.reason, update.state, update.reason)
+        or update.slurm_state != attempt.slurm_state
+    ):
         return True
     return any(getattr(attempt, name) != value for name, value in update.facts.changes().items())
 

@@ -25,6 +25,7 @@ from gateway.core.domain import (
     StateEvent,
 )
 from gateway.core.idempotency import ClaimedKey, IdempotencyClaim
+from gateway.core.observe import moved
 from gateway.core.paging import Cursor
 from gateway.core.states import LIVE, RunState
 from gateway.errors import Conflict
@@ -46,7 +47,6 @@ from gateway.store.rows import (
     RECORD_JOB_ID,
     SET_RUN_STATE,
     attempt_row,
-    bound,
     first_attempt_values,
     insert_key_once,
     load_run,
@@ -56,6 +56,7 @@ from gateway.store.rows import (
     to_attempt,
     to_run,
     update_attempt,
+    update_attempt_params,
 )
 
 # Attempts the refresher asks Slurm about: live ones, and those whose state is unknown.
@@ -203,7 +204,7 @@ class RunStore(AttemptWrites):
                 else:
                     values.update(slurm_state=update.slurm_state, reason=update.reason)
                     previous = RunState(row["state"])
-                    if previous is not update.state or (row["reason"] or None) != (update.reason or None):
+                    if moved(previous, row["reason"], update.state, update.reason):
                         values["state"] = update.state.value
                         events.append(
                             {
@@ -221,9 +222,9 @@ class RunStore(AttemptWrites):
                         )
                     # the next update of the same attempt in this batch starts from this one
                     row.update(state=update.state.value, reason=update.reason)
-                writes[tuple(sorted(values))].append({"attempt_id": update.attempt_id, **values})
+                writes[tuple(sorted(values))].append(update_attempt_params(update.attempt_id, values))
             for columns, params in writes.items():
-                session.execute(update_attempt(columns), [bound(p) for p in params])
+                session.execute(update_attempt(columns), params)
             if events:
                 session.execute(INSERT_EVENTS, events)
             if runs:

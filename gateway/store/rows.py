@@ -12,6 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 
 from gateway.core.domain import Attempt, NewRun, Run, StateEvent
+from gateway.core.observe import moved
 from gateway.core.spec import RunSpec
 from gateway.core.states import RunState
 from gateway.errors import NotFound, StoreError
@@ -62,7 +63,7 @@ def transition(
     transition never loads the attempt's timeline or the run's other attempts.
     """
     previous = RunState(row.state)
-    changed = previous is not state or (row.reason or None) != (reason or None)
+    changed = moved(previous, row.reason, state, reason)
     row.slurm_state = slurm_state
     row.reason = reason
     row.stale = False
@@ -140,9 +141,9 @@ def update_attempt(columns: tuple[str, ...]) -> Update:
     )
 
 
-def bound(values: dict[str, Any]) -> dict[str, Any]:
-    """An ``update_attempt`` parameter set from column values (and ``attempt_id``)."""
-    return {("attempt_id" if k == "attempt_id" else f"v_{k}"): v for k, v in values.items()}
+def update_attempt_params(attempt_id: int, values: dict[str, Any]) -> dict[str, Any]:
+    """The parameters of ``update_attempt(tuple(sorted(values)))`` that write ``values`` to ``attempt_id``."""
+    return {"attempt_id": attempt_id, **{f"v_{column}": value for column, value in values.items()}}
 
 
 KEYS = IdempotencyKeyRow.__table__
