@@ -15,11 +15,14 @@ from gateway.cli.output import console, print_json
 accounting_admin = typer.Typer(no_args_is_help=True, help="Accounting: the cluster's sacct records.")
 
 
-def register(app: typer.Typer, admin: typer.Typer) -> None:
-    """Add ``gw cost`` to ``app`` and ``gw admin accounting ...`` to ``admin``."""
+def register(app: typer.Typer) -> None:
+    """Add ``gw cost`` to ``app``."""
     app.command("cost")(cost)
+
+
+def register_admin(admin: typer.Typer) -> None:
+    """Add ``gw admin accounting ...`` to ``admin``."""
     admin.add_typer(accounting_admin, name="accounting")
-    accounting_admin.command("ingest")(ingest)
 
 
 def cost(run_id: Annotated[str, typer.Argument(help="Run id.")], as_json: JsonOpt = False) -> None:
@@ -53,6 +56,7 @@ def cost(run_id: Annotated[str, typer.Argument(help="Run id.")], as_json: JsonOp
     console.print(body["note"], markup=False)
 
 
+@accounting_admin.command("ingest")
 def ingest(
     since: Annotated[
         str | None,

@@ -29,7 +29,7 @@ audit_admin = typer.Typer(no_args_is_help=True, help="The audit log, on the gate
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Only print what would change.")]
 
 
-def register(admin: typer.Typer) -> None:
+def register_admin(admin: typer.Typer) -> None:
     """Add the operator commands to ``gw admin``."""
     admin.command("apply")(admin_apply)
     admin.command("export")(admin_export)

@@ -11,31 +11,14 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
-from gateway.cli import (
-    accounting_cmds,
-    admin_cmds,
-    common,
-    data_cmds,
-    eval_cmds,
-    evidence_cmds,
-    exits,
-    lineage_cmds,
-    poc_cmds,
-    release_cmds,
-    report_cmds,
-    sbatch_cmd,
-    serve_cmds,
-    telemetry_cmds,
-    token_cmds,
-    usage_cmds,
-)
+from gateway.cli import common, exits
 from gateway.cli.api_error import ApiError
 from gateway.cli.common import JsonOpt
-from gateway.cli.lineage_view import provenance_lines
+from gateway.cli.lazy import Lazy, LazyGroup
 from gateway.cli.output import (
     console,
     err_console,
@@ -45,25 +28,103 @@ from gateway.cli.output import (
     show_run,
     state_text,
 )
+from gateway.cli.waiting import TERMINAL, wait_for
 from gateway.errors import SpecError
 
-if TYPE_CHECKING:
-    from gateway.cli.client import GatewayClient
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__.split("\n\n")[0])
-admin = typer.Typer(no_args_is_help=True, help="Operator commands (run on the gateway host).")
+def _in(module: str, help: str, *, group: bool = False, hook: str = "register") -> Lazy:
+    return Lazy(f"gateway.cli.{module}", help, group=group, hook=hook)
+
+
+def _admin(module: str, help: str, *, group: bool = False) -> Lazy:
+    return _in(module, help, group=group, hook="register_admin")
+
+
+class Gw(LazyGroup):
+    """``gw``: the run commands of this module, then the other modules' (imported when used)."""
+
+    lazy = {
+        "serve": _in(
+            "serve_cmds", "Run the gateway: the REST API, the web pages (/ui) and the periodic Slurm refresh."
+        ),
+        "quota": _in("usage_cmds", "Usage against the caps: GPUs now, GPU-hours this month, jobs in queue."),
+        "queue": _in(
+            "usage_cmds",
+            "The admin's view: per partition nodes, running and pending jobs; per project usage.",
+        ),
+        "audit": _in("usage_cmds", "The audit log (admins: everything; leads: their projects)."),
+        "sbatch": _in(
+            "sbatch_cmd",
+            "sbatch, through the gateway: gw sbatch [OPTIONS] [SCRIPT [ARGS]], reading #SBATCH lines too.",
+        ),
+        "cost": _in(
+            "accounting_cmds",
+            "A run's cost: each accounting record of its attempts (a Slurm requeue is one), and the totals.",
+        ),
+        "trace": _in(
+            "data_cmds",
+            "Where a file, run, eval result or dataset version came from, and what was made from it"
+            " (for a file:\ndown to its releases and the aliases that point at them).",
+        ),
+        "compare": _in(
+            "data_cmds",
+            "Two runs side by side: params that differ, dataset versions, metrics, code and environment.",
+        ),
+        "evidence": _in(
+            "evidence_cmds",
+            "Export the evidence bundle of a run, release or file (evidence.json, index.html, manifest.json),"
+            "\nor check one: `gw evidence verify BUNDLE`.",
+        ),
+        "report": _in(
+            "report_cmds",
+            "GPU-hours, CPU-hours, cost, waits, the share spent on failed attempts, GPU utilisation and idle"
+            "\nGPU-hours, with the rate versions that priced them.",
+        ),
+        "telemetry": _in(
+            "telemetry_cmds",
+            "Each attempt's GPUs: utilisation, peak memory, energy, idle fraction, idle GPU-hours.",
+        ),
+        "token": _in("token_cmds", "Your API tokens.", group=True),
+        "dataset": _in("data_cmds", "Datasets: versions registered by content.", group=True),
+        "eval": _in("eval_cmds", "Evaluation: suites, eval runs, results, gates, reviews.", group=True),
+        "model": _in("release_cmds", "Registered models of a project.", group=True),
+        "release": _in("release_cmds", "Releases, aliases, policies, promotions and history.", group=True),
+        "poc": _in("poc_cmds", "The acceptance scenarios as one command (docs/poc.md).", group=True),
+    }
+
+
+class Admin(LazyGroup):
+    """``gw admin``: the operator commands, all in other modules (imported when used)."""
+
+    lazy = {
+        "apply": _admin(
+            "admin_cmds", "Make the gateway (and Slurm's associations) match a site file; prints each change."
+        ),
+        "export": _admin(
+            "admin_cmds", "Write the current users, projects, members, queues and caps as a site file."
+        ),
+        "sync-slurm": _admin(
+            "admin_cmds", "Push the projects' caps to Slurm accounts and associations (sacctmgr)."
+        ),
+        "token": _admin(
+            "admin_cmds",
+            "Issue a token for USER on the gateway host (bootstrap: no token needed);"
+            " prints the secret once.",
+        ),
+        "ssh-check": _admin(
+            "admin_cmds",
+            "Log in to the submit host as the service user and as each mapped OS user; exit 69 if any fails.",
+        ),
+        "db": _admin("serve_cmds", "The gateway's database.", group=True),
+        "audit": _admin("admin_cmds", "The audit log, on the gateway host.", group=True),
+        "accounting": _admin("accounting_cmds", "Accounting: the cluster's sacct records.", group=True),
+    }
+
+
+app = typer.Typer(cls=Gw, no_args_is_help=True, add_completion=False, help=__doc__.split("\n\n")[0])
+admin = typer.Typer(cls=Admin, no_args_is_help=True, help="Operator commands (run on the gateway host).")
 app.add_typer(admin, name="admin")
 
-TERMINAL = {
-    "succeeded",
-    "failed",
-    "cancelled",
-    "timed_out",
-    "out_of_memory",
-    "node_failed",
-    "preempted",
-    "never_submitted",
-}
 # -- runs ------------------------------------------------------------------------
 
 
@@ -95,7 +156,9 @@ def submit(
     data = spec.model_dump(mode="json", exclude_defaults=False)
     if data.get("workdir") is None:
         data["workdir"] = os.getcwd()
-    lineage_cmds.add_provenance(data, data["workdir"])
+    from gateway.cli.lineage_cmds import add_provenance
+
+    add_provenance(data, data["workdir"])
     client = common.client()
     try:
         run = client.submit(data)
@@ -103,7 +166,7 @@ def submit(
         common.fail(exc)
     _submitted(run, as_json)
     if wait:
-        raise typer.Exit(_wait(client, run["id"], timeout_s=None, poll_s=2.0, quiet=as_json))
+        raise typer.Exit(wait_for(client, run["id"], timeout_s=None, poll_s=2.0, quiet=as_json))
 
 
 @app.command()
@@ -155,10 +218,14 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """A run: spec, attempts with accounting, the timeline, code, environment, artifacts and metrics."""
+    from gateway.cli import telemetry_cmds
+    from gateway.cli.lineage_cmds import run_outputs
+    from gateway.cli.lineage_view import provenance_lines
+
     client = common.client()
     try:
         run = client.run(run_id)
-        outputs = lineage_cmds.run_outputs(client, run_id)
+        outputs = run_outputs(client, run_id)
         gpu = telemetry_cmds.fetch(client, run_id)
     except ApiError as exc:
         common.fail(exc)
@@ -274,29 +341,7 @@ def wait(
     poll_s: Annotated[float, typer.Option(help="Seconds between checks.")] = 2.0,
 ) -> None:
     """Wait for a run to end; exit 0 if it succeeded, 1 if it failed, 3 if cancelled, 124 on time-out."""
-    raise typer.Exit(_wait(common.client(), run_id, timeout_s=timeout_s, poll_s=poll_s, quiet=False))
-
-
-def _wait(client: GatewayClient, run_id: str, *, timeout_s: float | None, poll_s: float, quiet: bool) -> int:
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    last = None
-    while True:
-        try:
-            run: dict[str, Any] = client.run(run_id)
-        except ApiError as exc:
-            if exc.status in (0, 502, 503):  # the server restarts or Slurm is slow: keep waiting
-                time.sleep(poll_s)
-                continue
-            common.fail(exc)
-        if run["state"] != last and not quiet:
-            err_console.print(f"run {run_id}: {state_text(run['state'])}")
-            last = run["state"]
-        if run["state"] in TERMINAL:
-            return exits.for_end_state(run["state"])
-        if deadline is not None and time.monotonic() > deadline:
-            err_console.print(f"run {run_id} is still {run['state']} after {timeout_s:g} s")
-            return exits.WAIT_TIMEOUT
-        time.sleep(poll_s)
+    raise typer.Exit(wait_for(common.client(), run_id, timeout_s=timeout_s, poll_s=poll_s, quiet=False))
 
 
 @app.command()
@@ -315,20 +360,6 @@ def health(as_json: JsonOpt = False) -> None:
     if report.get("status") != "ok":
         raise typer.Exit(exits.UNAVAILABLE)
 
-
-serve_cmds.register(app, admin)
-usage_cmds.register(app)
-sbatch_cmd.register(app, _wait)
-token_cmds.register(app)
-admin_cmds.register(admin)
-accounting_cmds.register(app, admin)
-data_cmds.register(app)
-eval_cmds.register(app)
-release_cmds.register(app)
-evidence_cmds.register(app)
-poc_cmds.register(app)
-report_cmds.register(app)
-telemetry_cmds.register(app)
 
 if __name__ == "__main__":
     app()

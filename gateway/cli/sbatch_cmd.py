@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,6 +20,7 @@ import typer
 from gateway.cli import common, exits
 from gateway.cli.api_error import ApiError
 from gateway.cli.output import console, err_console, state_text
+from gateway.cli.waiting import wait_for
 from gateway.errors import SpecError, SpecIssue
 
 if TYPE_CHECKING:
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 STDIN_MAX_BYTES = 1 << 20  # a batch script on stdin, like a script file (gateway.adapters.files)
 
 
-def register(app: typer.Typer, wait: Callable[..., int]) -> None:
-    """Add ``gw sbatch`` to ``app``; ``wait`` is gw wait's loop (for ``-W/--wait``)."""
+def register(app: typer.Typer) -> None:
+    """Add ``gw sbatch`` to ``app``."""
 
     @app.command(
         context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []},
@@ -65,7 +65,7 @@ def register(app: typer.Typer, wait: Callable[..., int]) -> None:
                 f"run {run['id']} ({state_text(run['state'])}){note}  watch: gw show {run['id']}"
             )
         if request.wait:
-            raise typer.Exit(wait(client, run["id"], timeout_s=None, poll_s=2.0, quiet=True))
+            raise typer.Exit(wait_for(client, run["id"], timeout_s=None, poll_s=2.0, quiet=True))
 
 
 def _test_only(client: GatewayClient, request) -> None:

@@ -14,9 +14,13 @@ from gateway.errors import GatewayError
 db_app = typer.Typer(no_args_is_help=True, help="The gateway's database.")
 
 
-def register(app: typer.Typer, admin: typer.Typer) -> None:
-    """Add ``gw serve`` to ``app`` and ``gw admin db`` to ``admin``."""
+def register(app: typer.Typer) -> None:
+    """Add ``gw serve`` to ``app``."""
     app.command()(serve)
+
+
+def register_admin(admin: typer.Typer) -> None:
+    """Add ``gw admin db`` to ``admin``."""
     admin.add_typer(db_app, name="db")
 
 
