@@ -26,13 +26,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 from sqlalchemy import event
 
 import gateway.services.runs as runs_module
 from bench import take_down
 from bench.serve import serve_in_thread
-from bench.submit import SITE, SPEC
+from bench.submit import SITE, SPEC, http
 from gateway.api import create_app
 from gateway.core.domain import Principal
 from gateway.core.spec import build_spec
@@ -138,14 +137,10 @@ def profile(n: int, services: Any) -> None:
             parts.counts.clear()
     parts.report(f"through the service (authenticate + RunService.submit), median of {n}")
 
-    headers = {"Authorization": f"Bearer {token}"}
-    with (
-        serve_in_thread(create_app(services=services)) as url,
-        httpx.Client(base_url=url, headers=headers) as c,
-    ):
+    with serve_in_thread(create_app(services=services)) as url, http(url, token) as c:
         for i in range(n + 3):
             started = time.perf_counter()
-            c.post("/runs", json=SPEC).raise_for_status()
+            c.request("POST", "/runs", body=SPEC)
             parts.close_request((time.perf_counter() - started) * 1000)
             if i < 3:
                 parts.samples.clear()

@@ -37,16 +37,17 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-
-import httpx
 
 from bench import CountingRunner, bench_run, take_down
 from bench.burst_configs import Outcome, parse_configs, report_lines, run_config
 from bench.serve import GwServe, serve_in_thread
 from gateway.adapters.slurm import SlurmCLI
 from gateway.api import create_app
+from gateway.cli.client import GatewayClient
+from gateway.client_settings import ClientSettings
 from gateway.core.domain import Principal
 from gateway.core.render import SubmitTarget, render_sbatch
 from gateway.core.spec import build_spec
@@ -194,17 +195,21 @@ def measure(args, services, settings: Settings, workdir: Path, account: str, job
     return report(n, results, burst, refresh)
 
 
-def http(url: str, token: str) -> httpx.Client:
-    return httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+@contextmanager
+def http(url: str, token: str) -> Iterator[GatewayClient]:
+    """The client ``gw`` itself uses (``http.client``, one kept-alive connection)."""
+    client = GatewayClient(ClientSettings(url=url, token=token, timeout_s=60))
+    try:
+        yield client
+    finally:
+        client.close()
 
 
-def posting(client: httpx.Client, jobs: list[str]) -> Callable[[], str]:
-    """One ``POST /runs`` of SPEC; keeps its job id."""
+def posting(client: GatewayClient, jobs: list[str]) -> Callable[[], str]:
+    """One ``POST /runs`` of SPEC (no Idempotency-Key, as ``curl`` would send it); keeps its job id."""
 
     def post() -> str:
-        response = client.post("/runs", json=SPEC)
-        response.raise_for_status()
-        jobs.append(response.json()["job_id"])
+        jobs.append(client.request("POST", "/runs", body=SPEC)["job_id"])
         return jobs[-1]
 
     return post

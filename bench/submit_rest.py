@@ -31,10 +31,8 @@ import time
 import uuid
 from pathlib import Path
 
-import httpx
-
 from bench.serve import GwServe, serve_in_thread
-from bench.submit import SPEC, median_ms
+from bench.submit import SPEC, http, median_ms
 from gateway.api import create_app
 from gateway.core.domain import Principal
 from gateway.core.render import SubmitTarget, render_sbatch
@@ -234,19 +232,18 @@ def post_times(  # noqa: PLR0913
     ``sbatch`` and N ``POST /runs`` to ``url``, alternating: (raw seconds, API seconds)."""
     raw: list[float] = []
     api: list[float] = []
-    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
+    with http(url, token) as client:
         for i in range(n + 3):
             if i >= 3:
                 raw.append(timed_sbatch(script, jobs, as_user))
             time.sleep(SETTLE_S)
             started = time.perf_counter()
-            response = client.post("/runs", json=SPEC)
+            run = client.request("POST", "/runs", body=SPEC)
             took = time.perf_counter() - started
-            response.raise_for_status()
-            jobs.append(response.json()["job_id"])
+            jobs.append(run["job_id"])
             if i >= 3:
                 api.append(took)
-                rest_jobs.append(response.json()["job_id"])
+                rest_jobs.append(run["job_id"])
     return raw, api
 
 

@@ -1,5 +1,5 @@
 """The error every ``GatewayClient`` call raises, in a module of its own so that `gw --help`
-and the command modules can name it without importing httpx and the settings."""
+and the command modules can name it without importing the HTTP transport and the settings."""
 
 from __future__ import annotations
 

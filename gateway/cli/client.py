@@ -6,9 +6,9 @@ import time
 import uuid
 from typing import Any
 
-import httpx
-
+from gateway import __version__
 from gateway.cli.api_error import ApiError
+from gateway.cli.transport import Answer, Transport, TransportError, UnusableUrl
 from gateway.client_settings import ClientSettings
 
 # A submission is retried, with its Idempotency-Key, after a cut connection (status 0) or a gateway
@@ -29,52 +29,61 @@ class GatewayClient:
     ) -> None:
         self.settings = settings
         self.retry_pauses_s = retry_pauses_s
-        headers = {}
+        headers = {"User-Agent": f"gw/{__version__}", "Accept": "application/json"}
         if settings.token:
             headers["Authorization"] = f"Bearer {settings.token}"
-        self._http = httpx.Client(base_url=settings.url, headers=headers, timeout=settings.timeout_s)
+        self._http = Transport(settings.url, headers=headers, timeout_s=settings.timeout_s)
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+    def close(self) -> None:
+        """Close the kept-alive connection (a later call opens another)."""
+        self._http.close()
+
+    def _answer(self, method: str, path: str, **kwargs: Any) -> Answer:
+        """The answer to one request, when it is not an error; ``ApiError`` when it is, or none came."""
         try:
-            response = self._http.request(method, path, **kwargs)
-        except httpx.TransportError as exc:
+            answer = self._http.request(method, path, **kwargs)
+        except UnusableUrl as exc:
+            raise ApiError(0, "bad_url", f"{exc}: set GW_URL or url in ~/.config/gw/config.toml") from exc
+        except TransportError as exc:
             raise ApiError(
                 0,
                 "server_unreachable",
-                f"cannot reach the gateway at {self.settings.url} ({exc.__class__.__name__}: {exc}); "
+                f"cannot reach the gateway at {self.settings.url} ({exc}); "
                 "is `gw serve` running? Set GW_URL or url in ~/.config/gw/config.toml",
             ) from exc
-        if response.status_code >= 400:
+        if answer.status >= 400:
             try:
-                body = response.json()
+                body = answer.json()
             except ValueError:
-                body = {"error": "http_error", "detail": response.text[:500]}
+                body = None
+            if not isinstance(body, dict):
+                body = {"error": "http_error", "detail": answer.text[:500] or f"HTTP {answer.status}"}
             raise ApiError(
-                response.status_code,
+                answer.status,
                 body.get("error", "http_error"),
                 body.get("detail"),
                 body.get("run_id"),
                 body=body,
             )
-        return response.json()
+        return answer
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        """One request; its answer's JSON body."""
+        answer = self._answer(method, path, **kwargs)
+        if not answer.body:
+            return None
+        try:
+            return answer.json()
+        except ValueError as exc:
+            raise ApiError(
+                answer.status,
+                "bad_answer",
+                f"the gateway answered {method} {path} with no JSON: {answer.text[:200]!r}",
+            ) from exc
 
     def _bytes(self, path: str, params: dict[str, Any]) -> bytes:
         """GET ``path`` and return the answer's body as bytes (an error still raises ``ApiError``)."""
-        try:
-            response = self._http.get(path, params=params)
-        except httpx.TransportError as exc:
-            raise ApiError(
-                0, "server_unreachable", f"cannot reach the gateway at {self.settings.url} ({exc})"
-            ) from exc
-        if response.status_code >= 400:
-            try:
-                body = response.json()
-            except ValueError:
-                body = {"error": "http_error", "detail": response.text[:500]}
-            raise ApiError(
-                response.status_code, body.get("error", "http_error"), body.get("detail"), body=body
-            )
-        return response.content
+        return self._answer("GET", path, params=params).body
 
     def registry(self, method: str, path: str, body: dict | None = None, params: dict | None = None) -> Any:
         """One model registry call (``/models/...``, ``/promotions/...``, ``/projects/{p}/alias-policies``,
@@ -85,7 +94,7 @@ class GatewayClient:
         """Any one API call (``gw poc`` walks routes the other methods do not wrap); its JSON answer.
         None params are not sent."""
         query = {k: v for k, v in (params or {}).items() if v is not None}
-        return self._call(method, path, json=body, params=query or None)
+        return self._call(method, path, json_body=body, params=query or None)
 
     def evidence(self, kind: str, key: str, *, redact: bool) -> bytes:
         """``GET /evidence/{runs|releases|artifacts}/{key}``: the bundle as a zip archive."""
@@ -102,9 +111,9 @@ class GatewayClient:
         headers = {"Idempotency-Key": idempotency_key or f"gw-{uuid.uuid4()}"}
         for pause_s in (*self.retry_pauses_s, None):
             try:
-                return self._call("POST", path, json=body, headers=headers)
+                return self._call("POST", path, json_body=body, headers=headers)
             except ApiError as exc:
-                if exc.status not in RETRIED_STATUSES or pause_s is None:
+                if exc.status not in RETRIED_STATUSES or exc.kind == "bad_url" or pause_s is None:
                     raise
             time.sleep(pause_s)
         raise AssertionError("unreachable")
@@ -116,7 +125,7 @@ class GatewayClient:
     def check(self, spec: dict, *, slurm_test: bool = False) -> dict:
         """``POST /runs/check``: what submitting ``spec`` would do (``RunCheckPublic``); nothing is made."""
         params = {"slurm_test": "true"} if slurm_test else None
-        return self._call("POST", "/runs/check", json=spec, params=params)
+        return self._call("POST", "/runs/check", json_body=spec, params=params)
 
     def runs(self, **filters: Any) -> dict:
         """``GET /runs``: one page of runs (``RunsPublic``); ``filters`` left None are not sent."""
@@ -160,7 +169,7 @@ class GatewayClient:
 
     def register_version(self, project: str, name: str, body: dict) -> dict:
         """``POST /datasets/{project}/{name}/versions``: the version, new or the same content's."""
-        return self._call("POST", f"/datasets/{project}/{name}/versions", json=body)
+        return self._call("POST", f"/datasets/{project}/{name}/versions", json_body=body)
 
     def datasets(self, project: str | None = None) -> list:
         """``GET /datasets``: the datasets the caller may read, of ``project`` only when given."""
@@ -206,7 +215,7 @@ class GatewayClient:
     def register_suite(self, suite: dict) -> dict:
         """``POST /eval/suites``: register a suite version from its definition (the same content again: the
         existing version)."""
-        return self._call("POST", "/eval/suites", json=suite)
+        return self._call("POST", "/eval/suites", json_body=suite)
 
     def eval_suites(self, project: str | None = None) -> list:
         """``GET /eval/suites``: the suites the caller may read, optionally of one project."""
@@ -240,7 +249,7 @@ class GatewayClient:
     def gate(self, result_id: str, baseline: str | None) -> dict:
         """``POST /eval/results/{id}/gate``: decide the gate of a result against ``baseline`` (None: the
         default)."""
-        return self._call("POST", f"/eval/results/{result_id}/gate", json={"baseline": baseline})
+        return self._call("POST", f"/eval/results/{result_id}/gate", json_body={"baseline": baseline})
 
     def gate_decision(self, gate_id: str) -> dict:
         """``GET /eval/gates/{id}``: one recorded gate decision."""
@@ -252,7 +261,7 @@ class GatewayClient:
 
     def add_review(self, body: dict) -> dict:
         """``POST /eval/reviews``: record a review of an eval result or an artifact."""
-        return self._call("POST", "/eval/reviews", json=body)
+        return self._call("POST", "/eval/reviews", json_body=body)
 
     def reviews(self, target: str) -> list:
         """``GET /eval/reviews``: the reviews of a target (an eval result id or an artifact sha256)."""
@@ -296,7 +305,7 @@ class GatewayClient:
 
     def issue_token(self, **body: Any) -> dict:
         """``POST /tokens``: a new token; the answer holds its secret, shown this once."""
-        return self._call("POST", "/tokens", json=body)
+        return self._call("POST", "/tokens", json_body=body)
 
     def revoke_token(self, token_id: int) -> dict:
         """``DELETE /tokens/{id}``: the token, revoked."""
@@ -305,7 +314,7 @@ class GatewayClient:
     def apply_site(self, config: dict, *, dry_run: bool, sync_slurm: bool, prune: bool = False) -> dict:
         """``POST /admin/site``: apply a site file (``dry_run``: only plan); the changes."""
         params = {"dry_run": dry_run, "sync_slurm": sync_slurm, "prune": prune}
-        return self._call("POST", "/admin/site", json=config, params=params)
+        return self._call("POST", "/admin/site", json_body=config, params=params)
 
     def export_site(self) -> dict:
         """``GET /admin/site``: the site file the database holds now."""

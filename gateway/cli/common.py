@@ -19,7 +19,7 @@ from gateway.cli.api_error import ApiError
 from gateway.cli.output import err_console
 from gateway.errors import SpecError
 
-if TYPE_CHECKING:  # httpx and the settings load when a command first talks to the API, not for --help
+if TYPE_CHECKING:  # the client and the settings load when a command first talks to the API, not for --help
     from gateway.cli.client import GatewayClient
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
