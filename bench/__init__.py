@@ -20,6 +20,10 @@ class CountingRunner(LocalRunner):
         self.calls += 1
         return super().run(argv, **kwargs)
 
+    def start(self, argv, **kwargs):  # noqa: ANN001, ANN003 - LocalRunner.start's own signature
+        self.calls += 1
+        return super().start(argv, **kwargs)
+
 
 def bench_run(run_dir: str = "/tmp") -> NewRun:
     """A run record for the store alone (no Slurm job behind it until one is recorded)."""

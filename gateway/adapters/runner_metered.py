@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping, Sequence
 
 from gateway.adapters.metrics import GatewayMetrics
-from gateway.adapters.runner import CommandResult, CommandRunner
+from gateway.adapters.runner import CommandResult, CommandRunner, StartedCommand
 from gateway.errors import CommandError, CommandTimeout
 
 
@@ -45,3 +45,43 @@ class MeteredRunner:
             argv, time.monotonic() - started, "exit" if result.returncode != 0 else None
         )
         return result
+
+    def start(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float = 30.0,
+        env: Mapping[str, str] | None = None,
+        as_user: str | None = None,
+    ) -> StartedCommand:
+        """``CommandRunner.start`` of ``inner``; the command is timed from its start to its end."""
+        return _Metered(self, argv, self.inner.start(argv, timeout_s=timeout_s, env=env, as_user=as_user))
+
+
+class _Metered:
+    """A started command of a ``MeteredRunner``: recorded when it ends (not when abandoned)."""
+
+    def __init__(self, runner: MeteredRunner, argv: Sequence[str], inner: StartedCommand) -> None:
+        self.runner = runner
+        self.argv = argv
+        self.inner = inner
+        self.started = time.monotonic()
+
+    def finish(self, stdin: str | None) -> CommandResult:
+        """``StartedCommand.finish`` of ``inner``, recorded as ``MeteredRunner.run`` records."""
+        metrics = self.runner.metrics
+        try:
+            result = self.inner.finish(stdin)
+        except CommandTimeout:
+            metrics.slurm_command(self.argv, time.monotonic() - self.started, "timeout")
+            raise
+        except CommandError:
+            metrics.slurm_command(self.argv, time.monotonic() - self.started, "unstartable")
+            raise
+        took = time.monotonic() - self.started
+        metrics.slurm_command(self.argv, took, "exit" if result.returncode != 0 else None)
+        return result
+
+    def abandon(self) -> None:
+        """``StartedCommand.abandon`` of ``inner``: it never ran to an end, so nothing is recorded."""
+        self.inner.abandon()

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from gateway.adapters.hop import LoginCheck
-from gateway.adapters.runner import CommandResult
+from gateway.adapters.runner import CommandResult, Deferred, StartedCommand
 from gateway.adapters.ssh import SshPool
 from gateway.adapters.ssh_login import Login
 from gateway.errors import CommandError
@@ -123,6 +123,21 @@ class SshRunner:
             stderr=result.stderr.decode("utf-8", errors="replace"),
             duration_s=result.duration_s,
         )
+
+    def start(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float = 30.0,
+        env: Mapping[str, str] | None = None,
+        as_user: str | None = None,
+    ) -> StartedCommand:
+        """``CommandRunner.start``, deferred: the whole command runs at ``finish`` (``run``).
+
+        ``SshPool.exec`` sends a command and its input together, so over SSH nothing of the
+        program's start overlaps the caller's work.
+        """
+        return Deferred(self, argv, timeout_s=timeout_s, env=env, as_user=as_user)
 
     def login_for(self, as_user: str | None) -> tuple[Login, str | None]:
         """How a command of ``as_user`` gets there: (the login, the user to sudo to or None)."""

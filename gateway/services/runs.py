@@ -28,7 +28,7 @@ import jinja2
 
 from gateway.adapters.metrics import GatewayMetrics
 from gateway.adapters.runhost import RunHost
-from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.adapters.slurm.protocol import PreparedSubmit, SlurmBackend
 from gateway.core.domain import NewRun, Page, Principal, Run, RunFilter
 from gateway.core.explain import Explanation
 from gateway.core.idempotency import ClaimedKey, IdempotencyClaim
@@ -137,24 +137,34 @@ class RunService:
         idempotency_key: str | None,
     ) -> Submitted:
         operation = f"run.rerun of {derived_from[0]}" if derived_from else "run.submit"
-        claim = self._claim(principal, idempotency_key, operation, spec.spec_hash())
+        claim = self._claim(principal, idempotency_key, operation, spec)
         if claim is not None:
             earlier = self.store.claimed_key(claim.user, claim.key)
             if earlier is not None:
                 return self._replay(claim, earlier)
         admitted = self.admission.admit(spec, principal)
         run_id = new_run_id()
-        run_dir = str(self.settings.runs_dir / run_id)
-        inputs = resolve_inputs(spec, run_dir, principal=principal, datasets=self.datasets)
-        new = self._new_run(spec, run_id, run_dir, principal, admitted, inputs, derived_from)
-        audit = _submit_audit(new, principal, admitted, inputs, derived_from)
-        run = self.store.create_run(new, audit=audit, claim=claim)
+        # sbatch starts now and waits for the script: its start-up overlaps the recording below, and
+        # it can queue nothing before the attempt is committed (_send hands it the script).
+        prepared = self.slurm.prepare_submit(
+            tag=attempt_tag(run_id, 1), as_user=admitted.os_user, comment=spec.comment
+        )
+        try:
+            run_dir = str(self.settings.runs_dir / run_id)
+            inputs = resolve_inputs(spec, run_dir, principal=principal, datasets=self.datasets)
+            new = self._new_run(spec, run_id, run_dir, principal, admitted, inputs, derived_from)
+            audit = _submit_audit(new, principal, admitted, inputs, derived_from)
+            run = self.store.create_run(new, audit=audit, claim=claim)
+        except BaseException:
+            prepared.abandon()
+            raise
         if run is None:  # a concurrent request with the same key won the race
+            prepared.abandon()
             assert claim is not None
             earlier = self.store.claimed_key(claim.user, claim.key)
             assert earlier is not None
             return self._replay(claim, earlier)
-        return Submitted(self._send(run, inputs))
+        return Submitted(self._send(run, inputs, prepared))
 
     def check(self, spec: RunSpec, *, principal: Principal, slurm_test: bool = False) -> RunCheck:
         """What submitting ``spec`` would do, recording and queueing nothing (``RunChecker.check``)."""
@@ -206,8 +216,9 @@ class RunService:
             inputs=tuple(i.record() for i in inputs),
         )
 
-    def _send(self, run: Run, inputs: list[ResolvedInput]) -> Run:
-        """Prepare the run directory, then sbatch the recorded attempt (exactly once)."""
+    def _send(self, run: Run, inputs: list[ResolvedInput], prepared: PreparedSubmit) -> Run:
+        """Prepare the run directory, then hand the recorded attempt's script to ``prepared`` (exactly
+        once: it was committed first)."""
         attempt = run.attempts[0]
         assert run.os_user is not None
         try:
@@ -215,15 +226,17 @@ class RunService:
             if inputs:
                 write_manifests(inputs, self.datasets, self.host, os_user=run.os_user)
         except RunHostError as exc:
+            prepared.abandon()
             self.store.mark_never_submitted(
                 attempt.id, f"cannot prepare the run directory: {exc}", source="gateway"
             )
             exc.run_id = run.id  # type: ignore[attr-defined]
             raise
+        except BaseException:
+            prepared.abandon()
+            raise
         try:
-            job_id = self.slurm.submit(
-                run.script, tag=attempt.tag, as_user=run.os_user, comment=run.spec.comment
-            )
+            job_id = prepared.send(run.script)
         except SubmitRejected as exc:
             self.store.mark_never_submitted(attempt.id, str(exc), source="sbatch")
             exc.run_id = run.id  # type: ignore[attr-defined]
@@ -244,12 +257,13 @@ class RunService:
         return replace(run, state=event.to_state, attempts=[queued])
 
     def _claim(
-        self, principal: Principal, key: str | None, operation: str, request_sha256: str
+        self, principal: Principal, key: str | None, operation: str, spec: RunSpec
     ) -> IdempotencyClaim | None:
+        """The claim on ``key`` for this request (its spec's hash: a request without a key skips it)."""
         if key is None:
             return None
         expires = datetime.now(UTC) + timedelta(seconds=self.settings.idempotency_ttl_s)
-        digest = hashlib.sha256(f"{operation}\n{request_sha256}".encode()).hexdigest()
+        digest = hashlib.sha256(f"{operation}\n{spec.spec_hash()}".encode()).hexdigest()
         return IdempotencyClaim(principal.user, key, operation, digest, expires)
 
     def _replay(self, claim: IdempotencyClaim, earlier: ClaimedKey) -> Submitted:

@@ -48,6 +48,10 @@ class CountingRunner(LocalRunner):
         self.calls.append(tuple(argv))
         return super().run(argv, **kwargs)
 
+    def start(self, argv, **kwargs):
+        self.calls.append(tuple(argv))
+        return super().start(argv, **kwargs)
+
 
 @contextmanager
 def fresh_database(backend: str, directory: Path) -> Iterator[str]:

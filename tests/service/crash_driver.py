@@ -24,6 +24,10 @@ from gateway.wiring import build_services
 
 
 class KillingRunner(LocalRunner):
+    """Dies right before sbatch gets its script, or right after it answered: through ``run`` (the
+    retry path) and through ``start`` (a new run's submission, whose sbatch is already running then,
+    waiting for the script: the gateway's death leaves it an empty stdin)."""
+
     def __init__(self, when: str) -> None:
         self.when = when
 
@@ -34,6 +38,26 @@ class KillingRunner(LocalRunner):
         if argv[0] == "sbatch" and self.when == "after":
             os.kill(os.getpid(), signal.SIGKILL)
         return result
+
+    def start(self, argv, **kwargs):
+        started = super().start(argv, **kwargs)
+        if argv[0] != "sbatch":
+            return started
+        when = self.when
+
+        class Killing:
+            def finish(self, stdin):
+                if when == "before":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                result = started.finish(stdin)
+                if when == "after":
+                    os.kill(os.getpid(), signal.SIGKILL)
+                return result
+
+            def abandon(self):
+                started.abandon()
+
+        return Killing()
 
 
 def main() -> None:

@@ -38,6 +38,10 @@ class Backend:
         user = as_user or self._as_user
         return self.inner.submit(script, tag=tag, as_user=user, exclude_nodes=exclude_nodes)
 
+    def prepare_submit(self, *, tag: str, as_user: str | None = None, exclude_nodes=(), comment=None) -> Any:
+        user = as_user or self._as_user
+        return self.inner.prepare_submit(tag=tag, as_user=user, exclude_nodes=exclude_nodes, comment=comment)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 

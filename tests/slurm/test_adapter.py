@@ -319,3 +319,30 @@ def test_usage_holds_the_accounts_jobs_since_a_time(slurm, template_env, run_dir
     # an id Slurm never gave (in this session): no record, and no error (dbv0.0.38 says "Nothing found")
     never = slurm.accounting(["999999999"])
     assert [r for r in never if r.submit_time and r.submit_time >= SESSION_START] == []
+
+
+def test_a_prepared_submission_queues_nothing_until_sent_and_nothing_once_abandoned(
+    slurm, template_env, run_dir
+):
+    spec = build_spec(
+        {"project": "test", "queue": "cpu", "name": "prepared", "command": "true", "hold": True}
+    )
+    directory = run_dir(spec.name)
+    script = render_sbatch(
+        spec, template_env, run_id=Path(directory).name, run_dir=directory, target=SubmitTarget("cpu")
+    ).text
+    sent, abandoned = unique_tag(), unique_tag()
+    prepared = slurm.prepare_submit(tag=sent)
+    given_up = slurm.prepare_submit(tag=abandoned)
+    time.sleep(0.5)  # the CLI backend's sbatch processes are up, waiting for their scripts
+    assert slurm.find_by_tag(sent) == [] and slurm.find_by_tag(abandoned) == []
+    job_id = prepared.send(script)
+    given_up.abandon()
+    try:
+        assert slurm.find_by_tag(sent) == [job_id]
+        time.sleep(0.5)
+        assert slurm.find_by_tag(abandoned) == []
+    finally:
+        slurm.cancel(job_id)
+    with pytest.raises(SpecError):
+        slurm.prepare_submit(tag="not a tag")

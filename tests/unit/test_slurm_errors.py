@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.adapters.runner import CommandResult
+from gateway.adapters.runner import CommandResult, Deferred
 from gateway.adapters.slurm import SlurmCLI
 from gateway.errors import (
     CommandError,
@@ -29,6 +29,9 @@ class ReplayRunner:
         self.result = (stdout, stderr, returncode)
         self.raises = raises
         self.calls: list[tuple[str, ...]] = []
+
+    def start(self, argv, **options):
+        return Deferred(self, argv, **options)
 
     def run(self, argv, *, stdin=None, timeout_s=30.0, env=None, as_user=None):
         self.calls.append(tuple(argv))

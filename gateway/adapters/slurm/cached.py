@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.adapters.slurm.protocol import PreparedSubmit, SlurmBackend
 from gateway.core.accounting_parse import LedgerRead
 from gateway.core.slurm_records import AccountingRecord, JobStatus, NodeInfo, PartitionInfo
 from gateway.errors import SlurmError
@@ -68,6 +68,21 @@ class CachedSlurm:
             )
         finally:
             self.forget(("jobs",), ("nodes",))
+
+    def prepare_submit(
+        self,
+        *,
+        tag: str,
+        as_user: str | None = None,
+        exclude_nodes: Sequence[str] = (),
+        comment: str | None = None,
+    ) -> PreparedSubmit:
+        """``SlurmBackend.prepare_submit``, straight through; once sent, as ``submit``, the cached job
+        list and nodes are dropped."""
+        prepared = self.backend.prepare_submit(
+            tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment
+        )
+        return _Forgetting(self, prepared)
 
     def test_only(self, script: str, *, as_user: str | None = None, comment: str | None = None) -> str:
         """``SlurmBackend.test_only``, straight through (it changes nothing)."""
@@ -159,3 +174,22 @@ class CachedSlurm:
         with self._lock:
             self._entries[key] = entry
         return entry
+
+
+class _Forgetting:
+    """A prepared submission of the backend behind ``CachedSlurm``; sending it drops the cached reads."""
+
+    def __init__(self, cache: CachedSlurm, prepared: PreparedSubmit) -> None:
+        self.cache = cache
+        self.prepared = prepared
+
+    def send(self, script: str) -> str:
+        """``PreparedSubmit.send``, then the cached job list and nodes are dropped."""
+        try:
+            return self.prepared.send(script)
+        finally:
+            self.cache.forget(("jobs",), ("nodes",))
+
+    def abandon(self) -> None:
+        """``PreparedSubmit.abandon``, straight through."""
+        self.prepared.abandon()

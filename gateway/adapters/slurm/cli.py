@@ -14,10 +14,11 @@ Slurm quirks handled here:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
-from gateway.adapters.runner import CommandResult, CommandRunner
+from gateway.adapters.runner import CommandResult, CommandRunner, StartedCommand
+from gateway.adapters.slurm.protocol import PreparedSubmit
 from gateway.core import names
 from gateway.core.accounting_parse import LEDGER_FORMAT, LedgerRead, parse_ledger
 from gateway.core.slurm_parse import (
@@ -89,10 +90,26 @@ class SlurmCLI:
         ok_errors: tuple[str, ...] = (),
         as_user: str | None = None,
     ) -> CommandResult:
-        command = " ".join(argv[:2])
         timeout = timeout_s or self.query_timeout_s
+        return self._checked(
+            argv,
+            timeout,
+            lambda: self.runner.run(argv, stdin=stdin, timeout_s=timeout, env=SLURM_ENV, as_user=as_user),
+            ok_errors=ok_errors,
+        )
+
+    def _checked(
+        self,
+        argv: list[str],
+        timeout: float,
+        call: Callable[[], CommandResult],
+        *,
+        ok_errors: tuple[str, ...] = (),
+    ) -> CommandResult:
+        """``call()``'s result when the command worked; its failure as the gateway's error."""
+        command = " ".join(argv[:2])
         try:
-            result = self.runner.run(argv, stdin=stdin, timeout_s=timeout, env=SLURM_ENV, as_user=as_user)
+            result = call()
         except CommandTimeout as exc:
             raise SlurmUnavailable(
                 f"{argv[0]} did not answer within {timeout:g} s; job states are unknown until it does",
@@ -121,8 +138,6 @@ class SlurmCLI:
             )
         return result
 
-    # -- operations --------------------------------------------------------
-
     def submit(
         self,
         script: str,
@@ -138,12 +153,29 @@ class SlurmCLI:
         start (nothing was queued); SlurmUnavailable when it does not answer within ``submit_timeout_s``;
         SlurmOutputError when it prints no job id.
         """
+        prepared = self.prepare_submit(tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment)
+        return prepared.send(script)
+
+    def prepare_submit(
+        self,
+        *,
+        tag: str,
+        as_user: str | None = None,
+        exclude_nodes: Sequence[str] = (),
+        comment: str | None = None,
+    ) -> PreparedSubmit:
+        """``SlurmBackend.prepare_submit``: ``sbatch`` starts now and waits for the script on stdin."""
         check_submission(tag, exclude_nodes, comment)
         argv = ["sbatch", "--parsable", f"--comment={slurm_comment(tag, comment)}"]
         if exclude_nodes:
             argv.append(f"--exclude={','.join(exclude_nodes)}")
+        started = self.runner.start(argv, timeout_s=self.submit_timeout_s, env=SLURM_ENV, as_user=as_user)
+        return _Sbatch(self, argv, started)
+
+    def _submitted(self, argv: list[str], started: StartedCommand, script: str) -> str:
+        """The job id of the sbatch ``started`` once it has read ``script``; errors as ``submit``."""
         try:
-            result = self._run(argv, stdin=script, timeout_s=self.submit_timeout_s, as_user=as_user)
+            result = self._checked(argv, self.submit_timeout_s, lambda: started.finish(script))
         except SlurmUnavailable as exc:
             cause = exc.__cause__
             if isinstance(cause, CommandError) and not isinstance(cause, CommandTimeout):
@@ -342,3 +374,20 @@ def check_submission(tag: str, exclude_nodes: Sequence[str], comment: str | None
 def _check_comment(comment: str | None) -> None:
     if comment is not None and not COMMENT.fullmatch(comment):
         raise SpecError([SpecIssue("comment", "must be one line of at most 1024 characters", comment)])
+
+
+class _Sbatch:
+    """An ``sbatch`` started and waiting for its script (``SlurmCLI.prepare_submit``)."""
+
+    def __init__(self, cli: SlurmCLI, argv: list[str], started: StartedCommand) -> None:
+        self.cli = cli
+        self.argv = argv
+        self.started = started
+
+    def send(self, script: str) -> str:
+        """``PreparedSubmit.send``: the script on sbatch's stdin; the job id."""
+        return self.cli._submitted(self.argv, self.started, script)
+
+    def abandon(self) -> None:
+        """``PreparedSubmit.abandon``: sbatch is killed before it read a script, so it queued nothing."""
+        self.started.abandon()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from gateway.adapters.slurm.associations import AccountSpec, Change
 from gateway.core.accounting_parse import LedgerRead
@@ -22,7 +22,53 @@ from gateway.core.slurm_records import (
 )
 
 
+class PreparedSubmit(Protocol):
+    """A submission made ready before its script exists (``SlurmBackend.prepare_submit``)."""
+
+    def send(self, script: str) -> str:
+        """Submit ``script``; its job id. Raises as ``SlurmBackend.submit``."""
+        ...
+
+    def abandon(self) -> None:
+        """Give the submission up: nothing is, or will be, queued."""
+        ...
+
+
+class SubmitLater:
+    """A ``PreparedSubmit`` that does all its work in ``send``: ``backend.submit`` then."""
+
+    def __init__(self, backend: SlurmBackend, **submit: Any) -> None:
+        self.backend = backend
+        self.submit = submit
+
+    def send(self, script: str) -> str:
+        """``backend.submit(script, ...)``."""
+        return self.backend.submit(script, **self.submit)
+
+    def abandon(self) -> None:
+        """Nothing was started."""
+
+
 class SlurmBackend(Protocol):
+    def prepare_submit(
+        self,
+        *,
+        tag: str,
+        as_user: str | None = None,
+        exclude_nodes: Sequence[str] = (),
+        comment: str | None = None,
+    ) -> PreparedSubmit:
+        """``submit`` in two steps, so that what a submission costs before its script is needed
+        overlaps the caller's work: ``send(script)`` submits, ``abandon()`` gives it up.
+
+        The CLI backend starts ``sbatch`` (through ``runuser`` for another user) here, and it waits
+        for the script on its stdin: until ``send``, nothing can be queued, so the gateway commits
+        the attempt in the meantime and keeps its exactly-once order (committed, then submitted).
+        Raises SpecError for a malformed tag, node name or comment; everything else comes from
+        ``send``.
+        """
+        ...
+
     def submit(
         self,
         script: str,

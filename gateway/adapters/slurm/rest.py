@@ -33,6 +33,7 @@ from gateway.adapters.slurm.cli import (
     _check_names,
     check_submission,
 )
+from gateway.adapters.slurm.protocol import PreparedSubmit, SubmitLater
 from gateway.adapters.slurm.rest_http import NotSent
 from gateway.adapters.slurm.restd import RestDaemons
 from gateway.core.accounting_parse import LedgerRead
@@ -167,6 +168,19 @@ class SlurmRest:
         errors = [e for e in answer.get("errors", []) if e.get("error_code") not in _INFORMATIONAL]
         detail = "; ".join(_messages({"errors": errors})) or f"HTTP {answer['_status']}, no job id"
         raise SubmitRejected(f"Slurm refused the job: {detail}", command="slurmrestd", stderr=detail)
+
+    def prepare_submit(
+        self,
+        *,
+        tag: str,
+        as_user: str | None = None,
+        exclude_nodes: Sequence[str] = (),
+        comment: str | None = None,
+    ) -> PreparedSubmit:
+        """``SlurmBackend.prepare_submit``: the tag checked now, the whole ``submit`` at ``send`` (there is
+        no process to start: the user's daemon is kept running)."""
+        check_submission(tag, exclude_nodes, comment)
+        return SubmitLater(self, tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment)
 
     def test_only(self, script: str, *, as_user: str | None = None, comment: str | None = None) -> str:
         """``SlurmBackend.test_only`` through ``sbatch --test-only`` (the CLI backend): slurmrestd
