@@ -29,9 +29,12 @@ SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
 def client() -> GatewayClient:
     """The API client, from GW_URL / GW_TOKEN or ~/.config/gw/config.toml."""
     from gateway.cli.client import GatewayClient
-    from gateway.client_settings import ClientSettings
+    from gateway.client_settings import ClientSettings, ClientSettingsError
 
-    return GatewayClient(ClientSettings.load())
+    try:
+        return GatewayClient(ClientSettings.load())
+    except ClientSettingsError as exc:
+        usage(f"gw's settings: {exc}")
 
 
 def fail(exc: ApiError) -> NoReturn:

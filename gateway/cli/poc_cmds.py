@@ -34,7 +34,7 @@ def run(
 ) -> None:
     """Run the five scenarios as a new user would, through the API; exit 0 only when every one passes."""
     from gateway.cli.client import GatewayClient
-    from gateway.client_settings import ClientSettings
+    from gateway.client_settings import ClientSettings, ClientSettingsError
     from gateway.poc.runner import run_poc
     from gateway.poc.site import load_site
 
@@ -54,8 +54,11 @@ def run(
             usage(f"--only: {only!r} is not a list of scenario numbers such as 1,4,5")
         if not chosen <= {1, 2, 3, 4, 5}:
             usage(f"--only: scenarios are 1 to 5, not {sorted(chosen - {1, 2, 3, 4, 5})}")
-    settings = ClientSettings.load()
-    settings = settings.model_copy(update={"timeout_s": max(settings.timeout_s, POC_TIMEOUT_S)})
+    try:
+        settings = ClientSettings.load()
+    except ClientSettingsError as exc:
+        usage(f"gw's settings: {exc}")
+    settings = settings.with_timeout(max(settings.timeout_s, POC_TIMEOUT_S))
     data = run_poc(
         GatewayClient(settings), loaded, out.resolve(), only=chosen, echo=lambda line: typer.echo(line)
     )

@@ -138,13 +138,11 @@ def _translate(args: list[str]):  # -> SbatchRequest
 def _default_project() -> str | None:
     """``GW_PROJECT``, else the config file's ``project``; a config file that does not load is
     reported by the request that needs it, not here."""
-    from pydantic import ValidationError
-
-    from gateway.client_settings import ClientSettings
+    from gateway.client_settings import ClientSettings, ClientSettingsError
 
     try:
         return ClientSettings.load().project
-    except (ValidationError, OSError, ValueError):
+    except ClientSettingsError:
         return os.environ.get("GW_PROJECT") or None
 
 
