@@ -8,7 +8,7 @@ locally or over SSH.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from gateway.adapters.metrics import GatewayMetrics
 from gateway.adapters.runner import CommandResult, CommandRunner, StartedCommand
@@ -32,9 +32,16 @@ class MeteredRunner:
         as_user: str | None = None,
     ) -> CommandResult:
         """``CommandRunner.run`` of ``inner``; a non-zero exit counts as an "exit" error, not raised."""
-        started = time.monotonic()
+        return self.timed(
+            argv,
+            time.monotonic(),
+            lambda: self.inner.run(argv, stdin=stdin, timeout_s=timeout_s, env=env, as_user=as_user),
+        )
+
+    def timed(self, argv: Sequence[str], started: float, call: Callable[[], CommandResult]) -> CommandResult:
+        """``call()``'s result, its time since ``started`` and its failure recorded under ``argv``."""
         try:
-            result = self.inner.run(argv, stdin=stdin, timeout_s=timeout_s, env=env, as_user=as_user)
+            result = call()
         except CommandTimeout:
             self.metrics.slurm_command(argv, time.monotonic() - started, "timeout")
             raise
@@ -69,18 +76,7 @@ class _Metered:
 
     def finish(self, stdin: str | None) -> CommandResult:
         """``StartedCommand.finish`` of ``inner``, recorded as ``MeteredRunner.run`` records."""
-        metrics = self.runner.metrics
-        try:
-            result = self.inner.finish(stdin)
-        except CommandTimeout:
-            metrics.slurm_command(self.argv, time.monotonic() - self.started, "timeout")
-            raise
-        except CommandError:
-            metrics.slurm_command(self.argv, time.monotonic() - self.started, "unstartable")
-            raise
-        took = time.monotonic() - self.started
-        metrics.slurm_command(self.argv, took, "exit" if result.returncode != 0 else None)
-        return result
+        return self.runner.timed(self.argv, self.started, lambda: self.inner.finish(stdin))
 
     def abandon(self) -> None:
         """``StartedCommand.abandon`` of ``inner``: it never ran to an end, so nothing is recorded."""
