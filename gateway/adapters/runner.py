@@ -156,11 +156,23 @@ class LocalRunner:
         A program that cannot start (no such file, no OS user) is reported by ``finish`` as
         CommandError, as ``run`` reports it.
         """
+        started = time.monotonic()
         try:
             argv, full_env = _local_command(argv, env, as_user)
+            proc = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                env=full_env,
+            )
         except CommandError as exc:
             return _NotStarted(exc)
-        return _LocalStarted(list(argv), full_env, timeout_s)
+        except OSError as exc:
+            return _NotStarted(CommandError(f"cannot run {argv[0]}: {exc.strerror or exc}"))
+        return _LocalStarted(list(argv), proc, started, timeout_s)
 
 
 class _NotStarted:
@@ -180,30 +192,16 @@ class _NotStarted:
 class _LocalStarted:
     """A local process waiting on its stdin (``LocalRunner.start``)."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], timeout_s: float) -> None:
+    def __init__(
+        self, argv: list[str], proc: subprocess.Popen[str], started: float, timeout_s: float
+    ) -> None:
         self.argv = argv
+        self.proc = proc
+        self.started = started
         self.timeout_s = timeout_s
-        self.started = time.monotonic()
-        self.error: CommandError | None = None
-        self.proc: subprocess.Popen[str] | None = None
-        try:
-            self.proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                errors="replace",
-                env=env,
-            )
-        except OSError as exc:
-            self.error = CommandError(f"cannot run {argv[0]}: {exc.strerror or exc}")
 
     def finish(self, stdin: str | None) -> CommandResult:
         """``StartedCommand.finish``."""
-        if self.proc is None:
-            assert self.error is not None
-            raise self.error
         left_s = max(self.timeout_s - (time.monotonic() - self.started), 0.001)
         try:
             stdout, stderr = self.proc.communicate(stdin, timeout=left_s)
@@ -220,7 +218,7 @@ class _LocalStarted:
 
     def abandon(self) -> None:
         """``StartedCommand.abandon``: SIGKILL, then reap (its pipes closed)."""
-        if self.proc is None or self.proc.returncode is not None:
+        if self.proc.returncode is not None:
             return
         self.proc.kill()
         self.proc.communicate()
