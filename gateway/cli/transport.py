@@ -27,12 +27,13 @@ import base64
 import http.client
 import json
 import os
-import select
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlencode, urlsplit
+
+from gateway.adapters.kept_alive import closed_by_peer
 
 
 class TransportError(Exception):
@@ -112,7 +113,6 @@ class Transport:
         timeout_s: float,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        self.url = url
         self.headers = dict(headers)
         self.timeout_s = timeout_s
         self._conn: http.client.HTTPConnection | None = None
@@ -154,15 +154,15 @@ class Transport:
                 for k, v in params.items()
             }
             target += "?" + urlencode(query, doseq=True)
+        sent = {**self.headers, **(headers or {})}
         if self.proxy is not None and self.scheme == "http":  # a plain-HTTP proxy takes the absolute URL
             target = f"http://{self._authority()}{target}"
-        sent = {**self.headers, **(headers or {})}
+            if self.proxy.authorization:
+                sent["Proxy-Authorization"] = self.proxy.authorization
         body = None
         if json_body is not None:
             body = json.dumps(json_body).encode()
             sent["Content-Type"] = "application/json"
-        if self.proxy is not None and self.proxy.authorization and self.scheme == "http":
-            sent["Proxy-Authorization"] = self.proxy.authorization
         conn = self._connection()
         try:
             conn.request(method, target, body=body, headers=sent)
@@ -188,7 +188,7 @@ class Transport:
 
     def _connection(self) -> http.client.HTTPConnection:
         """The kept-alive connection when the server still holds it open, else a new one."""
-        if self._conn is not None and _closed_by_peer(self._conn):
+        if self._conn is not None and closed_by_peer(self._conn):
             self.close()
         if self._conn is None:
             self._conn = self._new_connection()
@@ -207,12 +207,3 @@ class Transport:
             )
             conn.set_tunnel(self.host, self.port, headers=tunnel_headers)
         return conn
-
-
-def _closed_by_peer(conn: http.client.HTTPConnection) -> bool:
-    """True when the server closed this idle connection: its socket reads as ready (EOF or reset)."""
-    if conn.sock is None:
-        return False
-    poller = select.poll()
-    poller.register(conn.sock, select.POLLIN)
-    return bool(poller.poll(0))

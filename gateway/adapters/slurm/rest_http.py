@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import http.client
 import json
-import select
 import socket as sockets
 import threading
 from pathlib import Path
 from typing import Any
 
+from gateway.adapters.kept_alive import closed_by_peer
 from gateway.errors import SlurmUnavailable
 
 MAX_IDLE = 16  # kept-alive connections held for reuse at most
@@ -53,14 +53,6 @@ class _UnixConnection(http.client.HTTPConnection):
             sock.close()
             raise
         self.sock = sock
-
-    def closed_by_peer(self) -> bool:
-        """True when the daemon closed this idle connection (its socket reads as ready: EOF or reset)."""
-        if self.sock is None:
-            return False
-        poller = select.poll()
-        poller.register(self.sock, select.POLLIN)
-        return bool(poller.poll(0))
 
 
 class RestConnection:
@@ -126,7 +118,7 @@ class RestConnection:
                 conn = self._idle.pop() if self._idle else None
             if conn is None:
                 return _UnixConnection(self.socket, connect_timeout_s)
-            if not conn.closed_by_peer():
+            if not closed_by_peer(conn):
                 return conn
             conn.close()
 
