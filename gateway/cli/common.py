@@ -21,20 +21,27 @@ from gateway.errors import SpecError
 
 if TYPE_CHECKING:  # the client and the settings load when a command first talks to the API, not for --help
     from gateway.cli.client import GatewayClient
+    from gateway.client_settings import ClientSettings
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
 
 
-def client() -> GatewayClient:
-    """The API client, from GW_URL / GW_TOKEN or ~/.config/gw/config.toml."""
-    from gateway.cli.client import GatewayClient
+def client_settings() -> ClientSettings:
+    """gw's settings, from GW_* or ~/.config/gw/config.toml; one that cannot be used ends gw (exit 2)."""
     from gateway.client_settings import ClientSettings, ClientSettingsError
 
     try:
-        return GatewayClient(ClientSettings.load())
+        return ClientSettings.load()
     except ClientSettingsError as exc:
         usage(f"gw's settings: {exc}")
+
+
+def client() -> GatewayClient:
+    """The API client, from GW_URL / GW_TOKEN or ~/.config/gw/config.toml."""
+    from gateway.cli.client import GatewayClient
+
+    return GatewayClient(client_settings())
 
 
 def fail(exc: ApiError) -> NoReturn:

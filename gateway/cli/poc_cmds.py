@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from gateway.cli.common import usage
+from gateway.cli.common import client_settings, usage
 from gateway.errors import SpecError
 
 # A site apply with its Slurm sync (sacctmgr), or a bundle, may take longer than a plain request.
@@ -34,7 +34,6 @@ def run(
 ) -> None:
     """Run the five scenarios as a new user would, through the API; exit 0 only when every one passes."""
     from gateway.cli.client import GatewayClient
-    from gateway.client_settings import ClientSettings, ClientSettingsError
     from gateway.poc.runner import run_poc
     from gateway.poc.site import load_site
 
@@ -54,10 +53,7 @@ def run(
             usage(f"--only: {only!r} is not a list of scenario numbers such as 1,4,5")
         if not chosen <= {1, 2, 3, 4, 5}:
             usage(f"--only: scenarios are 1 to 5, not {sorted(chosen - {1, 2, 3, 4, 5})}")
-    try:
-        settings = ClientSettings.load()
-    except ClientSettingsError as exc:
-        usage(f"gw's settings: {exc}")
+    settings = client_settings()
     settings = settings.with_timeout(max(settings.timeout_s, POC_TIMEOUT_S))
     data = run_poc(
         GatewayClient(settings), loaded, out.resolve(), only=chosen, echo=lambda line: typer.echo(line)

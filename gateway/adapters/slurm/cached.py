@@ -61,13 +61,10 @@ class CachedSlurm:
         exclude_nodes: Sequence[str] = (),
         comment: str | None = None,
     ) -> str:
-        """``SlurmBackend.submit``, straight through; then the cached job list and nodes are dropped."""
-        try:
-            return self.backend.submit(
-                script, tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment
-            )
-        finally:
-            self.forget(("jobs",), ("nodes",))
+        """``SlurmBackend.submit``: ``prepare_submit`` then ``send`` (which drops the cached job list and
+        nodes)."""
+        prepared = self.prepare_submit(tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment)
+        return prepared.send(script)
 
     def prepare_submit(
         self,
