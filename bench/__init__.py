@@ -6,8 +6,8 @@ import uuid
 
 from gateway.adapters.runner import LocalRunner
 from gateway.core.domain import NewRun
-from gateway.core.spec import build_spec
-from gateway.core.tags import attempt_tag
+from gateway.core.slurm.tags import attempt_tag
+from gateway.core.spec.run_spec import build_spec
 
 
 class CountingRunner(LocalRunner):
@@ -53,8 +53,8 @@ def take_down(services, account: str, *, timeout_s: float = 180) -> None:  # noq
     import time
 
     from gateway.core.domain import Principal
+    from gateway.core.site.schema import parse_site
     from gateway.errors import GatewayError
-    from gateway.services.site import parse_site
 
     subprocess.run(["scancel", f"--account={account}"], check=False, capture_output=True)
     deadline = time.monotonic() + timeout_s

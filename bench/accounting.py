@@ -31,14 +31,14 @@ from pathlib import Path
 from sqlalchemy import insert
 
 from bench.databases import POSTGRES_ADMIN_URL, fresh_database
-from gateway.core.accounting import RecordLink
-from gateway.core.accounting_parse import LEDGER_FIELDS, US, LedgerRead, parse_ledger
-from gateway.core.cost import Rate, RateTable, midnight
-from gateway.services.accounting import AccountingService
+from gateway.core.accounting.cost import Rate, RateTable, midnight
+from gateway.core.accounting.parse import LEDGER_FIELDS, US, LedgerRead, parse_ledger
+from gateway.core.accounting.records import RecordLink
+from gateway.services.accounting.ledger import AccountingService
 from gateway.store.accounting import AccountingStore
 from gateway.store.accounting_rows import Entry, columns
 from gateway.store.models_accounting import AccountingRecordRow
-from gateway.store.repo import RunStore
+from gateway.store.runs import RunStore
 
 TARGET = 5.0  # first ingest (parse, link, price, upsert by identity) / a plain executemany of the parsed rows
 T0 = datetime(2026, 11, 1, tzinfo=UTC)

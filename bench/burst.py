@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from gateway.core.tags import attempt_tag
+from gateway.core.slurm.tags import attempt_tag
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ import tracemalloc
 from pathlib import Path
 
 from gateway.adapters.files import scan
-from gateway.core.manifest import manifest_digest, total_bytes
+from gateway.core.lineage.manifest import manifest_digest, total_bytes
 
 TIME_TARGET = 1.5
 PEAK_TARGET_MIB = 16
@@ -122,8 +122,8 @@ def measure(root: Path, names: list[str]) -> int:
 def register_twice(root: Path, first, second) -> str:
     """Register both scans' manifests in a fresh database; says whether the second found the first."""
     from gateway.core.domain import Principal
-    from gateway.services.datasets import Registration
-    from gateway.services.site import parse_site
+    from gateway.core.site.schema import parse_site
+    from gateway.services.lineage.datasets import Registration
     from gateway.settings import Settings
     from gateway.wiring import build_services
 

@@ -8,7 +8,7 @@ McNemar's exact test, half with a continuous one gated by a paired bootstrap
 of 1,000 resamples; string sample ids and per-sample prompt hashes, as the
 parsers give them), then times, best of 3, in this process:
 
-- ``gateway.core.gate.decide``: checks that the two may be compared (suite
+- ``gateway.core.eval.gate.decide``: checks that the two may be compared (suite
   version, task versions, sample id sets, every prompt hash), lines the
   samples up, runs the tests, Benjamini-Hochberg across each rule's tasks,
   judges each task;
@@ -30,9 +30,9 @@ import numpy as np
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
-from gateway.core.eval_results import EvalResults, MetricValue, TaskResult, TaskSamples
-from gateway.core.eval_suite import build_suite
-from gateway.core.gate import Scored, decide
+from gateway.core.eval.gate import Scored, decide
+from gateway.core.eval.results import EvalResults, MetricValue, TaskResult, TaskSamples
+from gateway.core.eval.suite import build_suite
 
 TARGET = 2.0
 ITERATIONS = 1000
@@ -188,7 +188,7 @@ def main(argv: list[str]) -> int:
     ratio = t_gate / t_direct
     kinds = f"{len(binary)} McNemar, {len(continuous)} bootstrap x {ITERATIONS}"
     print(f"gate decision on {tasks} tasks x {samples:,} samples ({kinds})")
-    print(f"  gateway.core.gate.decide   {t_gate:8.3f} s   verdict {decision.verdict}")
+    print(f"  gateway.core.eval.gate.decide   {t_gate:8.3f} s   verdict {decision.verdict}")
     print(f"  direct NumPy/SciPy         {t_direct:8.3f} s")
     print(f"  ratio                      {ratio:8.2f}x   (target < {TARGET:g}x)")
     if mismatched:

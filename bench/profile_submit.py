@@ -28,14 +28,14 @@ from typing import Any
 
 from sqlalchemy import event
 
-import gateway.services.runs as runs_module
+import gateway.services.runs.run_service as runs_module
 from bench import take_down
 from bench.serve import serve_in_thread
 from bench.submit import SITE, SPEC, http
 from gateway.api import create_app
 from gateway.core.domain import Principal
-from gateway.core.spec import build_spec
-from gateway.services.site import parse_site
+from gateway.core.site.schema import parse_site
+from gateway.core.spec.run_spec import build_spec
 from gateway.settings import Settings
 from gateway.wiring import build_services
 

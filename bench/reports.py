@@ -36,7 +36,7 @@ from sqlalchemy import insert, text
 
 from bench.databases import fresh_database
 from gateway.core.domain import Principal
-from gateway.services.reports import ReportService
+from gateway.services.accounting.reports import ReportService
 from gateway.store.access import AccessStore
 from gateway.store.db import Database
 from gateway.store.models_accounting import AccountingRecordRow, RateVersionRow

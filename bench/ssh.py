@@ -29,9 +29,9 @@ from bench.submit import ensure_os_user, median_ms
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm import SlurmCLI
 from gateway.core.domain import Principal
-from gateway.core.render import SubmitTarget, render_sbatch
-from gateway.core.spec import build_spec
-from gateway.services.site import parse_site
+from gateway.core.sbatch.render import SubmitTarget, render_sbatch
+from gateway.core.site.schema import parse_site
+from gateway.core.spec.run_spec import build_spec
 from gateway.settings import Settings
 from gateway.wiring import build_machine, build_services
 from tests.sshd import SshServer, ensure_home

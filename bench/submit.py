@@ -46,12 +46,12 @@ from bench.burst_configs import Outcome, parse_configs, report_lines, run_config
 from bench.serve import GwServe, serve_in_thread
 from gateway.adapters.slurm import SlurmCLI
 from gateway.api import create_app
-from gateway.cli.client import GatewayClient
-from gateway.client_settings import ClientSettings
+from gateway.client.api import GatewayClient
+from gateway.client.settings import ClientSettings
 from gateway.core.domain import Principal
-from gateway.core.render import SubmitTarget, render_sbatch
-from gateway.core.spec import build_spec
-from gateway.services.site import parse_site
+from gateway.core.sbatch.render import SubmitTarget, render_sbatch
+from gateway.core.site.schema import parse_site
+from gateway.core.spec.run_spec import build_spec
 from gateway.settings import Settings
 from gateway.wiring import build_services
 

@@ -35,9 +35,9 @@ from bench.serve import GwServe, serve_in_thread
 from bench.submit import SPEC, http, median_ms
 from gateway.api import create_app
 from gateway.core.domain import Principal
-from gateway.core.render import SubmitTarget, render_sbatch
-from gateway.core.spec import build_spec
-from gateway.services.site import parse_site
+from gateway.core.sbatch.render import SubmitTarget, render_sbatch
+from gateway.core.site.schema import parse_site
+from gateway.core.spec.run_spec import build_spec
 from gateway.settings import Settings
 from gateway.wiring import build_services
 

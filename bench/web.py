@@ -27,7 +27,7 @@ from bench import bench_run
 from bench.serve import serve_in_thread
 from gateway.api import create_app
 from gateway.core.domain import Principal
-from gateway.services.site import parse_site
+from gateway.core.site.schema import parse_site
 from gateway.settings import Settings
 from gateway.web import mount_web
 from gateway.wiring import build_services

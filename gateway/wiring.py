@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.adapters.anchor import AnchorFile
-from gateway.adapters.hop import SubmitHop
-from gateway.adapters.metrics import GatewayMetrics
+from gateway.adapters.prometheus import GatewayMetrics
 from gateway.adapters.runhost import RunHost
 from gateway.adapters.runhost_local import LocalRunHost
 from gateway.adapters.runhost_ssh import SshRunHost
@@ -23,43 +22,44 @@ from gateway.adapters.slurm.cached import CachedSlurm
 from gateway.adapters.slurm.rest import SlurmRest
 from gateway.adapters.slurm.restd import RestDaemons
 from gateway.adapters.ssh import SshPool
+from gateway.adapters.ssh_hop import SubmitHop
 from gateway.adapters.ssh_login import SshTarget
-from gateway.core.eval_suite import BUILTIN_EVAL_DIR
-from gateway.core.render import build_template_env
+from gateway.core.eval.suite import BUILTIN_EVAL_DIR
+from gateway.core.sbatch.render import build_template_env
 from gateway.services import Services
-from gateway.services.accounting import AccountingService
-from gateway.services.admission import Admission
-from gateway.services.alias_policies import AliasPolicyService
+from gateway.services.accounting.ledger import AccountingService
+from gateway.services.accounting.reports import ReportService
+from gateway.services.accounting.telemetry import TelemetryHarvester, TelemetryService
+from gateway.services.accounting.usage import UsageService
 from gateway.services.audit import AuditService
-from gateway.services.auth import AuthService
-from gateway.services.background import BackgroundWork
-from gateway.services.datasets import DatasetService
-from gateway.services.eval_gates import GateService, NoDefaultBaseline
-from gateway.services.eval_ingest import EvalIngest
-from gateway.services.eval_reviews import ReviewService
-from gateway.services.eval_runs import EvalJobSettings, EvalRunService
-from gateway.services.eval_suites import EvalSuiteService
-from gateway.services.eval_trace import EvalTraceService
-from gateway.services.evidence import EvidenceService
-from gateway.services.health import HealthService
-from gateway.services.lineage import LineageService
-from gateway.services.logs import JobFiles, LogService
-from gateway.services.metrics import MetricsService
-from gateway.services.outputs import OutputHarvester
-from gateway.services.projects import ProjectService
-from gateway.services.promotions import PromotionService
-from gateway.services.refresh import Refresher
-from gateway.services.releases import ReleaseService
-from gateway.services.reports import ReportService
-from gateway.services.retry import RetryService
-from gateway.services.runs import RunService
-from gateway.services.site_apply import SiteService
-from gateway.services.slurm_sync import SlurmSync
-from gateway.services.submit_form import SubmitFormService
-from gateway.services.submit_host import SubmitHostService
-from gateway.services.telemetry import TelemetryHarvester, TelemetryService
-from gateway.services.usage import UsageService
-from gateway.services.waiting import WaitingService
+from gateway.services.eval.gates import GateService, NoDefaultBaseline
+from gateway.services.eval.ingest import EvalIngest
+from gateway.services.eval.reviews import ReviewService
+from gateway.services.eval.runs import EvalJobSettings, EvalRunService
+from gateway.services.eval.suites import EvalSuiteService
+from gateway.services.eval.trace import EvalTraceService
+from gateway.services.lineage.datasets import DatasetService
+from gateway.services.lineage.outputs import OutputHarvester
+from gateway.services.lineage.walk import LineageService
+from gateway.services.ops.background import BackgroundWork
+from gateway.services.ops.health import HealthService
+from gateway.services.ops.prometheus import MetricsService
+from gateway.services.ops.ssh_submit_host import SubmitHostService
+from gateway.services.releases.alias_policies import AliasPolicyService
+from gateway.services.releases.evidence import EvidenceService
+from gateway.services.releases.promotions import PromotionService
+from gateway.services.releases.registry import ReleaseService
+from gateway.services.runs.admission import Admission
+from gateway.services.runs.logs import JobFiles, LogService
+from gateway.services.runs.refresh import Refresher
+from gateway.services.runs.retry import RetryService
+from gateway.services.runs.run_service import RunService
+from gateway.services.runs.submit_form import SubmitFormService
+from gateway.services.runs.waiting import WaitingService
+from gateway.services.site.apply import SiteService
+from gateway.services.site.auth import AuthService
+from gateway.services.site.projects import ProjectService
+from gateway.services.site.slurm_sync import SlurmSync
 from gateway.settings import Settings
 from gateway.store import Database, RunStore
 from gateway.store.access import AccessStore

@@ -19,9 +19,9 @@ import pytest
 
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm import SlurmCLI
-from gateway.core.render import build_template_env
-from gateway.core.slurm_records import AccountingRecord
-from gateway.core.states import TERMINAL
+from gateway.core.sbatch.render import build_template_env
+from gateway.core.slurm.records import AccountingRecord
+from gateway.core.slurm.states import TERMINAL
 
 SESSION_START = datetime.now(UTC) - timedelta(seconds=5)
 

@@ -1,6 +1,6 @@
 """Write the gateway's native results format (JSON lines), standard library only.
 
-The format (read by ``gateway/core/eval_native.py``, described in
+The format (read by ``gateway/core/eval/read_native.py``, described in
 docs/evaluation.md): a header line, then one line per sample::
 
     {"format": "gateway-native/1", "harness": ..., "harness_version": ..., "seeds": {...},

@@ -1,6 +1,6 @@
 """The audit anchor file on the gateway host: checkpoints of the audit chain, outside the database.
 
-One JSON line per checkpoint (``gateway/core/anchors.py`` writes and reads
+One JSON line per checkpoint (``gateway/core/audit/anchors.py`` writes and reads
 the lines; this module only touches the file). The file is created 0600 by
 ``os.open`` itself (never written first and narrowed after), only ever
 opened for appending, and each line is fsync'd before ``append`` returns.
@@ -19,7 +19,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gateway.core.anchors import AnchorRead, Checkpoint, parse_lines, parse_tail
+from gateway.core.audit.anchors import AnchorRead, Checkpoint, parse_lines, parse_tail
 from gateway.errors import AnchorError
 
 TAIL_BYTES = 4096  # more than one checkpoint line (about 120 bytes)

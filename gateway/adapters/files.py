@@ -7,7 +7,7 @@ waited on), at most ``TEXT_FILE_BYTES``, UTF-8. ``load_spec_file`` reads a
 run spec file with it, and its ``script_file``, then validates the spec.
 
 ``scan`` turns a file or a directory into ``FileEntry`` values (see
-``gateway.core.manifest``) the way ``find -L ROOT -type f`` sees the tree:
+``gateway.core.lineage.manifest``) the way ``find -L ROOT -type f`` sees the tree:
 symlinks to files and to directories are followed, and only regular files
 are listed. Fifos, sockets, devices and dangling symlinks are never opened;
 their names go to ``ScanResult.skipped``. Memory does not grow with file
@@ -34,8 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO, Literal
 
-from gateway.core.manifest import MAX_FILES, MAX_PATH_CHARS, FileEntry, path_bytes
-from gateway.core.spec import RunSpec, build_spec
+from gateway.core.lineage.manifest import MAX_FILES, MAX_PATH_CHARS, FileEntry, path_bytes
+from gateway.core.spec.run_spec import RunSpec, build_spec
 from gateway.core.yaml_input import SPEC_LIMITS, load_yaml
 from gateway.errors import SpecError, SpecIssue
 

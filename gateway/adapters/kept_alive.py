@@ -1,6 +1,6 @@
 """Whether a kept-alive HTTP connection may be used again: the one rule both HTTP clients follow.
 
-``gw``'s client (``gateway.cli.transport``) and the slurmrestd backend
+``gw``'s client (``gateway.client.transport``) and the slurmrestd backend
 (``gateway.adapters.slurm.rest_http``) keep connections open between
 requests. A server may close one while it sits idle (uvicorn after 5 s, a
 restarted slurmrestd at once); a request written to it would be lost, or

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from gateway.core.reports import Charts
+from gateway.core.reports.rows import Charts
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 MAX_SERIES = 8  # projects drawn on their own; the rest are summed as "others"

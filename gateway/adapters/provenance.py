@@ -25,7 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from gateway.adapters.files import sha256_stream
 from gateway.adapters.runner import CommandRunner, LocalRunner
-from gateway.core.lineage_spec import image_ref_digest
+from gateway.core.spec.lineage import image_ref_digest
 from gateway.errors import CommandError
 
 # safe.directory=*: the gateway may run as root over a user's repo, which git refuses since 2.35.4.

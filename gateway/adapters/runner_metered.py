@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from gateway.adapters.metrics import GatewayMetrics
+from gateway.adapters.prometheus import GatewayMetrics
 from gateway.adapters.runner import CommandResult, CommandRunner, StartedCommand
 from gateway.errors import CommandError, CommandTimeout
 

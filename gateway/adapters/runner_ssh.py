@@ -27,9 +27,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from gateway.adapters.hop import LoginCheck
 from gateway.adapters.runner import CommandResult, Deferred, StartedCommand
 from gateway.adapters.ssh import SshPool
+from gateway.adapters.ssh_hop import LoginCheck
 from gateway.adapters.ssh_login import Login
 from gateway.errors import CommandError
 
@@ -148,7 +148,7 @@ class SshRunner:
             return self.service, as_user
         return Login(as_user, Path(self.user_keys.replace("{user}", as_user))), None
 
-    # -- the hop (gateway.adapters.hop.SubmitHop) ----------------------------------------
+    # -- the hop (gateway.adapters.ssh_hop.SubmitHop) ----------------------------------------
 
     @property
     def service_user(self) -> str:

@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from gateway.core.spec_errors import unknown_field_message
+from gateway.core.spec.errors import unknown_field_message
 from gateway.errors import (
     Conflict,
     Forbidden,

@@ -9,13 +9,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.core.described import ASSIGNMENT, documented
 from gateway.core.domain import Attempt, Page, Run, StateEvent
-from gateway.core.explain import Explanation
-from gateway.core.spec import RunSpec
-from gateway.core.states import RunState
-from gateway.core.timeline import wait_by_reason
-from gateway.services.logs import LogChunk
-from gateway.services.run_check import RunCheck
-from gateway.services.runs import RunView
+from gateway.core.explain.pending import Explanation
+from gateway.core.runs.timeline import wait_by_reason
+from gateway.core.slurm.states import RunState
+from gateway.core.spec.run_spec import RunSpec
+from gateway.services.runs.check import RunCheck
+from gateway.services.runs.logs import LogChunk
+from gateway.services.runs.run_service import RunView
 
 
 class StateEventPublic(BaseModel):

@@ -6,8 +6,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.core.accounting import IngestCounts
-from gateway.services.accounting import RunCost
+from gateway.core.accounting.records import IngestCounts
+from gateway.services.accounting.ledger import RunCost
 
 
 class AttemptCostPublic(BaseModel):

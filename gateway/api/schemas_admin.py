@@ -7,12 +7,12 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.core.anchors import AuditVerdict, Checkpoint
+from gateway.core.audit.anchors import AuditVerdict, Checkpoint
 from gateway.core.described import Name
 from gateway.core.domain import AuditEvent, Project, Token
-from gateway.core.tags import parse_comment
-from gateway.services.site_apply import SiteChanges
-from gateway.services.usage import ProjectUsage, QueueView, Use
+from gateway.core.slurm.tags import parse_comment
+from gateway.services.accounting.usage import ProjectUsage, QueueView, Use
+from gateway.services.site.apply import SiteChanges
 
 
 class QuotaPublic(BaseModel):

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway.api.schemas import RunSummary
 from gateway.api.schemas_lineage import LineageRunPublic
 from gateway.core.domain import Run
-from gateway.core.eval_domain import (
+from gateway.core.eval.domain import (
     SUITE_REF_PATTERN,
     EvalRun,
     EvalSuite,
@@ -18,9 +18,9 @@ from gateway.core.eval_domain import (
     Review,
     SuiteVersionRecord,
 )
-from gateway.services.eval_gates import ResultView
-from gateway.services.eval_reviews import REVIEW_TARGET_PATTERN
-from gateway.services.eval_trace import gate_dict, result_dict, review_dict, version_dict
+from gateway.services.eval.gates import ResultView
+from gateway.services.eval.reviews import REVIEW_TARGET_PATTERN
+from gateway.services.eval.trace import gate_dict, result_dict, review_dict, version_dict
 
 SHA256_PATTERN = "^[0-9a-fA-F]{64}$"
 

@@ -10,8 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway.api.schemas_telemetry import GpuUsePublic
 from gateway.core.described import ABSOLUTE_LINE, documented
 from gateway.core.domain import Dataset, DatasetVersion
-from gateway.core.lineage_spec import DATASET_REF_PATTERN
-from gateway.core.manifest import (
+from gateway.core.lineage.manifest import (
     MANIFEST_PATH_PATTERN,
     MAX_FILE_BYTES,
     MAX_FILES,
@@ -19,7 +18,8 @@ from gateway.core.manifest import (
     FileEntry,
     ManifestDiff,
 )
-from gateway.services.lineage import version_dict
+from gateway.core.spec.lineage import DATASET_REF_PATTERN
+from gateway.services.lineage.walk import version_dict
 
 
 class FileEntryPublic(BaseModel):

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.core.described import TEXT, Name, Sha256Hex, anchored, documented
 from gateway.core.names import NAME
-from gateway.core.release_domain import (
+from gateway.core.releases.domain import (
     ALIAS,
     MAX_RELEASE_NUMBER,
     NOTES_MAX,
@@ -18,16 +18,16 @@ from gateway.core.release_domain import (
     AliasPolicy,
     RegisteredModel,
 )
-from gateway.services.alias_policies import MAX_APPROVALS
-from gateway.services.promotions import AliasState
-from gateway.services.release_views import move_dict, release_dict, request_dict
+from gateway.core.releases.views import move_dict, release_dict, request_dict
+from gateway.services.releases.alias_policies import MAX_APPROVALS
+from gateway.services.releases.promotions import AliasState
 
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-# Free text the services take (gateway.services.releases.text_issue): no NUL, at most so many characters.
+# Free text the services take (services.releases.registry.text_issue): no NUL, at most so many characters.
 Notes = Annotated[str, documented(pattern=TEXT, maxLength=NOTES_MAX)]
 Reason = Annotated[str, documented(pattern=TEXT, maxLength=REASON_MAX)]
 # A reason that must be given: not blank.

@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from gateway.core.report_render import to_data
-from gateway.core.reports import Report
+from gateway.core.reports.render import to_data
+from gateway.core.reports.rows import Report
 
 
 class PeriodPublic(BaseModel):

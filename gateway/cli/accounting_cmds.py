@@ -8,9 +8,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from gateway.cli.admin_cmds import _operator, local_services
 from gateway.cli.common import JsonOpt, call, usage
 from gateway.cli.output import console, print_json
+from gateway.cli.server.admin_cmds import _operator, local_services
 
 accounting_admin = typer.Typer(no_args_is_help=True, help="Accounting: the cluster's sacct records.")
 

@@ -15,13 +15,13 @@ import typer
 from rich.markup import escape
 
 from gateway.cli import exits
-from gateway.cli.api_error import ApiError
 from gateway.cli.output import err_console
+from gateway.client.errors import ApiError
 from gateway.errors import SpecError
 
 if TYPE_CHECKING:  # the client and the settings load when a command first talks to the API, not for --help
-    from gateway.cli.client import GatewayClient
-    from gateway.client_settings import ClientSettings
+    from gateway.client.api import GatewayClient
+    from gateway.client.settings import ClientSettings
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
@@ -29,7 +29,7 @@ SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
 
 def client_settings() -> ClientSettings:
     """gw's settings, from GW_* or ~/.config/gw/config.toml; one that cannot be used ends gw (exit 2)."""
-    from gateway.client_settings import ClientSettings, ClientSettingsError
+    from gateway.client.settings import ClientSettings, ClientSettingsError
 
     try:
         return ClientSettings.load()
@@ -39,7 +39,7 @@ def client_settings() -> ClientSettings:
 
 def client() -> GatewayClient:
     """The API client, from GW_URL / GW_TOKEN or ~/.config/gw/config.toml."""
-    from gateway.cli.client import GatewayClient
+    from gateway.client.api import GatewayClient
 
     return GatewayClient(client_settings())
 

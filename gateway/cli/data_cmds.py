@@ -21,7 +21,7 @@ from gateway.cli.common import JsonOpt, call, usage
 from gateway.cli.lineage_cmds import compare, trace
 from gateway.cli.output import console, err_console, print_json
 from gateway.core import names
-from gateway.core.dataset_ref import VERSION_SELECTOR, VERSION_SELECTOR_HELP, parse_dataset_ref
+from gateway.core.lineage.dataset_ref import VERSION_SELECTOR, VERSION_SELECTOR_HELP, parse_dataset_ref
 from gateway.errors import SpecError
 
 DatasetArg = Annotated[str, typer.Argument(help="PROJECT/NAME of the dataset.", metavar="PROJECT/NAME")]

@@ -62,7 +62,7 @@ def read_suite(path: Path, eval_dir: Path | None) -> dict[str, Any]:
         raise OSError(f"no file {rel} below {where} (name the eval directory with --eval-dir)")
 
     try:
-        from gateway.core.eval_suite import resolve_files  # pydantic models: loaded when used
+        from gateway.core.eval.suite import resolve_files  # pydantic models: loaded when used
 
         return resolve_files(data, read)
     except SpecError as exc:
@@ -119,7 +119,7 @@ def suite_show(
         return
     project, _, name = suite.partition("/")
     if not (names.NAME.fullmatch(project) and names.NAME.fullmatch(name)):
-        from gateway.core.eval_domain import SUITE_REF_HELP
+        from gateway.core.eval.domain import SUITE_REF_HELP
 
         usage(f"suite {suite!r}: give PROJECT/NAME or {SUITE_REF_HELP}")
     found = call("eval_suite", project, name)
@@ -134,7 +134,7 @@ def suite_show(
 
 def _suite_ref(text: str):
     try:
-        from gateway.core.eval_domain import parse_suite_ref  # numpy with it: not for --help
+        from gateway.core.eval.domain import parse_suite_ref  # numpy with it: not for --help
 
         ref = parse_suite_ref(text)
     except ValueError as exc:

@@ -19,8 +19,8 @@ import typer
 from gateway.cli.common import SHA256_HEX, call, usage
 from gateway.cli.output import console, err_console
 from gateway.core import names
-from gateway.core.evidence import unzip_bytes, verify_files
-from gateway.core.release_domain import parse_release_ref
+from gateway.core.evidence.bundle import unzip_bytes, verify_files
+from gateway.core.releases.domain import parse_release_ref
 
 MAX_BUNDLE_BYTES = 512 * 1024 * 1024
 

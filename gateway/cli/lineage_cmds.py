@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from gateway.cli import eval_view, lineage_view, release_view
-from gateway.cli.api_error import ApiError
 from gateway.cli.common import SHA256_HEX, JsonOpt, call, client, fail, usage
 from gateway.cli.output import console, err_console, print_json
+from gateway.client.errors import ApiError
 from gateway.core import names
-from gateway.core.dataset_ref import DATASET_REF_HELP, parse_dataset_ref
+from gateway.core.lineage.dataset_ref import DATASET_REF_HELP, parse_dataset_ref
 from gateway.errors import SpecError
 
 if TYPE_CHECKING:
-    from gateway.cli.client import GatewayClient
+    from gateway.client.api import GatewayClient
 
 # -- trace and compare -----------------------------------------------------------------------
 

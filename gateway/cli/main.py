@@ -16,7 +16,6 @@ from typing import Annotated, Any
 import typer
 
 from gateway.cli import common, exits
-from gateway.cli.api_error import ApiError
 from gateway.cli.common import JsonOpt
 from gateway.cli.lazy import Lazy, LazyGroup
 from gateway.cli.output import (
@@ -29,6 +28,7 @@ from gateway.cli.output import (
     state_text,
 )
 from gateway.cli.waiting import TERMINAL, wait_for
+from gateway.client.errors import ApiError
 from gateway.errors import SpecError
 
 
@@ -45,7 +45,7 @@ class Gw(LazyGroup):
 
     lazy = {
         "serve": _in(
-            "serve_cmds", "Run the gateway: the REST API, the web pages (/ui) and the periodic Slurm refresh."
+            "server.serve_cmds", "Run the gateway: the REST API, the web pages (/ui) and the periodic Slurm refresh."
         ),
         "quota": _in("usage_cmds", "Usage against the caps: GPUs now, GPU-hours this month, jobs in queue."),
         "queue": _in(
@@ -98,25 +98,25 @@ class Admin(LazyGroup):
 
     lazy = {
         "apply": _admin(
-            "admin_cmds", "Make the gateway (and Slurm's associations) match a site file; prints each change."
+            "server.admin_cmds", "Make the gateway (and Slurm's associations) match a site file; prints each change."
         ),
         "export": _admin(
-            "admin_cmds", "Write the current users, projects, members, queues and caps as a site file."
+            "server.admin_cmds", "Write the current users, projects, members, queues and caps as a site file."
         ),
         "sync-slurm": _admin(
-            "admin_cmds", "Push the projects' caps to Slurm accounts and associations (sacctmgr)."
+            "server.admin_cmds", "Push the projects' caps to Slurm accounts and associations (sacctmgr)."
         ),
         "token": _admin(
-            "admin_cmds",
+            "server.admin_cmds",
             "Issue a token for USER on the gateway host (bootstrap: no token needed);"
             " prints the secret once.",
         ),
         "ssh-check": _admin(
-            "admin_cmds",
+            "server.admin_cmds",
             "Log in to the submit host as the service user and as each mapped OS user; exit 69 if any fails.",
         ),
-        "db": _admin("serve_cmds", "The gateway's database.", group=True),
-        "audit": _admin("admin_cmds", "The audit log, on the gateway host.", group=True),
+        "db": _admin("server.serve_cmds", "The gateway's database.", group=True),
+        "audit": _admin("server.admin_cmds", "The audit log, on the gateway host.", group=True),
         "accounting": _admin("accounting_cmds", "Accounting: the cluster's sacct records.", group=True),
     }
 

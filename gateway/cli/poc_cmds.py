@@ -33,7 +33,7 @@ def run(
     keep: Annotated[bool, typer.Option(help="Keep the POC's project at the end.")] = False,
 ) -> None:
     """Run the five scenarios as a new user would, through the API; exit 0 only when every one passes."""
-    from gateway.cli.client import GatewayClient
+    from gateway.client.api import GatewayClient
     from gateway.poc.runner import run_poc
     from gateway.poc.site import load_site
 

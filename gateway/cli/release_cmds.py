@@ -17,7 +17,7 @@ from gateway.cli import release_view
 from gateway.cli.common import SHA256_HEX, JsonOpt, call, usage
 from gateway.cli.output import console, print_json
 from gateway.core import names
-from gateway.core.release_domain import ALIAS, ALIAS_HELP, ReleaseRef, parse_at, parse_release_ref
+from gateway.core.releases.domain import ALIAS, ALIAS_HELP, ReleaseRef, parse_at, parse_release_ref
 
 model_app = typer.Typer(no_args_is_help=True, help="Registered models of a project.")
 release_app = typer.Typer(no_args_is_help=True, help="Releases, aliases, policies, promotions and history.")

@@ -15,7 +15,7 @@ import typer
 
 from gateway.cli.common import call, usage
 from gateway.cli.output import console
-from gateway.core.periods import PERIOD_HELP, parse_period
+from gateway.core.reports.periods import PERIOD_HELP, parse_period
 
 Kind = Literal["usage", "cost", "efficiency"]
 By = Literal["project", "user", "queue", "run", "release"]

@@ -1,6 +1,6 @@
 """``gw sbatch``: a real sbatch script, as it is, through the gateway.
 
-The translation is ``gateway.core.sbatch_options`` (pure); this module reads
+The translation is ``gateway.core.sbatch.options`` (pure); this module reads
 the script (a file, ``--wrap``, or stdin), fills the project when the user
 has one, submits, and prints what sbatch prints: ``Submitted batch job N``
 on stdout (the run id on stderr), or ``N`` (``N;cluster``) with
@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 import typer
 
 from gateway.cli import common, exits
-from gateway.cli.api_error import ApiError
 from gateway.cli.output import console, err_console, state_text
 from gateway.cli.waiting import wait_for
+from gateway.client.errors import ApiError
 from gateway.errors import SpecError, SpecIssue
 
 if TYPE_CHECKING:
-    from gateway.cli.client import GatewayClient
+    from gateway.client.api import GatewayClient
 
 STDIN_MAX_BYTES = 1 << 20  # a batch script on stdin, like a script file (gateway.adapters.files)
 
@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
     )
     def sbatch(ctx: typer.Context) -> None:
         """sbatch, through the gateway: gw sbatch [OPTIONS] [SCRIPT [ARGS]], reading #SBATCH lines too."""
-        from gateway.core.sbatch_options import USAGE
+        from gateway.core.sbatch.options import USAGE
 
         args = list(ctx.args)
         if args in (["-h"], ["--help"], ["--usage"]):
@@ -90,7 +90,7 @@ def _test_only(client: GatewayClient, request) -> None:
 
 def _translate(args: list[str]):  # -> SbatchRequest
     from gateway.adapters.files import read_text
-    from gateway.core.sbatch_options import USAGE, sbatch_to_spec, split_gw_sbatch_args, wants_wrap
+    from gateway.core.sbatch.options import USAGE, sbatch_to_spec, split_gw_sbatch_args, wants_wrap
 
     options, script_path, script_args = split_gw_sbatch_args(args)
     try:
@@ -138,7 +138,7 @@ def _translate(args: list[str]):  # -> SbatchRequest
 def _default_project() -> str | None:
     """``GW_PROJECT``, else the config file's ``project``; a config file that does not load is
     reported by the request that needs it, not here."""
-    from gateway.client_settings import ClientSettings, ClientSettingsError
+    from gateway.client.settings import ClientSettings, ClientSettingsError
 
     try:
         return ClientSettings.load().project

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from gateway.cli.api_error import ApiError
 from gateway.cli.common import JsonOpt, call
 from gateway.cli.output import console, print_json
+from gateway.client.errors import ApiError
 
 if TYPE_CHECKING:
-    from gateway.cli.client import GatewayClient
+    from gateway.client.api import GatewayClient
 
 
 def register(app: typer.Typer) -> None:

@@ -6,11 +6,11 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from gateway.cli import common, exits
-from gateway.cli.api_error import ApiError
 from gateway.cli.output import err_console, state_text
+from gateway.client.errors import ApiError
 
 if TYPE_CHECKING:
-    from gateway.cli.client import GatewayClient
+    from gateway.client.api import GatewayClient
 
 TERMINAL = {
     "succeeded",

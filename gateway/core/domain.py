@@ -9,9 +9,9 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Final
 
-from gateway.core.paging import Cursor
-from gateway.core.spec import RunSpec
-from gateway.core.states import RunState
+from gateway.core.runs.paging import Cursor
+from gateway.core.slurm.states import RunState
+from gateway.core.spec.run_spec import RunSpec
 
 
 @dataclass(frozen=True)
@@ -203,7 +203,7 @@ class AttemptUpdate:
 # -- who may do what ------------------------------------------------------------------
 
 # Per project: viewer < member < lead in power (site admins are above all); a reviewer reads as a
-# viewer does and may also record evaluation reviews (gateway/services/policy.py).
+# viewer does and may also record evaluation reviews (gateway/core/access/policy.py).
 ROLES = ("viewer", "reviewer", "member", "lead")
 
 
@@ -329,7 +329,7 @@ class DatasetVersion:
     project: str  # the owning project
     name: str
     number: int  # 1, 2, ... in registration order within the dataset
-    digest: str  # sha256 over the manifest (gateway.core.manifest)
+    digest: str  # sha256 over the manifest (gateway.core.lineage.manifest)
     kind: str  # directory | file
     path: str | None  # where jobs read it (absolute path on the cluster)
     source_uri: str

@@ -1,7 +1,7 @@
 """The five acceptance scenarios of DESIGN.md as one command (``gw poc run``, ``make poc``).
 
 An interface-layer package that talks to a live gateway over HTTP only, through
-the CLI's own client (``gateway.cli.client``), as a new user would: it imports
+the CLI's own client (``gateway.client.api``), as a new user would: it imports
 no service, store or wiring module (an import-linter contract checks it).
 
 - ``site``: the POC site file (which project's queues to use, where to write);

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.cli.client import ApiError
+from gateway.client.api import ApiError
 from gateway.poc.checks import Scenario
 from gateway.poc.world import World
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.cli.client import ApiError, GatewayClient
+from gateway.client.api import ApiError, GatewayClient
 from gateway.poc import report, s1_normal, s2_waiting, s3_failure, s4_regression, s5_trace
 from gateway.poc.checks import Check, Scenario, StepFailed
 from gateway.poc.site import PocSite

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.cli.client import ApiError
+from gateway.client.api import ApiError
 from gateway.poc import s1_normal
 from gateway.poc.checks import Scenario
 from gateway.poc.world import World

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gateway.cli.client import ApiError, GatewayClient
-from gateway.core import states
+from gateway.client.api import ApiError, GatewayClient
+from gateway.core.slurm import states
 from gateway.poc.checks import StepFailed
 from gateway.poc.site import PocSite
 

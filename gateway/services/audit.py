@@ -3,7 +3,7 @@
 ``verify`` recomputes the hash chain (edits, deletions, broken links) and
 judges it against the checkpoints in the anchor file (a log cut at its end,
 rewritten anchored history, a lost or damaged anchor file); see
-``gateway/core/anchors.py``. ``checkpoint`` appends the chain's head to the
+``gateway/core/audit/anchors.py``. ``checkpoint`` appends the chain's head to the
 anchor file when it moved: ``gw serve`` calls it once per refresh cycle,
 ``gw admin audit checkpoint`` on demand. It never runs on a request's path.
 """
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-from gateway.core.anchors import (
+from gateway.core.access.policy import require
+from gateway.core.audit.anchors import (
     ANCHOR_ACTION,
     AnchorRead,
     AuditVerdict,
@@ -25,7 +26,6 @@ from gateway.core.anchors import (
 )
 from gateway.core.domain import AuditEvent, Principal
 from gateway.errors import Conflict
-from gateway.services.policy import require
 from gateway.store.audit import AuditEntry, AuditStore
 
 

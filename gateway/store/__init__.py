@@ -1,6 +1,6 @@
 """The gateway's database: SQLAlchemy rows inside, domain values outside."""
 
 from gateway.store.db import Database, upgrade_schema
-from gateway.store.repo import RunStore
+from gateway.store.runs import RunStore
 
 __all__ = ["Database", "RunStore", "upgrade_schema"]

@@ -4,7 +4,7 @@
 identity (cluster, JobIDRaw, Submit), inserted when new, updated in place
 when anything about it changed (state, end, elapsed, steps, link, price),
 and left alone (``updated_at`` included) when nothing did. Rows become
-``gateway.core.accounting`` values before they leave.
+``gateway.core.accounting.records`` values before they leave.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from typing import Any
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
-from gateway.core.accounting import (
+from gateway.core.accounting.cost import RateTable, RateVersion, table_to_json
+from gateway.core.accounting.records import (
     GatewayAttempt,
     LedgerRecord,
     Price,
     RecordKey,
 )
-from gateway.core.cost import RateTable, RateVersion, table_to_json
 from gateway.store.accounting_rows import (
     Entry,
     columns,

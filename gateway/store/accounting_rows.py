@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from gateway.core.accounting import (
+from gateway.core.accounting.cost import RateVersion, table_from_json
+from gateway.core.accounting.parse import tres_numbers
+from gateway.core.accounting.records import (
     CostPart,
     LedgerRecord,
     Price,
@@ -15,8 +17,6 @@ from gateway.core.accounting import (
     SacctStep,
     Tres,
 )
-from gateway.core.accounting_parse import tres_numbers
-from gateway.core.cost import RateVersion, table_from_json
 from gateway.store.models_accounting import AccountingRecordRow, AccountingStepRow, RateVersionRow
 
 

@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 
 from gateway.core.domain import Attempt
-from gateway.core.states import RunState
+from gateway.core.slurm.states import RunState
 from gateway.errors import Conflict
 from gateway.store.audit import AuditEntry, append
 from gateway.store.db import Database

@@ -9,7 +9,7 @@ that is missing (a deleted event).
 
 The chain alone cannot show a log cut at its end (delete the last events and
 point the head at the one before): ``check`` also returns what checkpoints
-kept outside the database are judged against (``gateway/core/anchors.py``),
+kept outside the database are judged against (``gateway/core/audit/anchors.py``),
 and ``tip`` what a new checkpoint needs.
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
-from gateway.core.anchors import ANCHOR_ACTION, AnchorStart
+from gateway.core.audit.anchors import ANCHOR_ACTION, AnchorStart
 from gateway.core.domain import AuditEvent
 from gateway.store.db import Database
 from gateway.store.models import AuditHeadRow, AuditRow, utcnow

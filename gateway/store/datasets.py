@@ -15,7 +15,7 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
 from gateway.core.domain import Dataset, DatasetVersion
-from gateway.core.manifest import FileEntry
+from gateway.core.lineage.manifest import FileEntry
 from gateway.errors import NotFound, StoreError
 from gateway.store.audit import AuditEntry, append
 from gateway.store.db import Database

@@ -5,7 +5,7 @@
 - score columns: the scores as little-endian float64, zlib-compressed
   (0/1 scores shrink to almost nothing).
 
-Decoding gives what ``gateway.core.eval_results.TaskSamples`` holds: tuples
+Decoding gives what ``gateway.core.eval.results.TaskSamples`` holds: tuples
 of strings, read-only float64 arrays.
 """
 

@@ -18,8 +18,8 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
-from gateway.core.eval_domain import EvalResultRecord, ResultFile
-from gateway.core.eval_results import EvalResults, MetricValue, TaskResult, TaskSamples
+from gateway.core.eval.domain import EvalResultRecord, ResultFile
+from gateway.core.eval.results import EvalResults, MetricValue, TaskResult, TaskSamples
 from gateway.errors import NotFound
 from gateway.store.audit import AuditEntry, append
 from gateway.store.datasets import new_id

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import or_, select, update
 
-from gateway.core.eval_domain import GateRecord, Review, SampleRef
+from gateway.core.eval.domain import GateRecord, Review, SampleRef
 from gateway.errors import Conflict, NotFound
 from gateway.store.audit import AuditEntry, append
 from gateway.store.datasets import new_id

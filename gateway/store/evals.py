@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from gateway.core.eval_domain import EvalRun, EvalSuite, SuiteDataset, SuiteVersionRecord
-from gateway.core.eval_suite import SuiteVersion
+from gateway.core.eval.domain import EvalRun, EvalSuite, SuiteDataset, SuiteVersionRecord
+from gateway.core.eval.suite import SuiteVersion
 from gateway.errors import NotFound, StoreError
 from gateway.store.audit import AuditEntry, append
 from gateway.store.datasets import new_id

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import delete, insert, select, update
 
 from gateway.core.domain import Artifact, RunInput
-from gateway.core.states import TERMINAL
+from gateway.core.slurm.states import TERMINAL
 from gateway.store.datasets import to_version
 from gateway.store.db import Database
 from gateway.store.models import AttemptRow, RunRow, utcnow

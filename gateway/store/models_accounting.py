@@ -2,7 +2,7 @@
 
 One ``accounting_records`` row per slurmdbd allocation record, unique on
 slurmdbd's own identity (cluster, JobIDRaw, Submit: see
-``gateway.core.accounting``), so a re-read updates in place and never adds.
+``gateway.core.accounting.records``), so a re-read updates in place and never adds.
 Its steps are ``accounting_steps`` rows, replaced with the record. Derived
 numbers (GPU-hours, core-hours, cost) are stored so that reports are one
 ``GROUP BY``. ``rate_versions`` keeps every rate table ever applied; a

@@ -1,6 +1,6 @@
 """ORM rows of GPU telemetry: one row per harvested attempt, one per GPU it sampled (docs/telemetry.md).
 
-Written once, when the attempt's samples are harvested (``gateway/services/telemetry.py``); the
+Written once, when the attempt's samples are harvested (``gateway/services/accounting/telemetry.py``); the
 per-GPU row keeps a thinned series (at most ``core.telemetry.MAX_SERIES_POINTS`` points) for plots.
 """
 

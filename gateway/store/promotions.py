@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from gateway.core.release_domain import AliasEvent, AliasPolicy, PromotionDecision, PromotionRequest
+from gateway.core.releases.domain import AliasEvent, AliasPolicy, PromotionDecision, PromotionRequest
 from gateway.errors import Conflict, NotFound, StoreError
 from gateway.store.audit import AuditEntry, append
 from gateway.store.datasets import new_id

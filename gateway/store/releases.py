@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from gateway.core.release_domain import (
+from gateway.core.releases.domain import (
     RegisteredModel,
     Release,
     StatusEvent,

@@ -38,8 +38,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql.elements import ColumnElement
 
-from gateway.core.periods import Period
-from gateway.core.reports import Dimension, Sums
+from gateway.core.reports.periods import Period
+from gateway.core.reports.rows import Dimension, Sums
 from gateway.store.db import Database
 from gateway.store.models import RunRow
 from gateway.store.models_accounting import AccountingRecordRow

@@ -12,9 +12,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 
 from gateway.core.domain import Attempt, NewRun, Run, StateEvent
-from gateway.core.observe import moved
-from gateway.core.spec import RunSpec
-from gateway.core.states import RunState
+from gateway.core.slurm.observe import moved
+from gateway.core.slurm.states import RunState
+from gateway.core.spec.run_spec import RunSpec
 from gateway.errors import NotFound, StoreError
 from gateway.store.models import AttemptRow, IdempotencyKeyRow, RunRow, RunTagRow, StateEventRow, utcnow
 from gateway.store.models_lineage import RunInputRow

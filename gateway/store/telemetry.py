@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 from sqlalchemy import select
 
-from gateway.core.telemetry import (
+from gateway.core.accounting.telemetry import (
     AttemptGpuFacts,
     AttemptTelemetry,
     GpuSummary,

@@ -20,16 +20,16 @@ from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.api.errors import HTTP_KINDS, allowed_methods, status_for
+from gateway.core.access.web_session import new_nonce
 from gateway.core.domain import Principal
-from gateway.core.web_session import new_nonce
 from gateway.errors import GatewayError
 from gateway.web import (
     routes_auth,
     routes_pages,
     routes_records,
     routes_reports,
-    routes_run,
-    routes_runs,
+    routes_run_list,
+    routes_run_page,
     routes_submit,
 )
 from gateway.web.deps import CSRF_COOKIE, HERE, PREFIX, Pages, SignInNeeded, current_principal
@@ -47,8 +47,8 @@ def mount_web(app: FastAPI) -> FastAPI:
     app.mount(STATIC, StaticFiles(directory=HERE / "static"), name="ui-static")
     for module in (
         routes_auth,
-        routes_runs,
-        routes_run,
+        routes_run_list,
+        routes_run_page,
         routes_submit,
         routes_pages,
         routes_records,

@@ -7,7 +7,7 @@ import time
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from gateway.core.web_session import SessionValue, sign_session
+from gateway.core.access.web_session import SessionValue, sign_session
 from gateway.errors import Unauthorized
 from gateway.web.deps import PREFIX, SESSION_COOKIE, FormDep, PagesDep, services_of, source_of, web_key
 

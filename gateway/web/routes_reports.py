@@ -20,13 +20,13 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from gateway.core.domain import Principal
-from gateway.core.periods import PERIOD_HELP
-from gateway.core.report_html import NOTHING_TO_PLOT, PLOT_TITLES
-from gateway.core.report_render import cell
-from gateway.core.reports import DIMENSIONS, KINDS, MEASURES, Report, Row
+from gateway.core.reports.html import NOTHING_TO_PLOT, PLOT_TITLES
+from gateway.core.reports.periods import PERIOD_HELP
+from gateway.core.reports.render import cell
+from gateway.core.reports.rows import DIMENSIONS, KINDS, MEASURES, Report, Row
 from gateway.errors import NotFound, SpecError
 from gateway.services import Services
-from gateway.services.reports import current_month, page_plots
+from gateway.services.accounting.reports import current_month, page_plots
 from gateway.web.deps import PagesDep, PrincipalDep, services_of
 
 router = APIRouter()

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
 from gateway.core.domain import Principal
-from gateway.core.spec import build_spec
+from gateway.core.spec.run_spec import build_spec
 from gateway.errors import Forbidden, GatewayError, NotFound, QuotaExceeded, SpecError, SubmitRejected
-from gateway.services.submit_form import ProjectChoices, QueueChoices
+from gateway.services.runs.submit_form import ProjectChoices, QueueChoices
 from gateway.web.deps import PREFIX, FormDep, PagesDep, PrincipalDep, services_of
 from gateway.web.spec_form import (
     FormValues,

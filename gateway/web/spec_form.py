@@ -16,8 +16,8 @@ from typing import Any
 import yaml
 from starlette.datastructures import FormData, UploadFile
 
-from gateway.core.spec import RunSpec
-from gateway.core.spec_parts import Resources
+from gateway.core.spec.parts import Resources
+from gateway.core.spec.run_spec import RunSpec
 from gateway.errors import SpecIssue
 
 MAX_PARAM_ROWS = 50

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from markupsafe import Markup, escape
 
 from gateway.core.domain import Attempt
-from gateway.core.states import TERMINAL, RunState
+from gateway.core.slurm.states import TERMINAL, RunState
 
 WIDTH = 640
 ROW_H = 22

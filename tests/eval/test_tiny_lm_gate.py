@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway.core.eval_lm_eval import parse_lm_eval
-from gateway.core.eval_native import parse_native
-from gateway.core.eval_suite import SuiteVersion, parse_suite
-from gateway.core.gate import Scored, decide
+from gateway.core.eval.gate import Scored, decide
+from gateway.core.eval.read_lm_eval import parse_lm_eval
+from gateway.core.eval.read_native import parse_native
+from gateway.core.eval.suite import SuiteVersion, parse_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 EVAL = ROOT / "eval"

@@ -22,7 +22,7 @@ from lm_eval.api.registry import get_model  # noqa: E402
 from native_format import NativeWriter  # noqa: E402
 from tiny_lm_scorer import CheckpointError, TinyLM  # noqa: E402
 
-from gateway.core.eval_native import parse_native  # noqa: E402
+from gateway.core.eval.read_native import parse_native  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -23,9 +23,9 @@ from sqlalchemy import create_engine, text
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm import SlurmCLI
 from gateway.core.domain import Principal, Run
-from gateway.core.states import TERMINAL
+from gateway.core.site.schema import parse_site
+from gateway.core.slurm.states import TERMINAL
 from gateway.services import Services
-from gateway.services.site import parse_site
 from gateway.settings import Settings
 from gateway.wiring import build_services
 from tests.conftest import JOB_ROOT

@@ -18,7 +18,7 @@ import sys
 
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm import SlurmCLI
-from gateway.core.spec import build_spec
+from gateway.core.spec.run_spec import build_spec
 from gateway.settings import Settings
 from gateway.wiring import build_services
 

@@ -24,11 +24,11 @@ from typing import Any
 import yaml
 
 from gateway.adapters.files import scan
-from gateway.core.spec import build_spec
-from gateway.core.states import TERMINAL
+from gateway.core.slurm.states import TERMINAL
+from gateway.core.spec.run_spec import build_spec
 from gateway.services import Services
-from gateway.services.datasets import Registration
-from gateway.services.eval_runs import ArtifactChoice
+from gateway.services.eval.runs import ArtifactChoice
+from gateway.services.lineage.datasets import Registration
 from tests.service.conftest import PROJECT, unique_tag
 
 ROOT = Path(__file__).resolve().parents[2]

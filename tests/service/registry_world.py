@@ -11,8 +11,8 @@ import hashlib
 import uuid
 
 from gateway.core.domain import AttemptUpdate, NewRun, Principal
-from gateway.core.spec import build_spec
-from gateway.core.states import RunState
+from gateway.core.slurm.states import RunState
+from gateway.core.spec.run_spec import build_spec
 from gateway.services import Services
 from gateway.store.lineage import HarvestJob
 

@@ -14,12 +14,12 @@ from sqlalchemy import text
 
 from gateway.adapters.files import scan
 from gateway.api import create_app
-from gateway.core.spec import build_spec
-from gateway.core.states import RunState
-from gateway.services.auth import digest
-from gateway.services.datasets import Registration
-from gateway.services.site import parse_site
-from gateway.services.site_apply import SiteChanges
+from gateway.core.site.schema import parse_site
+from gateway.core.slurm.states import RunState
+from gateway.core.spec.run_spec import build_spec
+from gateway.services.lineage.datasets import Registration
+from gateway.services.site.apply import SiteChanges
+from gateway.services.site.auth import digest
 from gateway.store import Database
 from gateway.store.audit import AuditEntry, AuditStore
 from tests.service.conftest import OPERATOR, PROJECT, SITE, refresh_until, unique_tag

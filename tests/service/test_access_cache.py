@@ -12,10 +12,10 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import event
 
-from gateway.core.spec import build_spec
+from gateway.core.site.schema import parse_site
+from gateway.core.spec.run_spec import build_spec
 from gateway.errors import NotFound, SpecError, Unauthorized
 from gateway.services import Services
-from gateway.services.site import parse_site
 from gateway.settings import Settings
 from gateway.wiring import build_services
 from tests.conftest import JOB_ROOT

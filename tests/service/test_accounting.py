@@ -13,8 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from gateway.api import create_app
-from gateway.core.states import RunState
-from gateway.services.site_rates import AccountingSpec, RateSpec
+from gateway.core.site.rates import AccountingSpec, RateSpec
+from gateway.core.slurm.states import RunState
 from gateway.store.accounting import RecordFilter
 from tests.service.conftest import OPERATOR, PROJECT, refresh_until, unique_tag
 

@@ -6,8 +6,8 @@ import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from gateway.core.accounting import RecordLink, SacctRecord, SacctStep, Tres
-from gateway.core.cost import Rate, RateTable, price
+from gateway.core.accounting.cost import Rate, RateTable, price
+from gateway.core.accounting.records import RecordLink, SacctRecord, SacctStep, Tres
 from gateway.store.accounting import AccountingStore, Entry, RecordFilter
 
 T0 = datetime(2026, 11, 3, 8, 0, tzinfo=UTC)

@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from gateway.core.domain import Principal
+from gateway.core.site.schema import parse_site
 from gateway.errors import Forbidden, Unauthorized
-from gateway.services.site import parse_site
 from gateway.settings import Settings
 from gateway.wiring import build_services
 from tests.service.conftest import BACKENDS, OPERATOR, fresh_database

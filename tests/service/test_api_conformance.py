@@ -100,7 +100,7 @@ SERVER_ONLY_RULES: dict[str, list[tuple[str, str]]] = {
             r"duplicate path|a file dataset has exactly one entry|the files add up to more than",
         ),
     ],
-    # the calendar rules a pattern cannot say (gateway/core/periods.py)
+    # the calendar rules a pattern cannot say (gateway/core/reports/periods.py)
     "GET /reports/{kind}": [
         (
             r"query\.period",

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from gateway.api import create_app
 from gateway.core.domain import RunFilter
-from gateway.core.states import RunState
+from gateway.core.slurm.states import RunState
 from tests.service.conftest import PROJECT, refresh_until, unique_tag
 
 pytestmark = pytest.mark.slurm
@@ -103,7 +103,7 @@ def past_grace(settings, attempt) -> None:
 def test_killed_after_a_retrys_sbatch_the_retry_is_adopted_exactly_once(settings, services, principal, slurm):
     from datetime import timedelta
 
-    from gateway.core.spec import build_spec
+    from gateway.core.spec.run_spec import build_spec
 
     run = services.runs.submit(
         build_spec(

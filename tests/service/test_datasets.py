@@ -11,11 +11,11 @@ import pytest
 
 from gateway.adapters.files import scan
 from gateway.core.domain import RunFilter
-from gateway.core.manifest import manifest_digest
-from gateway.core.spec import build_spec
-from gateway.core.states import RunState
+from gateway.core.lineage.manifest import manifest_digest
+from gateway.core.slurm.states import RunState
+from gateway.core.spec.run_spec import build_spec
 from gateway.errors import Forbidden, NotFound, SpecError
-from gateway.services.datasets import Registration
+from gateway.services.lineage.datasets import Registration
 from tests.conftest import JOB_ROOT
 from tests.service.conftest import OPERATOR, PROJECT, refresh_until, unique_tag
 

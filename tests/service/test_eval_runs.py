@@ -21,9 +21,9 @@ from fastapi.testclient import TestClient
 
 from gateway.adapters.files import scan
 from gateway.api import create_app
-from gateway.core.spec import build_spec
-from gateway.services.datasets import Registration
-from gateway.services.eval_runs import ArtifactChoice
+from gateway.core.spec.run_spec import build_spec
+from gateway.services.eval.runs import ArtifactChoice
+from gateway.services.lineage.datasets import Registration
 from gateway.wiring import build_services
 from tests.service.conftest import PROJECT, unique_tag
 from tests.service.eval_world import DATA, ROOT, settle, suite_data

@@ -13,9 +13,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from gateway.core.eval_domain import SampleRef
+from gateway.core.eval.domain import SampleRef
 from gateway.errors import Forbidden, NotFound, SpecError
-from gateway.services.eval_runs import ArtifactChoice
+from gateway.services.eval.runs import ArtifactChoice
 from tests.service.conftest import PROJECT
 from tests.service.eval_world import TASKS, cycle, settle, suite_data
 

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from gateway.api import create_app
-from gateway.core.states import RunState
+from gateway.core.slurm.states import RunState
 from tests.service.conftest import OPERATOR, PROJECT, refresh_until, unique_tag
 
 pytestmark = pytest.mark.slurm

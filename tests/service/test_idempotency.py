@@ -20,11 +20,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from gateway.api import create_app
-from gateway.cli.client import ApiError, GatewayClient
-from gateway.client_settings import ClientSettings
+from gateway.client.api import ApiError, GatewayClient
+from gateway.client.settings import ClientSettings
 from gateway.core.domain import RunFilter
-from gateway.core.spec import build_spec
-from gateway.core.tags import parse_comment
+from gateway.core.slurm.tags import parse_comment
+from gateway.core.spec.run_spec import build_spec
 from gateway.errors import Conflict, SubmitRejected
 from gateway.settings import Settings
 from gateway.wiring import build_services

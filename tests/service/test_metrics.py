@@ -9,15 +9,15 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from gateway.adapters.metrics import GatewayMetrics
+from gateway.adapters.prometheus import GatewayMetrics
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.runner_metered import MeteredRunner
 from gateway.api import create_app
 from gateway.core.domain import RunFilter
-from gateway.core.spec import build_spec
-from gateway.core.states import RunState
+from gateway.core.slurm.states import RunState
+from gateway.core.spec.run_spec import build_spec
 from gateway.errors import CommandError, SpecError
-from gateway.services.metrics import MetricsService
+from gateway.services.ops.prometheus import MetricsService
 from gateway.settings import Settings
 from tests.service.conftest import PROJECT, refresh_until, unique_tag
 

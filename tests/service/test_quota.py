@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from gateway.api import create_app
-from gateway.core.states import RunState
+from gateway.core.slurm.states import RunState
 from tests.conftest import wait_for
 from tests.service.conftest import refresh_until, unique_tag
 

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from gateway.core.states import RunState
+from gateway.core.slurm.states import RunState
 from tests.service.conftest import refresh_until, unique_tag
 from tests.service.test_watchers import held_spec
 

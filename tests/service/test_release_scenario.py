@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from gateway.adapters.files import scan
-from gateway.services.datasets import Registration
-from gateway.services.eval_runs import ArtifactChoice
+from gateway.services.eval.runs import ArtifactChoice
+from gateway.services.lineage.datasets import Registration
 from tests.service.conftest import PROJECT, unique_tag
 from tests.service.eval_world import ROOT, cycle, settle
 from tests.service.test_cli_evals import gw, ok, url  # noqa: F401 - the module's fixtures

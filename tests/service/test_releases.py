@@ -13,10 +13,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from gateway.adapters.files import scan
-from gateway.core.evidence import unzip_bytes, verify_files, zip_bytes
-from gateway.core.states import RunState
+from gateway.core.evidence.bundle import unzip_bytes, verify_files, zip_bytes
+from gateway.core.slurm.states import RunState
 from gateway.errors import Conflict, Forbidden, NotFound, SpecError
-from gateway.services.datasets import Registration
+from gateway.services.lineage.datasets import Registration
 from gateway.settings import Settings
 from gateway.wiring import build_services
 from tests.service.eval_world import DATA, suite_data

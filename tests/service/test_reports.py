@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gateway.core.reports import unreconciled
+from gateway.core.reports.rows import unreconciled
 from gateway.errors import NotFound, SpecError
 from gateway.store.accounting import RecordFilter
 from tests.service.conftest import OPERATOR, PROJECT, unique_tag

@@ -18,8 +18,8 @@ from sqlalchemy import create_engine, text
 
 from gateway.api import create_app
 from gateway.core.domain import RunFilter
-from gateway.core.spec import build_spec
-from gateway.core.states import RunState
+from gateway.core.slurm.states import RunState
+from gateway.core.spec.run_spec import build_spec
 from tests.conftest import JOB_ROOT, wait_for
 from tests.service.conftest import POSTGRES_ADMIN_URL, PROJECT, refresh_until, unique_tag
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from gateway.adapters.slurm.rest import SlurmRest
-from gateway.core.spec import build_spec
-from gateway.core.states import RunState
+from gateway.core.slurm.states import RunState
+from gateway.core.spec.run_spec import build_spec
 from gateway.wiring import build_services
 from tests.service.conftest import refresh_until, unique_tag
 

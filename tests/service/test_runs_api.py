@@ -6,7 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from gateway.api import create_app
-from gateway.core.states import RunState
+from gateway.core.slurm.states import RunState
 from gateway.settings import Settings
 from tests.service.conftest import PROJECT, refresh_until, unique_tag
 
@@ -110,7 +110,7 @@ def test_slurm_rejection_is_422_and_kept_on_record(api):
 
 def test_refresh_uses_at_most_two_slurm_calls(counting_services, principal):
     services, runner = counting_services
-    from gateway.core.spec import build_spec
+    from gateway.core.spec.run_spec import build_spec
 
     run = services.runs.submit(build_spec(spec(command="sleep 1")), principal=principal)
     runner.calls.clear()
@@ -120,7 +120,7 @@ def test_refresh_uses_at_most_two_slurm_calls(counting_services, principal):
 
 
 def test_unreachable_slurm_flags_stale_never_failed(settings, services, principal):
-    from gateway.core.spec import build_spec
+    from gateway.core.spec.run_spec import build_spec
     from gateway.wiring import build_services
 
     run = services.runs.submit(build_spec(spec(command="sleep 2")), principal=principal)

@@ -18,10 +18,10 @@ from fastapi.testclient import TestClient
 
 from gateway.api import create_app
 from gateway.core.domain import RunFilter
-from gateway.core.sbatch_options import sbatch_to_spec
-from gateway.core.spec import build_spec
+from gateway.core.sbatch.options import sbatch_to_spec
+from gateway.core.site.schema import parse_site
+from gateway.core.spec.run_spec import build_spec
 from gateway.errors import SpecError, SubmitRejected
-from gateway.services.site import parse_site
 from tests.service.conftest import OPERATOR, SITE, refresh_until, unique_tag
 
 pytestmark = pytest.mark.slurm

@@ -21,9 +21,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from gateway.api import create_app
-from gateway.core.states import RunState
+from gateway.core.site.schema import parse_site
+from gateway.core.slurm.states import RunState
 from gateway.services import Services
-from gateway.services.site import parse_site
 from gateway.settings import Settings
 from gateway.wiring import build_services
 from tests.conftest import JOB_ROOT

@@ -9,9 +9,9 @@ import pytest
 from sqlalchemy import inspect
 
 from gateway.core.domain import AttemptFacts, AttemptUpdate, NewRun, RunFilter
-from gateway.core.paging import Cursor
-from gateway.core.spec import build_spec
-from gateway.core.states import RunState
+from gateway.core.runs.paging import Cursor
+from gateway.core.slurm.states import RunState
+from gateway.core.spec.run_spec import build_spec
 from gateway.errors import NotFound, StoreError
 from gateway.store import Database, RunStore
 

@@ -16,9 +16,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from gateway.api.app import create_app
-from gateway.core.spec import build_spec
-from gateway.core.states import RunState
-from gateway.services.run_check import CHECK_RUN_ID
+from gateway.core.slurm.states import RunState
+from gateway.core.spec.run_spec import build_spec
+from gateway.services.runs.check import CHECK_RUN_ID
 from gateway.wiring import build_services
 from tests.service.conftest import PROJECT, refresh_until, unique_tag
 from tests.service.gw_serve import GW, gw_serve

@@ -16,7 +16,7 @@ from collections import Counter
 import pytest
 
 from gateway.adapters.slurm import SlurmCLI
-from gateway.core.spec import build_spec
+from gateway.core.spec.run_spec import build_spec
 from gateway.settings import Settings
 from gateway.wiring import build_services
 from tests.service.conftest import PROJECT, CountingRunner, unique_tag

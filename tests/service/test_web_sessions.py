@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from gateway.errors import Unauthorized
-from gateway.services.auth import digest
+from gateway.services.site.auth import digest
 from tests.service.conftest import OPERATOR
 
 

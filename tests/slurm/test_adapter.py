@@ -17,9 +17,9 @@ import pytest
 
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm import SlurmCLI
-from gateway.core.render import SubmitTarget, render_sbatch
-from gateway.core.spec import build_spec
-from gateway.core.states import RunState
+from gateway.core.sbatch.render import SubmitTarget, render_sbatch
+from gateway.core.slurm.states import RunState
+from gateway.core.spec.run_spec import build_spec
 from gateway.errors import SlurmUnavailable, SpecError, SubmitRejected
 from tests.conftest import SESSION_START, unique_tag, wait_for, wait_for_accounting
 from tests.slurm.rest_world import Backend, ensure_rest_users, remove, rest_backend, socket_dir

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from gateway.core.failures import EndedAttempt, classify
-from gateway.core.render import SubmitTarget, render_sbatch
-from gateway.core.spec import RunSpec, build_spec
-from gateway.core.states import RunState
-from gateway.core.steps import StepRecord, parse_steps, steps_file_name
+from gateway.core.runs.failures import EndedAttempt, classify
+from gateway.core.runs.steps import StepRecord, parse_steps, steps_file_name
+from gateway.core.sbatch.render import SubmitTarget, render_sbatch
+from gateway.core.slurm.states import RunState
+from gateway.core.spec.run_spec import RunSpec, build_spec
 from tests.conftest import JOB_ROOT, unique_tag, wait_for, wait_for_accounting
 
 pytestmark = pytest.mark.slurm

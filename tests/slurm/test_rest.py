@@ -24,7 +24,7 @@ import pytest
 
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm.cli import SlurmCLI
-from gateway.core.slurm_parse import parse_kv_line
+from gateway.core.slurm.parse import parse_kv_line
 from gateway.errors import SlurmUnavailable, SubmitRejected
 from tests.conftest import JOB_ROOT, unique_tag, wait_for
 from tests.slurm.rest_world import (

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.core.render import SubmitTarget, render_sbatch
-from gateway.core.spec import build_spec
-from gateway.core.states import RunState
+from gateway.core.sbatch.render import SubmitTarget, render_sbatch
+from gateway.core.slurm.states import RunState
+from gateway.core.spec.run_spec import build_spec
 from tests.conftest import unique_tag, wait_for_accounting
 
 pytestmark = [pytest.mark.slurm, pytest.mark.exclusive]

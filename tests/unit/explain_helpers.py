@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from gateway.core.explain import Explanation, NodeState, QuotaUse, WaitContext, explain_wait
+from gateway.core.explain.pending import Explanation, NodeState, QuotaUse, WaitContext, explain_wait
 
 NOW = datetime(2026, 3, 2, 12, 45, tzinfo=UTC)
 PROJECT_GPUS = QuotaUse("project vision", "GPUs at once", 2, 2)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.core.sbatch_options import SbatchRequest, sbatch_to_spec
-from gateway.core.spec import build_spec
+from gateway.core.sbatch.options import SbatchRequest, sbatch_to_spec
+from gateway.core.spec.run_spec import build_spec
 from gateway.errors import SpecError
 
 SCRIPT = "#!/bin/bash\necho hello\n"

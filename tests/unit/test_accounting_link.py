@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from gateway.core.accounting import GatewayAttempt, RecordLink, SacctRecord, Tres
-from gateway.core.accounting_link import link_records
+from gateway.core.accounting.link import link_records
+from gateway.core.accounting.records import GatewayAttempt, RecordLink, SacctRecord, Tres
 
 T0 = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.core.accounting_parse import LEDGER_FIELDS, US, parse_ledger, tres_numbers
+from gateway.core.accounting.parse import LEDGER_FIELDS, US, parse_ledger, tres_numbers
 from gateway.errors import SlurmOutputError
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "slurm"

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from gateway.adapters.anchor import TAIL_BYTES, AnchorFile
-from gateway.core.anchors import Checkpoint
+from gateway.core.audit.anchors import Checkpoint
 from gateway.errors import AnchorError
 
 T0 = datetime(2026, 11, 30, 4, 58, 58, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""Judging an audit log against checkpoints kept outside its database (gateway/core/anchors.py)."""
+"""Judging an audit log against checkpoints kept outside its database (gateway/core/audit/anchors.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gateway.core.anchors import (
+from gateway.core.audit.anchors import (
     MAX_LISTED,
     AnchorRead,
     AnchorStart,

@@ -1,4 +1,4 @@
-"""gw's HTTP transport (gateway.cli.transport) and the client's answers, against a real local HTTP server."""
+"""gw's HTTP transport (gateway.client.transport) and its answers, against a real local HTTP server."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-import gateway.cli.client as client_module
-from gateway.cli.api_error import ApiError
-from gateway.cli.client import GatewayClient
-from gateway.cli.transport import Transport, TransportError, UnusableUrl
-from gateway.client_settings import ClientSettings
+import gateway.client.api as client_module
+from gateway.client.api import GatewayClient
+from gateway.client.errors import ApiError
+from gateway.client.settings import ClientSettings
+from gateway.client.transport import Transport, TransportError, UnusableUrl
 
 
 class Recorder(ThreadingHTTPServer):

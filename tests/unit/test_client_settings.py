@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.client_settings import ClientSettings, ClientSettingsError
+from gateway.client.settings import ClientSettings, ClientSettingsError
 
 
 def config(tmp_path: Path, text: str) -> dict[str, str]:

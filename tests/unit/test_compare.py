@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gateway.core.compare import ABSENT, compare_runs, param_changes
+from gateway.core.lineage.compare import ABSENT, compare_runs, param_changes
 
 CODE = {
     "repo": "git@github.com:org/proj.git",

@@ -7,8 +7,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gateway.core.accounting import SacctRecord, Tres
-from gateway.core.cost import Rate, RateTable, midnight, part_cost, price, table_from_json, table_to_json
+from gateway.core.accounting.cost import (
+    Rate,
+    RateTable,
+    midnight,
+    part_cost,
+    price,
+    table_from_json,
+    table_to_json,
+)
+from gateway.core.accounting.records import SacctRecord, Tres
 
 START = datetime(2026, 11, 14, 20, 0, tzinfo=UTC)
 

@@ -9,8 +9,10 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from gateway.core.eval_domain import SuiteDataset, SuiteVersionRecord, parse_suite_ref
-from gateway.core.eval_job import (
+from gateway.core.eval.domain import SuiteDataset, SuiteVersionRecord, parse_suite_ref
+from gateway.core.eval.gate import Scored, decide
+from gateway.core.eval.gate_table import compare_table
+from gateway.core.eval.job import (
     OUTPUTS,
     PROMPT_ENV,
     ArtifactInput,
@@ -18,10 +20,8 @@ from gateway.core.eval_job import (
     eval_run_spec,
     parse_eval_manifest,
 )
-from gateway.core.eval_results import EvalResults, MetricValue, TaskResult, TaskSamples
-from gateway.core.eval_suite import build_suite
-from gateway.core.gate import Scored, decide
-from gateway.core.gate_table import compare_table
+from gateway.core.eval.results import EvalResults, MetricValue, TaskResult, TaskSamples
+from gateway.core.eval.suite import build_suite
 from gateway.errors import SpecError
 from gateway.store.eval_codec import decode_scores, decode_texts, encode_scores, encode_texts
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gateway.core import eval_results
-from gateway.core.eval_lm_eval import parse_lm_eval
-from gateway.core.eval_native import parse_native
+from gateway.core.eval import results as eval_results
+from gateway.core.eval.read_lm_eval import parse_lm_eval
+from gateway.core.eval.read_native import parse_native
 from gateway.errors import SpecError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "eval"
@@ -247,7 +247,8 @@ def test_native_accepts_bytes_and_a_last_line_without_newline():
 
 
 def test_sample_caps(monkeypatch):
-    from gateway.core import eval_lm_eval, eval_native
+    from gateway.core.eval import read_lm_eval as eval_lm_eval
+    from gateway.core.eval import read_native as eval_native
 
     monkeypatch.setattr(eval_lm_eval, "MAX_SAMPLES_PER_TASK", 5)
     assert "more than 5 samples" in _refused(parse_lm_eval, *_lm_files())

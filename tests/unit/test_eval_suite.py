@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gateway.core.eval_suite import build_suite, parse_suite
+from gateway.core.eval.suite import build_suite, parse_suite
 from gateway.errors import SpecError
 
 EVAL = Path(__file__).resolve().parents[2] / "eval"

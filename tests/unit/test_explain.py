@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.core.explain import QuotaUse
-from gateway.core.explain_text import (
+from gateway.core.explain.pending import QuotaUse
+from gateway.core.explain.text import (
     parse_limit_code,
 )
 from tests.unit.explain_helpers import (

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gateway.core.explain import QuotaUse
-from gateway.core.explain_text import (
+from gateway.core.explain.pending import QuotaUse
+from gateway.core.explain.text import (
     MAX_HOSTS,
     dependency_words,
     expand_hostlist,

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gateway.core.explain import NodeState
-from gateway.core.explain_text import (
+from gateway.core.explain.pending import NodeState
+from gateway.core.explain.text import (
     fmt_duration_s,
     fmt_number,
 )

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from gateway.core.failure_classes import CLASSES
-from gateway.core.failures import EndedAttempt, classify, gb, log_tail
-from gateway.core.states import RunState
-from gateway.core.steps import StepRecord, parse_steps
+from gateway.core.runs.failure_classes import CLASSES
+from gateway.core.runs.failures import EndedAttempt, classify, gb, log_tail
+from gateway.core.runs.steps import StepRecord, parse_steps
+from gateway.core.slurm.states import RunState
 
 PREFLIGHT_OK = [
     StepRecord("inputs", "ok", "checked 1 dataset path(s)", 1),

@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from gateway.core.eval_results import EvalResults, MetricValue, TaskResult, TaskSamples
-from gateway.core.eval_suite import build_suite
-from gateway.core.gate import Scored, decide
+from gateway.core.eval.gate import Scored, decide
+from gateway.core.eval.results import EvalResults, MetricValue, TaskResult, TaskSamples
+from gateway.core.eval.suite import build_suite
 
 SUITE_HASH = "5" * 64
 N = 400

@@ -10,7 +10,7 @@ from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 from statsmodels.stats.multitest import multipletests
 
-from gateway.core import gate_stats as gs
+from gateway.core.eval import gate_stats as gs
 
 
 def _pairs(n11: int, n10: int, n01: int, n00: int) -> tuple[np.ndarray, np.ndarray]:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from gateway.adapters.files import scan
-from gateway.core.lineage_spec import DatasetRef, check_relative, dataset_env_var, parse_dataset_ref
-from gateway.core.preflight import InputCheck, template_context
-from gateway.core.spec import build_spec
+from gateway.core.sbatch.preflight import InputCheck, template_context
+from gateway.core.spec.lineage import DatasetRef, check_relative, dataset_env_var, parse_dataset_ref
+from gateway.core.spec.run_spec import build_spec
 from gateway.errors import SpecError
 
 BASE = {"name": "n", "project": "p", "queue": "q", "command": "true"}
@@ -135,8 +135,8 @@ def test_preflight_context_carries_the_manifest_only_for_verify_digest():
 
 def run_with_manifest(tmp_path, data: Path, kind: str, registered) -> subprocess.CompletedProcess:
     """Render a spec reading one registered version, write its manifest as the gateway does, run it."""
-    from gateway.core.manifest import sha256sum_text
-    from gateway.core.render import SubmitTarget, build_template_env, render_sbatch
+    from gateway.core.lineage.manifest import sha256sum_text
+    from gateway.core.sbatch.render import SubmitTarget, build_template_env, render_sbatch
 
     run_dir = tmp_path / "run"
     (run_dir / "inputs").mkdir(parents=True, exist_ok=True)

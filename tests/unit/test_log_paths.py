@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.core.log_paths import default_pattern, fixed_directory, pattern_problem
+from gateway.core.sbatch.log_paths import default_pattern, fixed_directory, pattern_problem
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from gateway.core import manifest
-from gateway.core.manifest import (
+from gateway.core.lineage import manifest
+from gateway.core.lineage.manifest import (
     FileEntry,
     check_entries,
     diff_manifests,

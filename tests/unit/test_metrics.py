@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gateway.core.metrics import (
+from gateway.core.lineage.run_metrics import (
     MAX_NAMES,
     MAX_POINTS,
     MetricSeries,

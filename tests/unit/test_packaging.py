@@ -51,14 +51,14 @@ def test_wheel_contains_templates_migrations_and_eval(tmp_path):
 
 
 def test_the_package_finds_eval_in_a_checkout():
-    from gateway.core.eval_suite import BUILTIN_EVAL_DIR
+    from gateway.core.eval.suite import BUILTIN_EVAL_DIR
 
     assert (BUILTIN_EVAL_DIR / "suites" / "tiny_lm.yaml").is_file()
     assert (BUILTIN_EVAL_DIR / "jobs" / "run_eval.py").is_file()
 
 
 def test_the_package_finds_the_gpu_sampler_in_a_checkout():
-    from gateway.core.telemetry import BUILTIN_ACCOUNTING_DIR, SAMPLER_FILE
+    from gateway.core.accounting.telemetry import BUILTIN_ACCOUNTING_DIR, SAMPLER_FILE
 
     assert (BUILTIN_ACCOUNTING_DIR / SAMPLER_FILE).is_file()
     assert (BUILTIN_ACCOUNTING_DIR / "fake_nvml.py").is_file()

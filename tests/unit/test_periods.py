@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gateway.core.periods import PERIOD_HELP, parse_period
+from gateway.core.reports.periods import PERIOD_HELP, parse_period
 
 
 def utc(*parts: int) -> datetime:
@@ -59,7 +59,7 @@ def test_bad_periods_say_what_is_wrong(text, says):
 def test_the_api_pattern_admits_the_valid_shapes_only():
     import re
 
-    from gateway.core.periods import PERIOD_PATTERN
+    from gateway.core.reports.periods import PERIOD_PATTERN
 
     good = ["2026-11", "2026-W47", "2026-W53", "2026-11-01..2026-11-15", "1970-01", "2999-12"]
     bad = ["0000-00", "2026-13", "1969-12", "3000-01", "2026-W54", "2026-W00", "2026-11-32..2026-12-01"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.core.evidence import redact
+from gateway.core.evidence.bundle import redact
 from gateway.errors import SpecError
 from gateway.poc.checks import Scenario, StepFailed
 from gateway.poc.report import render

@@ -17,10 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.core import preflight
-from gateway.core.render import SubmitTarget, build_template_env, render_sbatch
-from gateway.core.spec import build_spec
-from gateway.core.steps import (
+from gateway.core.runs.steps import (
     EXIT_DATA_ACCESS,
     EXIT_ENVIRONMENT,
     EXIT_OUTPUT,
@@ -29,6 +26,9 @@ from gateway.core.steps import (
     parse_steps,
     steps_file_name,
 )
+from gateway.core.sbatch import preflight
+from gateway.core.sbatch.render import SubmitTarget, build_template_env, render_sbatch
+from gateway.core.spec.run_spec import build_spec
 from gateway.errors import SpecError
 
 JOB_ID = "4242"

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gateway.core.evidence import redact, unzip_bytes, verify_files, zip_bytes
-from gateway.core.evidence_html import render_index
-from gateway.core.release_domain import (
+from gateway.core.evidence.bundle import redact, unzip_bytes, verify_files, zip_bytes
+from gateway.core.evidence.html import render_index
+from gateway.core.releases.domain import (
     AliasEvent,
     AliasPolicy,
     PromotionDecision,
@@ -186,7 +186,7 @@ def test_redaction_replaces_people_hosts_paths_env_values_and_tokens_with_stable
 
 
 def test_the_manifest_catches_a_changed_missing_or_extra_file():
-    from gateway.core.evidence import manifest_bytes
+    from gateway.core.evidence.bundle import manifest_bytes
 
     files = {"evidence.json": b"{}", "index.html": b"<html></html>"}
     files["manifest.json"] = manifest_bytes(files, subject="r-1", generated_at="t")

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.core.preflight import InputCheck
-from gateway.core.render import (
+from gateway.core.accounting.telemetry import TelemetryLaunch
+from gateway.core.sbatch.preflight import InputCheck
+from gateway.core.sbatch.render import (
     SubmitTarget,
     build_template_env,
     render_sbatch,
@@ -18,8 +19,7 @@ from gateway.core.render import (
     slurm_field,
     template_for,
 )
-from gateway.core.spec import build_spec
-from gateway.core.telemetry import TelemetryLaunch
+from gateway.core.spec.run_spec import build_spec
 from gateway.errors import SpecError, TemplateError
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
@@ -71,7 +71,7 @@ SPECS = {
 }
 
 
-# What the gateway resolves "imagenet-mini@3" to at submission (gateway/services/inputs.py).
+# What the gateway resolves "imagenet-mini@3" to at submission (gateway/services/runs/inputs.py).
 INPUTS = {
     "single": [
         InputCheck(

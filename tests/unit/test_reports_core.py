@@ -4,10 +4,10 @@ import csv
 import io
 import json
 
-from gateway.core.periods import parse_period
-from gateway.core.report_html import report_page
-from gateway.core.report_render import to_csv, to_data, to_table
-from gateway.core.reports import NO_TELEMETRY, Sums, build_report, unreconciled
+from gateway.core.reports.html import report_page
+from gateway.core.reports.periods import parse_period
+from gateway.core.reports.render import to_csv, to_data, to_table
+from gateway.core.reports.rows import NO_TELEMETRY, Sums, build_report, unreconciled
 
 
 def _sums(**kw):

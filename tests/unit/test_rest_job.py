@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.core.rest_job import job_description
-from gateway.core.rest_parse import expand_tasks, live_exit_codes, parse_jobs
+from gateway.core.slurm.rest_job import job_description
+from gateway.core.slurm.rest_parse import expand_tasks, live_exit_codes, parse_jobs
 from gateway.errors import SlurmOutputError, SubmitRejected
 
 SCRIPT = """#!/bin/bash

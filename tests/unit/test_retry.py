@@ -1,6 +1,6 @@
 """The retry policy table."""
 
-from gateway.core.retry import RetryPolicy, decide
+from gateway.core.runs.retry import RetryPolicy, decide
 
 
 def test_infrastructure_failures_retry_user_failures_do_not():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.core.render import SubmitTarget, build_template_env, render_sbatch
-from gateway.core.sbatch_table import OPTIONS, PASS_PATTERNS, REFUSED, lookup_long
-from gateway.core.spec import build_spec
+from gateway.core.sbatch.render import SubmitTarget, build_template_env, render_sbatch
+from gateway.core.sbatch.table import OPTIONS, PASS_PATTERNS, REFUSED, lookup_long
+from gateway.core.spec.run_spec import build_spec
 from tests.unit.sbatch_helpers import CWD, SCRIPT, issues_of, res_of, spec_of, translate, with_directives
 
 

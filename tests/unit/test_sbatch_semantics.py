@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.core.observe import is_ours
-from gateway.core.quota import Ask
-from gateway.core.render import SubmitTarget, build_template_env, render_sbatch
-from gateway.core.sbatch_values import caller_env, export
-from gateway.core.spec import build_spec
-from gateway.core.tags import attempt_tag, parse_comment, slurm_comment, tag_of
-from gateway.services.site import parse_site
+from gateway.core.access.quota import Ask
+from gateway.core.sbatch.render import SubmitTarget, build_template_env, render_sbatch
+from gateway.core.sbatch.values import caller_env, export
+from gateway.core.site.schema import parse_site
+from gateway.core.slurm.observe import is_ours
+from gateway.core.slurm.tags import attempt_tag, parse_comment, slurm_comment, tag_of
+from gateway.core.spec.run_spec import build_spec
 from tests.unit.sbatch_helpers import issues_of, spec_of
 from tests.unit.test_tags_observe import attempt, record
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gateway.adapters.files import scan, sha256_file
-from gateway.core.manifest import (
+from gateway.core.lineage.manifest import (
     SHELL_DIGEST_PIPELINE,
     FileEntry,
     manifest_digest,

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from gateway.core.accounting import SacctRecord, Tres
-from gateway.core.cost import price
+from gateway.core.accounting.cost import price
+from gateway.core.accounting.records import SacctRecord, Tres
+from gateway.core.site.rates import spec_of
+from gateway.core.site.schema import parse_site
 from gateway.errors import SpecError
-from gateway.services.site import parse_site
-from gateway.services.site_rates import spec_of
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "accounting" / "rates.example.yaml"
 

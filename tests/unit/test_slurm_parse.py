@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.core.slurm_parse import (
+from gateway.core.slurm.parse import (
     SACCT_FIELDS,
     SQUEUE_FIELDS,
     US,
@@ -18,8 +18,8 @@ from gateway.core.slurm_parse import (
     parse_sbatch_parsable,
     parse_squeue,
 )
-from gateway.core.slurm_units import mem_to_kb, parse_duration_s, parse_exit_code, parse_time, parse_tres
-from gateway.core.states import RunState
+from gateway.core.slurm.states import RunState
+from gateway.core.slurm.units import mem_to_kb, parse_duration_s, parse_exit_code, parse_time, parse_tres
 from gateway.errors import SlurmOutputError
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "slurm"

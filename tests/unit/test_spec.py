@@ -7,7 +7,7 @@ import json
 import pytest
 
 from gateway.adapters.files import load_spec_file
-from gateway.core.spec import MAX_ARRAY_TASKS, build_spec, parse_spec
+from gateway.core.spec.run_spec import MAX_ARRAY_TASKS, build_spec, parse_spec
 from gateway.errors import SpecError
 
 BASE = {"name": "train", "project": "vision", "queue": "cpu", "command": "python train.py"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.core.states import LIVE, SLURM_STATES, TERMINAL, RunState, map_slurm_state
+from gateway.core.slurm.states import LIVE, SLURM_STATES, TERMINAL, RunState, map_slurm_state
 
 
 @pytest.mark.parametrize(

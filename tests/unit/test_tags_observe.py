@@ -6,10 +6,10 @@ from dataclasses import fields, replace
 from datetime import UTC, datetime, timedelta
 
 from gateway.core.domain import KEEP, Attempt, AttemptFacts
-from gateway.core.observe import array_update, from_sacct, from_squeue, is_news, is_ours, settled
-from gateway.core.slurm_records import AccountingRecord, JobStatus
-from gateway.core.states import RunState
-from gateway.core.tags import attempt_tag, job_comment, parse_comment, requeue_tag
+from gateway.core.slurm.observe import array_update, from_sacct, from_squeue, is_news, is_ours, settled
+from gateway.core.slurm.records import AccountingRecord, JobStatus
+from gateway.core.slurm.states import RunState
+from gateway.core.slurm.tags import attempt_tag, job_comment, parse_comment, requeue_tag
 from gateway.store.models import AttemptRow
 
 T0 = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)

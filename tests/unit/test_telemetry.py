@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.core.telemetry import (
+from gateway.core.accounting.telemetry import (
     MAX_SERIES_POINTS,
     Sample,
     allocated_gpu_hours,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs
 
-from gateway.core.periods import parse_period
-from gateway.core.reports import NO_TELEMETRY, Report, Row
+from gateway.core.reports.periods import parse_period
+from gateway.core.reports.rows import NO_TELEMETRY, Report, Row
 from gateway.web.routes_reports import Asked, _line
 
 

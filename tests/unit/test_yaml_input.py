@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gateway.core.spec import parse_spec
-from gateway.core.specdiff import parse_assignment
+from gateway.core.spec.diff import parse_assignment
+from gateway.core.spec.run_spec import parse_spec
 from gateway.core.yaml_input import LOADERS, MAX_DEPTH, SPEC_LIMITS, VALUE_LIMITS, Limits, load_yaml
 from gateway.errors import SpecError
 from tests.cpu_clock import cpu_time
@@ -194,8 +194,8 @@ MEMORY_CHECK = textwrap.dedent(
     """
     import resource, sys
     resource.setrlimit(resource.RLIMIT_AS, (512 << 20, 512 << 20))
-    from gateway.core.spec import build_spec, parse_spec
-    from gateway.core.specdiff import parse_assignment, set_path
+    from gateway.core.spec.run_spec import build_spec, parse_spec
+    from gateway.core.spec.diff import parse_assignment, set_path
     from gateway.errors import SpecError
 
     texts = sys.stdin.read().split("\\0")

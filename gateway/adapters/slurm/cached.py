@@ -26,8 +26,8 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from gateway.adapters.slurm.protocol import PreparedSubmit, SlurmBackend
-from gateway.core.accounting_parse import LedgerRead
-from gateway.core.slurm_records import AccountingRecord, JobStatus, NodeInfo, PartitionInfo
+from gateway.core.accounting.parse import LedgerRead
+from gateway.core.slurm.records import AccountingRecord, JobStatus, NodeInfo, PartitionInfo
 from gateway.errors import SlurmError
 
 T = TypeVar("T")

@@ -1,6 +1,6 @@
 """The Slurm backend over Slurm's command-line tools.
 
-Specs become argv lists, output becomes values (``gateway.core.slurm_parse``);
+Specs become argv lists, output becomes values (``gateway.core.slurm.parse``);
 the injected ``CommandRunner`` does the process call, locally or over SSH.
 
 Slurm quirks handled here:
@@ -20,8 +20,8 @@ from datetime import UTC, datetime, timedelta
 from gateway.adapters.runner import CommandResult, CommandRunner, StartedCommand
 from gateway.adapters.slurm.protocol import PreparedSubmit
 from gateway.core import names
-from gateway.core.accounting_parse import LEDGER_FORMAT, LedgerRead, parse_ledger
-from gateway.core.slurm_parse import (
+from gateway.core.accounting.parse import LEDGER_FORMAT, LedgerRead, parse_ledger
+from gateway.core.slurm.parse import (
     SACCT_FORMAT,
     SQUEUE_FORMAT,
     US,
@@ -31,9 +31,9 @@ from gateway.core.slurm_parse import (
     parse_sbatch_parsable,
     parse_squeue,
 )
-from gateway.core.slurm_records import AccountingRecord, JobStatus, NodeInfo, PartitionInfo
-from gateway.core.spec_slurm import COMMENT
-from gateway.core.tags import slurm_comment, tag_of
+from gateway.core.slurm.records import AccountingRecord, JobStatus, NodeInfo, PartitionInfo
+from gateway.core.slurm.tags import slurm_comment, tag_of
+from gateway.core.spec.slurm_fields import COMMENT
 from gateway.errors import (
     CommandError,
     CommandTimeout,

@@ -13,8 +13,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from gateway.adapters.slurm.associations import AccountSpec, Change
-from gateway.core.accounting_parse import LedgerRead
-from gateway.core.slurm_records import (
+from gateway.core.accounting.parse import LedgerRead
+from gateway.core.slurm.records import (
     AccountingRecord,
     JobStatus,
     NodeInfo,

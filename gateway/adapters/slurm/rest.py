@@ -36,17 +36,17 @@ from gateway.adapters.slurm.cli import (
 from gateway.adapters.slurm.protocol import PreparedSubmit, SubmitLater
 from gateway.adapters.slurm.rest_http import NotSent
 from gateway.adapters.slurm.restd import RestDaemons
-from gateway.core.accounting_parse import LedgerRead
-from gateway.core.rest_job import job_description
-from gateway.core.rest_parse import (
+from gateway.core.accounting.parse import LedgerRead
+from gateway.core.slurm.records import AccountingRecord, JobStatus, NodeInfo, PartitionInfo
+from gateway.core.slurm.rest_job import job_description
+from gateway.core.slurm.rest_parse import (
     live_exit_codes,
     parse_accounting,
     parse_jobs,
     parse_nodes_json,
     parse_partitions_json,
 )
-from gateway.core.slurm_records import AccountingRecord, JobStatus, NodeInfo, PartitionInfo
-from gateway.core.tags import slurm_comment, tag_of
+from gateway.core.slurm.tags import slurm_comment, tag_of
 from gateway.errors import CommandError, SlurmError, SlurmUnavailable, SubmitRejected
 
 V = "/slurm/v0.0.38"

@@ -16,7 +16,7 @@ from gateway.api.schemas_admin import (
     QueueViewPublic,
 )
 from gateway.core import names
-from gateway.services.site import SiteConfig
+from gateway.core.site.schema import SiteConfig
 
 router = APIRouter(tags=["admin"])
 FORBIDDEN = {403: {"model": ErrorPublic, "description": "Site admins only"}}

@@ -18,8 +18,8 @@ from gateway.api.schemas_lineage import (
     FileEntryPublic,
 )
 from gateway.core import names
-from gateway.core.lineage_spec import VERSION_SELECTOR, VERSION_SELECTOR_HELP
-from gateway.services.datasets import Registration
+from gateway.core.spec.lineage import VERSION_SELECTOR, VERSION_SELECTOR_HELP
+from gateway.services.lineage.datasets import Registration
 
 router = APIRouter(prefix="/datasets", tags=["datasets"])
 

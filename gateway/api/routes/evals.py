@@ -28,9 +28,9 @@ from gateway.api.schemas_eval import (
     SuiteVersionRegistered,
 )
 from gateway.core import names
-from gateway.core.eval_suite import SuiteVersion
-from gateway.services.eval_reviews import REVIEW_TARGET_PATTERN
-from gateway.services.eval_runs import ArtifactChoice
+from gateway.core.eval.suite import SuiteVersion
+from gateway.services.eval.reviews import REVIEW_TARGET_PATTERN
+from gateway.services.eval.runs import ArtifactChoice
 
 router = APIRouter(tags=["evaluation"])
 

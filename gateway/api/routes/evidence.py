@@ -11,9 +11,9 @@ from gateway.api.deps import PrincipalDep, ServicesDep
 from gateway.api.routes.evals import ERRORS, Sha256
 from gateway.api.routes.releases import Name, Project, Version
 from gateway.api.routes.runs import RunId
-from gateway.core.evidence import zip_bytes
+from gateway.core.evidence.bundle import zip_bytes
 from gateway.errors import NotFound
-from gateway.services.evidence import Bundle
+from gateway.services.releases.evidence import Bundle
 
 router = APIRouter(tags=["evidence"])
 Redact = Annotated[

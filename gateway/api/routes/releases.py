@@ -30,9 +30,9 @@ from gateway.api.schemas_release import (
     release_public,
 )
 from gateway.core.described import anchored
-from gateway.core.release_domain import ALIAS, ALIAS_HELP, AT, RELEASE_NUMBER, VERSION_SELECTOR, parse_at
+from gateway.core.releases.domain import ALIAS, ALIAS_HELP, AT, RELEASE_NUMBER, VERSION_SELECTOR, parse_at
+from gateway.core.releases.views import release_dict
 from gateway.errors import SpecError, SpecIssue
-from gateway.services.release_views import release_dict
 
 router = APIRouter(tags=["releases"])
 Project = Annotated[str, Path(pattern=NAME_PATTERN, description="The model's project")]

@@ -11,7 +11,7 @@ from gateway.api.deps import PrincipalDep, ServicesDep
 from gateway.api.routes.evals import ERRORS
 from gateway.api.schemas_report import ReportPublic
 from gateway.core import names
-from gateway.core.periods import PERIOD_HELP, PERIOD_PATTERN
+from gateway.core.reports.periods import PERIOD_HELP, PERIOD_PATTERN
 
 router = APIRouter(tags=["reports"])
 TEXT = {"schema": {"type": "string"}}

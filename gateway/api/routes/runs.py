@@ -21,10 +21,10 @@ from gateway.api.schemas import (
 from gateway.core import names
 from gateway.core.described import documented
 from gateway.core.domain import RunFilter
-from gateway.core.paging import CURSOR_HELP, CURSOR_PATTERN, Cursor
-from gateway.core.spec import RunSpec
-from gateway.core.states import RunState
-from gateway.services.runs import Submitted
+from gateway.core.runs.paging import CURSOR_HELP, CURSOR_PATTERN, Cursor
+from gateway.core.slurm.states import RunState
+from gateway.core.spec.run_spec import RunSpec
+from gateway.services.runs.run_service import Submitted
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 

@@ -1,0 +1,1 @@
+"""Who may do what: roles and their actions, quotas, web session values."""

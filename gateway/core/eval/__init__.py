@@ -1,0 +1,1 @@
+"""Evaluation: suite versions, results from each harness, eval jobs, gate decisions and their statistics."""

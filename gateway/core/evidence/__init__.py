@@ -1,0 +1,1 @@
+"""Evidence bundles: the schema, redaction, the manifest and the readable page."""

@@ -1,0 +1,1 @@
+"""The lineage spine: dataset manifests and references, training metrics, run comparison."""

@@ -1,0 +1,1 @@
+"""Rendering specs into sbatch scripts, and reading sbatch's own options (``gw sbatch``)."""

@@ -1,0 +1,307 @@
+"""Render run specs into sbatch scripts.
+
+``render_sbatch(spec, env, target=...)`` is a pure function of its
+arguments: the Jinja2 environment is built once (``build_template_env``) and
+passed in. The rendered text and its sha256 are what gets submitted and
+recorded.
+
+Every user value reaches the script through one of two filters:
+
+- ``shq``: checked (no NUL byte, bounded length) and shell-quoted; used for
+  everything in the script body;
+- ``slurm_field``: checked against a strict pattern; used in ``#SBATCH``
+  lines, which sbatch reads itself and which no quoting can protect.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import jinja2.meta
+
+from gateway import __version__
+from gateway.core import names
+from gateway.core.accounting.telemetry import TelemetryLaunch
+from gateway.core.sbatch import preflight
+from gateway.core.spec.run_spec import MAX_TEXT, RunSpec
+from gateway.errors import SpecError, SpecIssue, TemplateError
+
+TEMPLATE_SUFFIX = ".sbatch.j2"
+BUILTIN_TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "sbatch_templates"
+
+
+@dataclass(frozen=True)
+class SubmitTarget:
+    """Where a run goes in Slurm: filled from the queue, never from the user."""
+
+    partition: str
+    account: str | None = None
+    qos: str | None = None
+    gpu_type: str | None = None  # the queue's spelling of the run's GPU type (matched case-insensitively)
+
+
+@dataclass(frozen=True)
+class RenderedScript:
+    text: str
+    sha256: str
+    template_name: str
+    template_version: str
+
+
+def shq(value: object) -> str:
+    """Validate a value and quote it for a POSIX shell; the one way user text enters a script."""
+    text = value if isinstance(value, str) else json.dumps(value)
+    if "\x00" in text:
+        raise SpecError([SpecIssue("", "a value holds a NUL byte, which a script cannot carry")])
+    if len(text) > MAX_TEXT:
+        raise SpecError([SpecIssue("", f"a value is {len(text)} characters; at most {MAX_TEXT}")])
+    return shlex.quote(text)
+
+
+def slurm_field(value: object) -> str:
+    """Check a value bound for an ``#SBATCH`` line against the strict name pattern."""
+    text = str(value)
+    if not (names.NAME.fullmatch(text) or names.OUTPUT_PATH.fullmatch(text)):
+        raise SpecError(
+            [SpecIssue("", f"value for an #SBATCH line is not allowed; use {names.NAME_HELP}", text)]
+        )
+    return text
+
+
+def build_template_env(site_dir: str | Path | None = None) -> jinja2.Environment:
+    """The Jinja2 environment for sbatch templates.
+
+    A site's directory (``site_dir``) comes first, so a site can override one
+    template and keep the rest; the built-in templates come after.
+    """
+    search = [str(Path(site_dir))] if site_dir else []
+    search.append(str(BUILTIN_TEMPLATE_DIR))
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(search),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["shq"] = shq
+    env.filters["slurm_field"] = slurm_field
+    return env
+
+
+def template_for(spec: RunSpec) -> str:
+    """The template a spec renders with."""
+    if spec.sweep is not None:
+        return "array" + TEMPLATE_SUFFIX
+    if spec.launcher == "torchrun":
+        return "torchrun" + TEMPLATE_SUFFIX
+    return "single" + TEMPLATE_SUFFIX
+
+
+def template_version(env: jinja2.Environment, name: str) -> str:
+    """Version of a template: sha256 (12 hex) over its source and every template it pulls in.
+
+    Cached while Jinja2 keeps the same compiled templates (it reloads a file
+    that changed on disk, which gives a new version).
+    """
+    key = (id(env), name)
+    cached = _VERSIONS.get(key)
+    try:
+        if cached and all(env.get_template(n) is t for n, t in zip(cached[0], cached[1], strict=True)):
+            return cached[2]
+    except jinja2.TemplateNotFound as exc:
+        raise TemplateError(f"sbatch template {exc.name!r} not found in {_search(env)}") from exc
+    sources: dict[str, str] = {}
+    pending = [name]
+    while pending:
+        current = pending.pop()
+        if current in sources:
+            continue
+        try:
+            source, _, _ = env.loader.get_source(env, current)  # type: ignore[union-attr]
+        except jinja2.TemplateNotFound as exc:
+            raise TemplateError(f"sbatch template {current!r} not found in {_search(env)}") from exc
+        sources[current] = source
+        pending.extend(_referenced(source))
+    digest = hashlib.sha256()
+    for key_name in sorted(sources):
+        digest.update(key_name.encode() + b"\0" + sources[key_name].encode() + b"\0")
+    version = digest.hexdigest()[:12]
+    names_used = tuple(sorted(sources))
+    _VERSIONS[key] = (names_used, tuple(env.get_template(n) for n in names_used), version)
+    return version
+
+
+_VERSIONS: dict[tuple[int, str], tuple[tuple[str, ...], tuple[jinja2.Template, ...], str]] = {}
+_PARSE_ENV = jinja2.Environment()
+
+
+@functools.lru_cache(maxsize=64)
+def _referenced(source: str) -> tuple[str, ...]:
+    """Names of the templates a template source imports, includes or extends."""
+    return tuple(t for t in jinja2.meta.find_referenced_templates(_PARSE_ENV.parse(source)) if t)
+
+
+def _search(env: jinja2.Environment) -> str:
+    return ", ".join(getattr(env.loader, "searchpath", []))
+
+
+def render_sbatch(
+    spec: RunSpec,
+    env: jinja2.Environment,
+    *,
+    run_id: str,
+    run_dir: str,
+    target: SubmitTarget,
+    template: str | None = None,
+    inputs: Sequence[preflight.InputCheck] = (),
+    telemetry: TelemetryLaunch | None = None,
+) -> RenderedScript:
+    """Render ``spec`` into an sbatch script for ``run_id``.
+
+    ``run_dir`` (chosen by the gateway) receives the job's output and params
+    files; ``target`` names the partition, account and QoS of the queue;
+    ``inputs`` are the spec's registered datasets, resolved by the gateway.
+    Raises SpecError for a value that cannot go into a script, TemplateError
+    for a missing or broken template.
+    """
+    if not names.NAME.fullmatch(run_id):
+        raise SpecError([SpecIssue("run_id", f"not a valid run id; use {names.NAME_HELP}", run_id)])
+    if not names.SAFE_PATH.fullmatch(run_dir):
+        raise SpecError([SpecIssue("run_dir", names.SAFE_PATH_HELP, run_dir)])
+    name = template or template_for(spec)
+    version = template_version(env, name)
+    context = _context(spec, run_id=run_id, run_dir=run_dir, target=target, inputs=inputs)
+    context["telemetry"] = _telemetry(spec, telemetry)
+    context.update(template_name=name, template_version=version, gateway_version=__version__)
+    try:
+        text = env.get_template(name).render(run=context)
+    except jinja2.TemplateError as exc:
+        raise TemplateError(f"sbatch template {name!r} failed to render: {exc}") from exc
+    return RenderedScript(
+        text=text,
+        sha256=hashlib.sha256(text.encode()).hexdigest(),
+        template_name=name,
+        template_version=version,
+    )
+
+
+def _context(
+    spec: RunSpec, *, run_id: str, run_dir: str, target: SubmitTarget, inputs: Sequence[preflight.InputCheck]
+) -> dict[str, Any]:
+    res = spec.resources
+    gpu_type = target.gpu_type or res.gpu_type
+    typed = f"{gpu_type}:" if gpu_type else ""
+    gres = f"gpu:{typed}{res.gpus_per_node}" if res.gpus_per_node else None
+    tasks = array_spec = None
+    if spec.sweep is not None:
+        indices = spec.sweep.task_indices()
+        tasks = [
+            {"index": index, **_param_set({**spec.params, **override})}
+            for index, override in zip(indices, spec.sweep.expand(), strict=True)
+        ]
+        array_spec = compress_indices(indices)
+        if spec.sweep.max_parallel:
+            array_spec += f"%{spec.sweep.max_parallel}"
+    return {
+        "run_id": run_id,
+        "run_dir": run_dir,
+        "spec_sha256": spec.spec_hash(),
+        "job_name": spec.name,
+        "project": spec.project,
+        "partition": target.partition,
+        "account": target.account,
+        "qos": spec.qos or target.qos,
+        "nodes": res.nodes,
+        "ntasks": res.ntasks,
+        "tasks_per_node": res.tasks_per_node,
+        "cpus_per_task": res.cpus_per_task,
+        "cpus_per_gpu": res.cpus_per_gpu,
+        "mem_mb": res.mem_mb,
+        "mem_per_cpu_mb": res.mem_per_cpu_mb,
+        "mem_per_gpu_mb": res.mem_per_gpu_mb,
+        "walltime_min": res.walltime_min,
+        "gres": gres,
+        "gpus": f"{typed}{res.gpus}" if res.gpus else None,
+        "gpus_per_task": f"{typed}{res.gpus_per_task}" if res.gpus_per_task else None,
+        "gpus_per_node": res.gpus_per_node,
+        "sbatch_semantics": spec.semantics == "sbatch",
+        "submit_dir": spec.submit_dir,
+        "slurm_job_name": spec.slurm_job_name,
+        "dependency": spec.dependency,
+        "signal": spec.signal,
+        # verbatim options, in a stable order; each value matched its strict pattern in the spec
+        "slurm_options": sorted(spec.slurm_options.items()),
+        "env": dict(spec.env),
+        # --export=NAME,... (NONE for none): Slurm's variables and these only, as sbatch's named export
+        "export_names": (",".join(sorted(spec.env)) or "NONE") if spec.export == "named" else None,
+        "params": _param_set(spec.params),
+        # GW_DATASETS: every dataset the job reads, as JSON; registered ones also as GW_DATASET_<NAME>.
+        "datasets_json": json.dumps(
+            [{"path": p} for p in spec.dataset_paths()]
+            + [{"name": i.name, "ref": i.ref, "digest": i.digest, "path": i.path} for i in inputs]
+        ),
+        "dataset_vars": {i.env_var: i.path for i in inputs},
+        "workdir": spec.workdir,
+        "container_image": spec.container_image,
+        "launcher": spec.launcher,
+        "command": spec.command,
+        "command_is_shell": isinstance(spec.command, str),
+        "script": spec.script,
+        "script_args": list(spec.script_args),
+        "stdout": spec.stdout,
+        "stderr": spec.stderr,
+        "hold": spec.hold,
+        "requeue": spec.requeue,
+        "array_tasks": tasks,
+        "array_spec": array_spec,
+        **preflight.template_context(spec, inputs),  # run.preflight: checks, modules, venv, exit codes
+    }
+
+
+def _telemetry(spec: RunSpec, launch: TelemetryLaunch | None) -> dict[str, Any] | None:
+    """run.telemetry: the sampler's command for a job that asks for GPUs; None otherwise."""
+    res = spec.resources
+    gpu_options = {"gres", "gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket"}
+    wants_gpus = res.gpus_per_node or res.gpus or res.gpus_per_task or gpu_options & set(spec.slurm_options)
+    if launch is None or not wants_gpus:
+        return None
+    return {
+        "python": launch.python,
+        "sampler": launch.sampler_path,
+        "interval_s": f"{launch.interval_s:g}",
+        "nvml": launch.nvml,
+    }
+
+
+def compress_indices(indices: list[int]) -> str:
+    """[0, 1, 2, 5, 7, 8] -> "0-2,5,7-8", the form ``sbatch --array`` takes."""
+    parts = []
+    ordered = sorted(indices)
+    start = prev = ordered[0]
+    for index in [*ordered[1:], None]:
+        if index is not None and index == prev + 1:
+            prev = index
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if index is not None:
+            start = prev = index
+    return ",".join(parts)
+
+
+def _param_set(params: dict[str, Any]) -> dict[str, Any]:
+    """A param set as the script needs it: its JSON, and scalars as GW_PARAM_<KEY> variables."""
+    scalars = {}
+    for key, value in params.items():
+        var = "GW_PARAM_" + key.upper()
+        if names.ENV_NAME.fullmatch(var) and isinstance(value, str | int | float | bool):
+            scalars[var] = value if isinstance(value, str) else json.dumps(value)
+    return {"json": json.dumps(params, sort_keys=True), "vars": scalars}

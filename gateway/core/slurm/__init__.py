@@ -1,0 +1,1 @@
+"""Slurm's words: output parsing, units, the state table, slurmrestd JSON, attempt tags, observations."""

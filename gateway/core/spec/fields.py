@@ -1,0 +1,196 @@
+"""The run spec's single-field rules: what each field of ``RunSpec`` accepts, in people's words.
+
+``RunSpec`` (gateway/core/spec/run_spec.py) binds each check to its field; its rules
+about several fields (``_shape``) and its hash stay there. The same rules, as
+JSON-schema keywords, are on the fields' annotations (gateway/core/described.py).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gateway.core import names
+from gateway.core.spec.lineage import (
+    IMAGE_DIGEST,
+    MAX_OUTPUT_PATTERNS,
+    DatasetUse,
+    check_relative,
+    parse_dataset_ref,
+)
+from gateway.core.spec.parts import MAX_TEXT, MODULE_NAME, SHA256_HEX, _check_text
+
+
+def check_command(value: str | list[str] | None) -> str | list[str] | None:
+    """A command line (not blank) or an argv list (not empty): text a shell script can carry."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if not value.strip():
+            raise ValueError("is empty; give the command to run")
+        return _check_text(value, allow_newlines=True)
+    if not value:
+        raise ValueError("is an empty list; give the program and its arguments")
+    for arg in value:
+        _check_text(arg, allow_newlines=True)
+    return value
+
+
+def check_script(value: str | None) -> str | None:
+    """A script's text: not blank, no NUL."""
+    if value is not None:
+        if not value.strip():
+            raise ValueError("is empty; give the script's text")
+        _check_text(value, allow_newlines=True)
+    return value
+
+
+def check_submit_dir(value: str | None) -> str | None:
+    """An absolute path on one line."""
+    if value is not None:
+        _check_text(value, allow_newlines=False)
+        if not value.startswith("/"):
+            raise ValueError("must be an absolute path (starting with '/')")
+    return value
+
+
+def check_workdir(value: str | None) -> str | None:
+    """An absolute path on one line."""
+    if value is None:
+        return None
+    _check_text(value, allow_newlines=False)
+    if not value.startswith("/"):
+        raise ValueError("must be an absolute path (starting with '/')")
+    return value
+
+
+def check_output(value: str | None) -> str | None:
+    """An output file name (``names.OUTPUT_PATH``)."""
+    if value is not None and not names.OUTPUT_PATH.fullmatch(value):
+        raise ValueError(f"not a valid output file; use {names.OUTPUT_PATH_HELP}")
+    return value
+
+
+def check_script_args(value: list[str]) -> list[str]:
+    """Script arguments: text a shell script can carry."""
+    for arg in value:
+        _check_text(arg, allow_newlines=True)
+    return value
+
+
+def check_env(value: dict[str, str]) -> dict[str, str]:
+    """Environment variables: shell names not reserved by Slurm or the gateway; text values."""
+    for key, item in value.items():
+        if not names.ENV_NAME.fullmatch(key):
+            raise ValueError(f"variable {key!r} is not valid; use {names.ENV_NAME_HELP}")
+        if key.startswith(names.RESERVED_ENV_PREFIXES):
+            raise ValueError(
+                f"variable {key!r} is reserved; names starting with "
+                f"{' or '.join(names.RESERVED_ENV_PREFIXES)} are set by Slurm and the gateway"
+            )
+        _check_text(item, allow_newlines=True)
+    return value
+
+
+def check_image(value: str | None) -> str | None:
+    """An image reference or path: one line, no spaces."""
+    if value is None:
+        return None
+    _check_text(value, allow_newlines=False)
+    if not value.strip() or " " in value:
+        raise ValueError("must be an image reference or path without spaces")
+    return value
+
+
+def check_params(value: dict[str, Any]) -> dict[str, Any]:
+    """Plain JSON values, at most ``MAX_TEXT`` characters as JSON."""
+    try:
+        size = len(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"must be plain JSON values (no NaN/inf, no objects): {exc}") from exc
+    if size > MAX_TEXT:
+        raise ValueError(f"are {size} characters as JSON; at most {MAX_TEXT}")
+    return value
+
+
+def check_datasets(value: list[str | DatasetUse]) -> list[str | DatasetUse]:
+    """Dataset references and absolute paths; no two references share a name."""
+    seen: dict[str, str] = {}
+    for item in value:
+        ref = item.ref if isinstance(item, DatasetUse) else item
+        _check_text(ref, allow_newlines=False)
+        if not ref.strip():
+            raise ValueError("a dataset reference is empty")
+        if ref.startswith("/"):
+            continue  # a plain path, checked by the pre-flight as it is
+        name = parse_dataset_ref(ref).name
+        if name in seen:
+            raise ValueError(f"datasets {seen[name]!r} and {ref!r} share the name {name!r}; use each once")
+        seen[name] = ref
+    return value
+
+
+def check_outputs(value: list[str]) -> list[str]:
+    """Output glob patterns under the run directory."""
+    if len(value) > MAX_OUTPUT_PATTERNS:
+        raise ValueError(f"has {len(value)} patterns; at most {MAX_OUTPUT_PATTERNS}")
+    return [check_relative(v, "output pattern", glob=True) for v in value]
+
+
+def check_metrics(value: list[str]) -> list[str]:
+    """Metrics files (.json/.jsonl) under the run directory."""
+    if len(value) > MAX_OUTPUT_PATTERNS:
+        raise ValueError(f"has {len(value)} files; at most {MAX_OUTPUT_PATTERNS}")
+    for item in value:
+        check_relative(item, "metrics file", glob=False)
+        if not item.endswith((".json", ".jsonl")):
+            raise ValueError(f"metrics file {item!r} must end in .json (summary) or .jsonl (per step)")
+    return value
+
+
+def check_container_digest(value: str | None) -> str | None:
+    """``sha256:`` and 64 hex digits, lower-cased."""
+    if value is not None and not IMAGE_DIGEST.fullmatch(value.lower()):
+        raise ValueError("must be 'sha256:' and 64 hex digits")
+    return value.lower() if value else value
+
+
+def check_digests(value: dict[str, str]) -> dict[str, str]:
+    """sha256 digests (lower-cased) by absolute dataset path."""
+    checked = {}
+    for path, digest in value.items():
+        _check_text(path, allow_newlines=False)
+        if not path.startswith("/"):
+            raise ValueError(f"key {path!r} must be an absolute dataset path (starting with '/')")
+        if not SHA256_HEX.fullmatch(digest.lower()):
+            raise ValueError(f"digest for {path!r} must be 64 hex digits (sha256), not {digest!r}")
+        checked[path] = digest.lower()
+    return checked
+
+
+def check_modules(value: list[str]) -> list[str]:
+    """Module names (``module load``)."""
+    for module in value:
+        if not MODULE_NAME.fullmatch(module):
+            raise ValueError(
+                f"module {module!r} is not valid; use 1-128 letters, digits and . _ / + - (e.g. cuda/12.4)"
+            )
+    return value
+
+
+def check_venv(value: str | None) -> str | None:
+    """A virtual environment's absolute path."""
+    if value is None:
+        return None
+    _check_text(value, allow_newlines=False)
+    if not value.startswith("/"):
+        raise ValueError("must be the absolute path of a virtual environment (starting with '/')")
+    return value
+
+
+def check_tags(value: list[str]) -> list[str]:
+    """Tags (``names.TAG``)."""
+    for tag in value:
+        if not names.TAG.fullmatch(tag):
+            raise ValueError(f"tag {tag!r} is not valid; use {names.TAG_HELP}")
+    return value

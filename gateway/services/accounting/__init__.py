@@ -1,0 +1,1 @@
+"""Accounting services: the sacct ledger, GPU telemetry, reports and usage against caps."""

@@ -1,0 +1,159 @@
+"""Project usage against caps (GPUs now, GPU-hours this month, jobs in queue), and the admin's queue view."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Literal
+
+from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.core.access.policy import require
+from gateway.core.access.quota import gpu_hours, month_start
+from gateway.core.domain import Principal, Project, Quota
+from gateway.core.slurm.records import JobStatus, NodeInfo, PartitionInfo
+from gateway.core.slurm.states import RunState
+from gateway.store.access import AccessStore
+
+UseUnit = Literal["GPUs", "GPU-hours", "jobs"]
+
+
+@dataclass(frozen=True)
+class Use:
+    """One cap and how much of it is used, both counted in ``unit``.
+
+    "GPUs": held at once by running jobs; "GPU-hours": this calendar month (UTC); "jobs": queued + running.
+    """
+
+    used: float
+    cap: float | None  # None: no cap
+    unit: UseUnit
+
+    @property
+    def full(self) -> bool:
+        """True when there is a cap and ``used`` has reached it."""
+        return self.cap is not None and self.used >= self.cap
+
+
+@dataclass(frozen=True)
+class UserUse:
+    user: str  # OS user, as Slurm knows them
+    gpus: Use
+    gpu_hours: Use
+    jobs_in_queue: Use
+
+
+@dataclass(frozen=True)
+class ProjectUsage:
+    project: str
+    account: str
+    since: datetime
+    gpus: Use
+    gpu_hours: Use
+    jobs_in_queue: Use
+    running_gpu_jobs: list[str]  # job ids holding GPUs now
+    users: list[UserUse] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    partition: PartitionInfo
+    nodes: list[NodeInfo]
+    running: list[JobStatus]
+    pending: list[JobStatus]
+
+
+@dataclass(frozen=True)
+class QueueView:
+    partitions: list[PartitionView]
+    projects: list[ProjectUsage]
+
+
+class UsageService:
+    def __init__(self, access: AccessStore, slurm: SlurmBackend) -> None:
+        self.access = access
+        self.slurm = slurm
+
+    def project_usage(
+        self, principal: Principal, project: str, *, now: datetime | None = None
+    ) -> ProjectUsage:
+        """``usage`` of project ``project`` (two Slurm calls); NotFound when there is no such project
+        or the caller is not in it.
+        """
+        require(principal, "project.read", project, hide=True)
+        return self.usage(self.access.project(project), now=now)
+
+    def usage(self, project: Project, *, now: datetime | None = None) -> ProjectUsage:
+        """Two Slurm calls: sacct for this month's GPU-hours, squeue for GPUs in use and jobs in queue."""
+        now = now or datetime.now(UTC)
+        since = month_start(now)
+        records = self.slurm.usage([project.slurm_account], since=since)
+        live = self.slurm.jobs(accounts=[project.slurm_account])
+        hours = gpu_hours(records, since=since, now=now)
+        # GPUs in use now come from squeue: slurmdbd learns of a start a few seconds late.
+        running = [j for j in live if j.state is RunState.RUNNING and j.gpus]
+        gpus_by_user: dict[str, int] = {}
+        for job in running:
+            gpus_by_user[job.user] = gpus_by_user.get(job.user, 0) + job.gpus
+        jobs_by_user: dict[str, int] = {}
+        for job in live:
+            jobs_by_user[job.user] = jobs_by_user.get(job.user, 0) + 1
+        caps = {m.user: m.quota for m in project.members}
+        os_users = {u.name: u.os_user for u in self.access.users()}
+        user_caps = {os_users.get(name) or name: quota for name, quota in caps.items()}
+        users = [
+            UserUse(
+                user=user,
+                **_uses(
+                    user_caps.get(user),
+                    gpus=gpus_by_user.get(user, 0),
+                    gpu_hours=hours.get(user, 0.0),
+                    jobs=jobs_by_user.get(user, 0),
+                ),
+            )
+            for user in sorted(set(hours) | set(gpus_by_user) | set(jobs_by_user) | set(user_caps))
+        ]
+        return ProjectUsage(
+            project=project.name,
+            account=project.slurm_account,
+            since=since,
+            **_uses(
+                project.quota,
+                gpus=sum(gpus_by_user.values()),
+                gpu_hours=sum(hours.values()),
+                jobs=len(live),
+            ),
+            running_gpu_jobs=[r.job_id for r in running],
+            users=users,
+        )
+
+    def queue(self, principal: Principal, *, now: datetime | None = None) -> QueueView:
+        """Per partition: nodes with GPUs in use and free, running and pending jobs; per project: usage."""
+        require(principal, "site.admin")
+        nodes = self.slurm.nodes()
+        jobs = self.slurm.jobs()
+        views = []
+        for partition in self.slurm.partitions():
+            in_partition = [j for j in jobs if j.partition == partition.name]
+            views.append(
+                PartitionView(
+                    partition=partition,
+                    nodes=[n for n in nodes if partition.name in n.partitions],
+                    running=[j for j in in_partition if j.state is RunState.RUNNING],
+                    pending=sorted(
+                        (j for j in in_partition if j.state in (RunState.QUEUED, RunState.HELD)),
+                        key=lambda j: -(j.priority or 0),
+                    ),
+                )
+            )
+        projects = [self.usage(p, now=now) for p in self.access.projects()]
+        return QueueView(partitions=views, projects=projects)
+
+
+def _uses(quota: Quota | None, *, gpus: int, gpu_hours: float, jobs: int) -> dict[str, Use]:
+    """Fields ``gpus``, ``gpu_hours`` (to 3 places), ``jobs_in_queue`` of a usage, against ``quota``."""
+    quota = quota or Quota()
+    return {
+        "gpus": Use(gpus, quota.gpus, "GPUs"),
+        "gpu_hours": Use(round(gpu_hours, 3), quota.gpu_hours_per_month, "GPU-hours"),
+        "jobs_in_queue": Use(jobs, quota.jobs_in_queue, "jobs"),
+    }

@@ -1,0 +1,210 @@
+"""Gates and comparisons of eval results; reading results with what is recorded about them.
+
+``gate`` decides a candidate eval result against a baseline on the
+candidate's suite version (``gateway.core.eval.gate.decide``) and records the
+decision with every number, the baseline, the approving reviews that
+counted and the verdict. The baseline is an explicit eval result, or, when
+none is given, whatever the ``BaselineFinder`` names (none yet: "the result
+of the release alias prod points at" comes with releases); without one the
+regression rules are not evaluated and the decision says so.
+
+A candidate and a baseline of different suites are refused outright
+(nothing is recorded); of different versions of one suite, the decision is
+"not comparable", with the reason, and is recorded like any other.
+``compare`` lays the same statistics out per task, without recording.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from gateway.core.access.policy import allowed, require
+from gateway.core.domain import Principal
+from gateway.core.eval.domain import EvalResultRecord, EvalRun, GateRecord, Review, SuiteVersionRecord
+from gateway.core.eval.gate import GateDecision, Scored, decide
+from gateway.core.eval.gate_table import compare_table
+from gateway.errors import NotFound, SpecError, SpecIssue
+from gateway.services.eval.reviews import ReviewService
+from gateway.store.audit import AuditEntry
+from gateway.store.eval_results import EvalResultStore
+from gateway.store.eval_reviews import NewGate, ReviewStore
+from gateway.store.evals import EvalStore
+
+
+class BaselineFinder(Protocol):
+    def baseline_for(
+        self, version: SuiteVersionRecord, candidate: EvalResultRecord
+    ) -> tuple[str, str] | None:
+        """(eval result id, where it came from) of the baseline a gate without one compares with."""
+        ...
+
+
+class NoDefaultBaseline:
+    """No default baseline: until releases exist, a gate compares with an explicit result or none."""
+
+    def baseline_for(
+        self, version: SuiteVersionRecord, candidate: EvalResultRecord
+    ) -> tuple[str, str] | None:
+        """``BaselineFinder.baseline_for``: never one (an explicit baseline or none)."""
+        return None
+
+
+@dataclass(frozen=True)
+class ResultView:
+    """An eval result with its eval run, its reviews and the gate decisions it took part in."""
+
+    result: EvalResultRecord
+    eval_run: EvalRun
+    reviews: list[Review]
+    approving: list[Review]
+    gates: list[GateRecord]
+
+
+class GateService:
+    def __init__(
+        self,
+        store: EvalStore,
+        results: EvalResultStore,
+        gates: ReviewStore,
+        reviews: ReviewService,
+        baselines: BaselineFinder,
+    ) -> None:
+        self.store = store
+        self.results = results
+        self.gates = gates
+        self.reviews = reviews
+        self.baselines = baselines
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def result(self, result_id: str, *, principal: Principal, with_samples: bool = False) -> EvalResultRecord:
+        """One eval result, if the caller may read its project (else NotFound)."""
+        try:
+            found = self.results.result(result_id, with_samples=with_samples)
+        except NotFound:
+            raise NotFound(f"no eval result {result_id!r}") from None
+        if not allowed(principal, "eval.read", found.project):
+            raise NotFound(f"no eval result {result_id!r}")
+        return found
+
+    def show(self, result_id: str, *, principal: Principal) -> ResultView:
+        """One result with its eval run, the reviews the caller may read, the approving ones, its gates."""
+        result = self.result(result_id, principal=principal)
+        reviews = self.gates.reviews("eval_result", [result.id]) + self.gates.reviews(
+            "artifact", [result.artifact_sha256]
+        )
+        return ResultView(
+            result=result,
+            eval_run=self.store.eval_run(result.eval_run_id),
+            # an artifact's reviews may be another project's (the run that wrote it): shown where readable
+            reviews=[r for r in reviews if allowed(principal, "eval.read", r.project)],
+            approving=self.reviews.approving(result),
+            gates=self.gates.gates_of([result.id]),
+        )
+
+    def gate_record(self, gate_id: str, *, principal: Principal) -> GateRecord:
+        """One gate decision, if the caller may read its project (else NotFound)."""
+        found = self.gates.gate(gate_id)
+        if not allowed(principal, "eval.read", found.project):
+            raise NotFound(f"no gate decision {gate_id!r}")
+        return found
+
+    # -- deciding ---------------------------------------------------------------------------------
+
+    def gate(self, candidate_id: str, *, principal: Principal, baseline_id: str | None = None) -> GateRecord:
+        """Decide and record the gate of ``candidate_id`` (against ``baseline_id``, or the default baseline).
+
+        SpecError when the two are results of different suites; NotFound for a
+        result the caller may not read; Forbidden below member.
+        """
+        candidate = self.result(candidate_id, principal=principal, with_samples=True)
+        require(principal, "eval.gate", candidate.project)
+        version = self.store.version_by_id(candidate.suite_version_id)
+        source = "explicit"
+        if baseline_id is None:
+            found = self.baselines.baseline_for(version, candidate)
+            baseline_id, source = found if found is not None else (None, "none")
+        baseline = None
+        if baseline_id is not None:
+            baseline = self.result(baseline_id, principal=principal, with_samples=True)
+            self._same_suite(version, baseline, "baseline")
+        approving = self.reviews.approving(candidate)
+        decision = self._decide(version, candidate, baseline, len(approving))
+        record = self.gates.record_gate(
+            NewGate(
+                project=candidate.project,
+                suite_version_id=version.id,
+                candidate_id=candidate.id,
+                baseline_id=baseline.id if baseline else None,
+                baseline_source=source,
+                verdict=decision.verdict,
+                decision=decision.to_dict(),
+                review_ids=tuple(r.id for r in approving),
+                decided_by=principal.user,
+            ),
+            audit=AuditEntry(
+                actor=principal.user,
+                action="eval.gate",
+                target_type="gate_decision",
+                target_id="",
+                project=candidate.project,
+                source=principal.source,
+                after={
+                    "candidate": candidate.id,
+                    "baseline": baseline.id if baseline else None,
+                    "suite_version": version.ref,
+                    "verdict": decision.verdict,
+                    "approving_reviews": [r.id for r in approving],
+                },
+            ),
+        )
+        return record
+
+    def compare(self, a_id: str, b_id: str, *, principal: Principal) -> dict[str, Any]:
+        """``a`` against ``b`` per task and metric (``gateway.core.eval.gate_table``); nothing is recorded."""
+        a = self.result(a_id, principal=principal, with_samples=True)
+        b = self.result(b_id, principal=principal, with_samples=True)
+        version = self.store.version_by_id(a.suite_version_id)
+        self._same_suite(version, b, "b")
+        decision = self._decide(version, a, b, len(self.reviews.approving(a)))
+        table = compare_table(version.suite, decision, a.results, b.results)
+        return {
+            "a": a.id,
+            "b": b.id,
+            "suite_version": version.ref,
+            "a_suite_version": a.suite_ref,
+            "b_suite_version": b.suite_ref,
+            **table,
+        }
+
+    def _decide(
+        self,
+        version: SuiteVersionRecord,
+        candidate: EvalResultRecord,
+        baseline: EvalResultRecord | None,
+        approving: int,
+    ) -> GateDecision:
+        return decide(
+            version.suite,
+            version.content_hash,
+            Scored(candidate.id, candidate.suite_hash, candidate.results),
+            Scored(baseline.id, baseline.suite_hash, baseline.results) if baseline is not None else None,
+            approving_reviews=approving,
+        )
+
+    def _same_suite(self, version: SuiteVersionRecord, other: EvalResultRecord, field: str) -> None:
+        """Refuse a result of another suite (another version of the same suite is for the gate to judge)."""
+        other_version = self.store.version_by_id(other.suite_version_id)
+        if other_version.suite_id != version.suite_id:
+            raise SpecError(
+                [
+                    SpecIssue(
+                        field,
+                        f"{other.id} is a result of suite {other_version.ref}, the candidate of "
+                        f"{version.ref}: a gate compares results of one suite",
+                        other.id,
+                    )
+                ],
+                what="gate request",
+            )

@@ -1,0 +1,1 @@
+"""Lineage services: datasets, harvested outputs and metrics, walking the spine both ways."""

@@ -1,0 +1,170 @@
+"""Registering what ended attempts wrote: declared outputs become artifacts, metrics files run metrics.
+
+A scheduler job (``gw serve``) calls ``harvest_due`` after each refresh.
+For every ended attempt not harvested yet, the run's ``outputs`` patterns
+are matched under its run directory and each regular file found is hashed,
+on the run host, as the OS user the job ran as (``RunHost.scan_outputs``);
+it is recorded with its size and the attempt, unless an earlier attempt of
+the run recorded the same path with the same content. The ``metrics`` files
+are read (``.json``: a summary, ``.jsonl``: per-step series;
+``gateway/core/lineage/run_metrics.py`` documents the format) and replace the run's
+metrics.
+
+Files are only read inside the run directory: symlinks are skipped (a job
+cannot make the gateway hash a file elsewhere), and so is anything that
+resolves outside it, or that is not a regular file.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+
+from gateway.adapters.runhost import OutputScan, RunHost
+from gateway.core.lineage.run_metrics import MAX_POINTS, last_values, parse_metrics_json, parse_metrics_jsonl
+from gateway.errors import GatewayError, RunHostUnavailable
+from gateway.services.accounting.telemetry import TelemetryHarvester
+from gateway.services.runs.logs import JobFiles
+from gateway.store.lineage import HarvestJob, LineageStore
+
+log = logging.getLogger(__name__)
+
+MAX_FILES_PER_ATTEMPT = 10_000
+MAX_METRICS_BYTES = 32 * 1024 * 1024
+
+
+@dataclass
+class HarvestReport:
+    attempts: int = 0
+    artifacts: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+class OutputHarvester:
+    def __init__(
+        self,
+        store: LineageStore,
+        host: RunHost,
+        files: JobFiles,
+        telemetry: TelemetryHarvester | None = None,
+    ) -> None:
+        self.store = store
+        self.host = host
+        self.files = files
+        self.telemetry = telemetry  # GPU telemetry, harvested with the outputs (docs/telemetry.md)
+
+    def harvest_due(self, limit: int = 50) -> HarvestReport:
+        """Harvest up to ``limit`` ended attempts; a problem with one never stops the others."""
+        report = HarvestReport()
+        for job in self.store.due_harvest(limit):
+            try:
+                report.artifacts += self.harvest(job)
+                report.attempts += 1
+            except RunHostUnavailable as exc:  # try again next cycle; nothing was recorded
+                log.warning("outputs of run %s attempt %s: %s", job.run_id, job.attempt_number, exc)
+                report.problems.append(f"{job.run_id}#{job.attempt_number}: {exc}")
+            except GatewayError as exc:
+                log.warning("outputs of run %s attempt %s: %s", job.run_id, job.attempt_number, exc)
+                report.problems.append(f"{job.run_id}#{job.attempt_number}: {exc}")
+                self.store.record_outputs(job, files=[], summary=None, series=None, note=str(exc))
+        return report
+
+    def harvest(self, job: HarvestJob) -> int:
+        """Record one attempt's outputs, metrics and GPU telemetry; returns how many artifacts were new."""
+        if not job.started:
+            self.store.record_outputs(job, files=[], summary=None, series=None, note="the job never started")
+            return 0
+        notes: list[str] = []
+        if self.telemetry is not None:
+            self._telemetry(job, notes)
+        if not (job.outputs or job.metrics):
+            self.store.record_outputs(job, files=[], summary=None, series=None, note="; ".join(notes))
+            return 0
+        user = self.files.job_user(job.run_id, job.os_user, job.submitter)
+        files: list[tuple[str, int, str]] = []
+        if job.outputs:
+            scan = self.host.scan_outputs(
+                job.run_dir, job.outputs, as_user=user, max_files=MAX_FILES_PER_ATTEMPT
+            )
+            known = self.store.known_files(job.run_id)
+            files = [(f.path, f.size_bytes, f.sha256) for f in scan.files if (f.path, f.sha256) not in known]
+            notes += _scan_notes(scan, job.outputs)
+        summary, series = read_metrics(self.host, job.run_dir, job.metrics, as_user=user, notes=notes)
+        self.store.record_outputs(job, files=files, summary=summary, series=series, note="; ".join(notes))
+        return len(files)
+
+    def _telemetry(self, job: HarvestJob, notes: list[str]) -> None:
+        """Harvest the attempt's GPU telemetry; a problem is a note (RunHostUnavailable: raised, retried)."""
+        assert self.telemetry is not None
+        try:
+            self.telemetry.harvest(
+                job, user=lambda: self.files.job_user(job.run_id, job.os_user, job.submitter)
+            )
+        except RunHostUnavailable:
+            raise
+        except GatewayError as exc:
+            notes.append(f"GPU telemetry not harvested: {exc}")
+
+
+def read_metrics(
+    host: RunHost, run_dir: str, paths: list[str], *, as_user: str, notes: list[str]
+) -> tuple[dict[str, float] | None, dict[str, list[tuple[int | None, float]]] | None]:
+    """The summary and series of a run's metrics files (relative to ``run_dir``), read as ``as_user``.
+
+    What cannot be read or parsed is a line in ``notes``, never an error. (None, None) when no file
+    gave metrics.
+    """
+    summary: dict[str, float] | None = None
+    series: dict[str, list[tuple[int | None, float]]] | None = None
+    for rel in paths:
+        read = host.read_file(
+            os.path.join(run_dir, rel),
+            as_user=as_user,
+            max_bytes=MAX_METRICS_BYTES + 1,
+            offset_bytes=0,
+            inside=run_dir,
+        )
+        if not read.exists or read.error:
+            notes.append(f"metrics file {rel} not found (or not a regular file)")
+            continue
+        if read.size_bytes > MAX_METRICS_BYTES:
+            notes.append(
+                f"metrics file {rel} is {read.size_bytes} bytes; at most {MAX_METRICS_BYTES} are read"
+            )
+            continue
+        text = read.text()
+        if rel.endswith(".jsonl"):
+            parsed = parse_metrics_jsonl(text)
+            if parsed.skipped_lines:
+                notes.append(f"metrics file {rel}: {parsed.skipped_lines} line(s) skipped")
+            series = {**(series or {}), **parsed.points}
+            if summary is None:
+                summary = {}
+            for name, value in last_values(parsed).items():
+                summary.setdefault(name, value)
+        else:
+            try:
+                values = parse_metrics_json(text)
+            except ValueError as exc:
+                notes.append(f"metrics file {rel}: {exc}")
+                continue
+            # a summary file's values win over a series' last ones
+            summary = {**(summary or {}), **values}
+    if series is not None:
+        total = sum(map(len, series.values()))
+        if total > MAX_POINTS:
+            notes.append(f"{total} metric points; only the first {MAX_POINTS} kept")
+    return summary, series
+
+
+def _scan_notes(scan: OutputScan, patterns: list[str]) -> list[str]:
+    notes = []
+    if not scan.files and not scan.errors:
+        notes.append(f"no file matched {', '.join(patterns)}")
+    if scan.truncated:
+        notes.append(f"more than {MAX_FILES_PER_ATTEMPT} output files; the rest were not registered")
+    if scan.skipped:
+        notes.append(f"{scan.skipped} matched path(s) skipped: symlinks or not regular files")
+    notes += [f"cannot read {e}" for e in scan.errors]
+    return notes

@@ -1,0 +1,1 @@
+"""Operating the gateway: periodic work, health, Prometheus metrics, the SSH submit host check."""

@@ -1,0 +1,114 @@
+"""GET /metrics: who may read it, and the values read at scrape time (runs by state, GPU use vs caps).
+
+The counters and histograms live in ``gateway.adapters.prometheus`` (the one
+module that imports prometheus-client); this service adds the gauges that
+are read when Prometheus scrapes: runs by state per project (one grouped
+query), and per project the GPUs in use and this month's GPU-hours with
+their caps (``UsageService.usage``: one squeue shared by all projects, one
+sacct per project, both behind the cluster-facts cache).
+
+A scraper has no user token: it may read from an address in
+``Settings.metrics_allow``, or from anywhere with ``Settings.metrics_token``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+from collections.abc import Sequence
+
+from gateway.adapters.prometheus import CONTENT_TYPE, RUNS, USAGE_GAUGES, GatewayMetrics, GaugeSource, Sample
+from gateway.core.slurm.states import RunState
+from gateway.errors import Forbidden, GatewayError
+from gateway.services.accounting.usage import UsageService
+from gateway.settings import Settings
+from gateway.store.access import AccessStore
+from gateway.store.runs import RunStore
+
+log = logging.getLogger(__name__)
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def refusal_reason(exc: BaseException) -> str:
+    """The bounded label of a refusal: the most specific class of ``gateway.errors`` the error is."""
+    for cls in type(exc).__mro__:
+        if cls.__module__ == "gateway.errors":
+            return cls.__name__
+    return "unexpected"
+
+
+class MetricsService:
+    """Decides who may scrape, and renders the exposition with the scrape-time gauges read fresh."""
+
+    def __init__(
+        self,
+        metrics: GatewayMetrics,
+        store: RunStore,
+        access: AccessStore,
+        usage: UsageService,
+        settings: Settings,
+    ) -> None:
+        self.metrics = metrics
+        self.store = store
+        self.access = access
+        self.usage = usage
+        self.allow: Sequence[Network] = tuple(settings.metrics_allow)
+        self.token = settings.metrics_token.get_secret_value() if settings.metrics_token else None
+        self._add_sources()
+
+    def scrape(self, *, source: str | None, token: str | None) -> tuple[bytes, str]:
+        """The exposition text and its content type; Forbidden unless the peer or the token is allowed."""
+        if not self.allowed(source=source, token=token):
+            raise Forbidden(
+                f"GET /metrics is for scrapers: {source or 'this client'} is not in GATEWAY_METRICS_ALLOW "
+                "and no valid metrics token was sent (GATEWAY_METRICS_TOKEN, as `Authorization: Bearer`); "
+                "user tokens do not open it"
+            )
+        return self.metrics.render(), CONTENT_TYPE
+
+    def allowed(self, *, source: str | None, token: str | None) -> bool:
+        """True when ``token`` is the metrics token, or ``source`` (the TCP peer) is in the allow-list."""
+        if token is not None and self.token is not None and hmac.compare_digest(token, self.token):
+            return True
+        try:
+            address = ipaddress.ip_address(source or "")
+        except ValueError:
+            return False  # no address (a unix socket, a test client)
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        return any(address in network for network in self.allow)
+
+    # -- scrape-time gauges --------------------------------------------------------------
+
+    def _add_sources(self) -> None:
+        self.metrics.add_source(GaugeSource((RUNS,), self._runs_by_state))
+        self.metrics.add_source(GaugeSource(USAGE_GAUGES, self._usage))
+
+    def _runs_by_state(self) -> dict[str, list[Sample]]:
+        counts = self.store.count_by_project_state()
+        projects = sorted({p.name for p in self.access.projects()} | {p for p, _ in counts})
+        # Every state of every project, zeros too: a series does not vanish when it empties.
+        return {
+            RUNS.name: [
+                Sample((project, state.value), counts.get((project, state.value), 0))
+                for project in projects
+                for state in RunState
+            ]
+        }
+
+    def _usage(self) -> dict[str, list[Sample]]:
+        """Each project's usage read once per scrape; a cap only where the project has one."""
+        samples: dict[str, list[Sample]] = {g.name: [] for g in USAGE_GAUGES}
+        for project in self.access.projects():
+            try:
+                usage = self.usage.usage(project)
+            except GatewayError as exc:  # Slurm down: this scrape has no usage for the project
+                log.warning("no usage of project %s for /metrics: %s", project.name, exc)
+                continue
+            for name, use in (("gpus", usage.gpus), ("gpu_hours", usage.gpu_hours)):
+                samples[f"gateway_project_{name}_used"].append(Sample((project.name,), float(use.used)))
+                if use.cap is not None:
+                    samples[f"gateway_project_{name}_cap"].append(Sample((project.name,), float(use.cap)))
+        return samples

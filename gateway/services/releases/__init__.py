@@ -1,0 +1,1 @@
+"""The model registry's services: models and releases, aliases and promotions, evidence bundles."""

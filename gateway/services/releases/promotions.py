@@ -1,0 +1,387 @@
+"""Aliases, their protection policies, promotion requests and approvals, and alias history.
+
+An alias (``prod``, ``candidate`` ...) points at one release of a model at a
+time; every move is an append-only event naming who, when, why, the policy
+then in force, the approvals and the gate decision that allowed it. Where an
+alias stands at any time is its newest move at or before that time
+(``history(at=...)``).
+
+A policy (per model, or the project's default for an alias) says which roles
+may move the alias, how many distinct approvers besides the requester are
+needed, and which suite's gate must have passed on the release's artifact. A
+move that misses any of it is refused (Conflict) with every missing piece
+listed. Only a failed or missing gate can be overridden, by a lead or admin,
+with ``override`` and a reason: the override is its own audit event
+(``release.override``) and marks the move, so every view of the release
+shows it. Approvals are promotion requests and decisions on record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from gateway.core.access.policy import allowed, require
+from gateway.core.domain import Principal
+from gateway.core.eval.domain import GateRecord
+from gateway.core.releases.domain import (
+    DECISIONS,
+    REASON_MAX,
+    AliasEvent,
+    AliasPolicy,
+    MoveCheck,
+    PromotionRequest,
+    Release,
+    alias_at,
+    check_alias,
+    missing_for_move,
+)
+from gateway.core.releases.views import move_dict, release_dict, request_dict
+from gateway.errors import Conflict, Forbidden, NotFound, SpecError, SpecIssue
+from gateway.services.releases.registry import ReleaseService, text_issue
+from gateway.store.audit import AuditEntry
+from gateway.store.promotions import NewMove, PromotionStore
+
+
+@dataclass(frozen=True)
+class AliasState:
+    """Where an alias stands (at a time): the move that put it there, and the release it points at."""
+
+    alias: str
+    event: AliasEvent | None
+    release: Release | None
+
+
+class PromotionService:
+    def __init__(self, store: PromotionStore, releases: ReleaseService) -> None:
+        self.store = store
+        self.releases = releases
+
+    # -- promotion requests -----------------------------------------------------------------------
+
+    def request(
+        self, project: str, model: str, version: int, alias: str, *, principal: Principal, reason: str = ""
+    ) -> PromotionRequest:
+        """Ask for ``alias`` to point at release ``version``; members. SpecError for a bad alias."""
+        release = self.releases.release(project, model, version, principal=principal)
+        require(principal, "release.request", project)
+        issues = alias_issues(alias)
+        if (issue := text_issue("reason", reason, REASON_MAX)) is not None:
+            issues.append(issue)
+        if issues:
+            raise SpecError(issues, what="promotion request")
+        if release.status == "withdrawn":
+            raise Conflict(f"release {release.ref} is withdrawn; a withdrawn release cannot be promoted")
+        return self.store.add_request(
+            release.model_id,
+            alias,
+            release.id,
+            principal.user,
+            reason,
+            audit=self._audit(
+                principal, "release.request", project, {"release": release.ref, "alias": alias}
+            ),
+        )
+
+    def requests(
+        self, project: str, model: str, *, principal: Principal, status: str | None = None
+    ) -> list[PromotionRequest]:
+        """A model's promotion requests (one status, if given), newest first."""
+        return self.store.requests([self.releases.model(project, model, principal=principal).id], status)
+
+    def get_request(self, request_id: str, *, principal: Principal) -> PromotionRequest:
+        """One promotion request the caller may read, or NotFound."""
+        found = self.store.request(request_id)
+        if not allowed(principal, "release.read", found.project):
+            raise NotFound(f"no promotion request {request_id!r}")
+        return found
+
+    def decide(
+        self, request_id: str, decision: str, *, principal: Principal, note: str = ""
+    ) -> PromotionRequest:
+        """Approve or reject a request (leads and reviewers; never the requester). Once enough distinct
+        approvers (the alias's policy) approve, the request is ``approved``; a rejection rejects it."""
+        request = self.get_request(request_id, principal=principal)
+        require(principal, "release.approve", request.project)
+        issues = []
+        if decision not in DECISIONS:
+            issues.append(SpecIssue("decision", f"one of {', '.join(DECISIONS)}", decision))
+        if (issue := text_issue("note", note, REASON_MAX)) is not None:
+            issues.append(issue)
+        if issues:
+            raise SpecError(issues, what="promotion decision")
+        if principal.user == request.requested_by:
+            raise Forbidden(
+                f"{principal.user} requested {request_id}; an approval must come from someone else"
+            )
+        policy = self.store.policy(request.project, request.model_id, request.alias)
+        needed = policy.approvals if policy else 0
+        approvers = set(request.approvers()) | {principal.user}
+        status = "rejected" if decision == "reject" else "approved" if len(approvers) >= needed else "open"
+        return self.store.decide(
+            request_id,
+            decision,
+            principal.user,
+            note,
+            status=status,
+            audit=self._audit(
+                principal,
+                f"release.{decision}",
+                request.project,
+                {"request": request_id, "alias": request.alias, "version": request.version, "status": status},
+                target_type="promotion_request",
+            ),
+        )
+
+    # -- moving an alias --------------------------------------------------------------------------
+
+    def promote(
+        self,
+        project: str,
+        model: str,
+        version: int,
+        alias: str,
+        *,
+        principal: Principal,
+        reason: str = "",
+        override: bool = False,
+        request_id: str | None = None,
+    ) -> AliasEvent:
+        """Point ``alias`` at release ``version`` if its policy is met (Conflict listing what is missing).
+
+        The approvals counted are those of ``request_id``, or of the newest open or approved request
+        for this release and alias. ``override`` (leads and admins, with a reason) stands in for a failed
+        or missing gate only, and is audited as its own event.
+        """
+        release = self.releases.release(project, model, version, principal=principal)
+        require(principal, "release.promote", project)
+        issues = alias_issues(alias)
+        if (issue := text_issue("reason", reason, REASON_MAX, required=override)) is not None:
+            issues.append(issue)
+        if issues:
+            raise SpecError(issues, what="alias move")
+        request, policy, gate, approvers, check = self._check(release, alias, request_id, override, principal)
+        current = self.store.alias_events(release.model_id, alias)
+        expected = current[-1].seq if current else 0
+        if current and current[-1].to_release == release.id:
+            raise Conflict(f"{alias} points at {release.ref} already (since {current[-1].at.isoformat()})")
+        after = {
+            "release": release.ref,
+            "alias": alias,
+            "from_version": current[-1].to_version if current else None,
+            "to_version": release.version,
+            "approvals": approvers,
+            "gate": gate.id if gate else None,
+            "override": override,
+            "reason": reason,
+        }
+        also = []
+        if override:
+            also.append(
+                self._audit(
+                    principal,
+                    "release.override",
+                    project,
+                    after | {"gate_verdict": gate.verdict if gate else None, "missing": list(check.missing)},
+                    target_type="release",
+                    target_id=release.id,
+                )
+            )
+        return self.store.move_alias(
+            NewMove(
+                model_id=release.model_id,
+                alias=alias,
+                to_release=release.id,
+                actor=principal.user,
+                reason=reason,
+                expected_seq=expected,
+                request_id=request.id if request is not None else None,
+                approvals=tuple(approvers),
+                gate_id=gate.id if gate else None,
+                override=override,
+                policy=policy.as_dict() if policy else None,
+            ),
+            audit=self._audit(principal, "alias.move", project, after, target_type="alias_event"),
+            also=also,
+        )
+
+    def _check(
+        self, release: Release, alias: str, request_id: str | None, override: bool, principal: Principal
+    ) -> tuple[PromotionRequest | None, AliasPolicy | None, GateRecord | None, list[str], MoveCheck]:
+        """The request, policy, gate and approvers of a move, and what it misses; raises when it may
+        not go ahead (Conflict listing the missing pieces, Forbidden for an override below lead)."""
+        project = release.project
+        request = self._request_for(release, alias, request_id, principal)
+        policy = self.store.policy(project, release.model_id, alias)
+        gate = (
+            self.releases.gate_on(release.artifact_sha256, policy.gate_suite)
+            if policy and policy.gate_suite
+            else None
+        )
+        approvers = request.approvers() if request is not None else []
+        check = missing_for_move(
+            policy,
+            role=principal.role(project),
+            is_admin=principal.is_admin,
+            approvers=approvers,
+            gate_verdict=gate.verdict if gate else None,
+            release_status=release.status,
+        )
+        if override and not check.gate_failed:
+            if check.ok:
+                raise SpecError(
+                    [SpecIssue("override", "nothing to override: the gate passed (or none is asked for)")],
+                    what="alias move",
+                )
+            raise Conflict(
+                f"cannot move {alias} to {release.ref}: an override stands in for a failed or missing gate "
+                "only, and more is missing:\n" + "\n".join(f"  - {m}" for m in check.missing)
+            )
+        if override:
+            require(principal, "release.override", project)
+        elif not check.ok:
+            raise Conflict(
+                f"cannot move {alias} to {release.ref}; missing:\n"
+                + "\n".join(f"  - {m}" for m in check.missing)
+                + (
+                    "\n(a lead or admin may override the gate with --override --reason)"
+                    if check.gate_failed
+                    else ""
+                )
+            )
+        return request, policy, gate, approvers, check
+
+    def _request_for(
+        self, release: Release, alias: str, request_id: str | None, principal: Principal
+    ) -> PromotionRequest | None:
+        if request_id is not None:
+            request = self.get_request(request_id, principal=principal)
+            if request.release_id != release.id or request.alias != alias:
+                raise SpecError(
+                    [
+                        SpecIssue(
+                            "request",
+                            f"{request_id} asks for {request.alias} -> version {request.version}, "
+                            f"not {alias} -> version {release.version}",
+                            request_id,
+                        )
+                    ],
+                    what="alias move",
+                )
+            if request.status not in ("open", "approved"):
+                raise Conflict(f"promotion request {request_id} is {request.status}")
+            return request
+        for request in self.store.requests([release.model_id]):  # newest first
+            if (
+                request.release_id == release.id
+                and request.alias == alias
+                and request.status in ("open", "approved")
+            ):
+                return request
+        return None
+
+    # -- where aliases stand ----------------------------------------------------------------------
+
+    def aliases(
+        self, project: str, model: str, *, principal: Principal, at: datetime | None = None
+    ) -> list[AliasState]:
+        """Every alias of a model as it stood at ``at`` (None: now), by name."""
+        found = self.releases.model(project, model, principal=principal)
+        events = self.store.alias_events(found.id, until=at)
+        by_alias: dict[str, list[AliasEvent]] = {}
+        for event in events:
+            by_alias.setdefault(event.alias, []).append(event)
+        states = []
+        for alias, moves in sorted(by_alias.items()):
+            last = alias_at(moves, at) if at is not None else moves[-1]
+            release = self.releases.store.release_by_id(last.to_release) if last and last.to_release else None
+            states.append(AliasState(alias, last, release))
+        return states
+
+    def history(
+        self,
+        project: str,
+        model: str,
+        *,
+        principal: Principal,
+        alias: str | None = None,
+        at: datetime | None = None,
+    ) -> dict[str, Any]:
+        """A model's alias moves (one alias's, with ``alias``), oldest first; with ``at`` also where each
+        alias stood then (``at_time``)."""
+        if alias is not None and (issues := alias_issues(alias)):
+            raise SpecError(issues, what="history query")
+        found = self.releases.model(project, model, principal=principal)
+        events = self.store.alias_events(found.id, alias)
+        states = self.aliases(project, model, principal=principal, at=at) if at is not None else None
+        if states is not None and alias is not None:
+            states = [s for s in states if s.alias == alias] or [AliasState(alias, None, None)]
+        return {"model": found.ref, "alias": alias, "at": at, "events": events, "at_time": states}
+
+    def artifact_releases(self, sha256: str, *, principal: Principal) -> dict[str, Any]:
+        """The releases of an artifact with this content the caller may read: each with the aliases that
+        point at it now (and since when), every move to or from it, its promotion requests."""
+        found, hidden = self.releases.releases_of_artifact(sha256, principal=principal)
+        if not found and not self.releases.readable_artifact(sha256.lower(), principal):
+            raise NotFound(f"no artifact with sha256 {sha256.lower()} that you may read")
+        out = []
+        for release in found:
+            states = self.aliases(release.project, release.model, principal=principal)
+            current = [s for s in states if s.release is not None and s.release.id == release.id]
+            out.append(
+                release_dict(release)
+                | {
+                    "aliases": [
+                        {
+                            "alias": s.alias,
+                            "version": release.version,
+                            "release_id": release.id,
+                            "since": s.event.at if s.event else None,
+                            "move": move_dict(s.event) if s.event else None,
+                        }
+                        for s in current
+                    ],
+                    "alias_events": [move_dict(m) for m in self.store.alias_events_of([release.id])],
+                    "promotions": [request_dict(q) for q in self.store.requests_of([release.id])],
+                }
+            )
+        return {"sha256": sha256.lower(), "releases": out, "hidden": hidden}
+
+    def moves_of(self, release_ids: Sequence[str]) -> list[AliasEvent]:
+        """Alias moves to or from these releases (for traces and bundles)."""
+        return self.store.alias_events_of(release_ids)
+
+    def requests_of(self, release_ids: Sequence[str]) -> list[PromotionRequest]:
+        """Promotion requests of these releases (for traces and bundles)."""
+        return self.store.requests_of(release_ids)
+
+    @staticmethod
+    def _audit(
+        principal: Principal,
+        action: str,
+        project: str,
+        after: dict[str, Any],
+        *,
+        target_type: str = "promotion_request",
+        target_id: str = "",
+    ) -> AuditEntry:
+        return AuditEntry(
+            actor=principal.user,
+            action=action,
+            target_type=target_type,
+            target_id=target_id,
+            project=project,
+            source=principal.source,
+            after=after,
+        )
+
+
+def alias_issues(alias: str) -> list[SpecIssue]:
+    """The issue of a bad alias name (empty when it is fine)."""
+    try:
+        check_alias(alias)
+    except ValueError as exc:
+        return [SpecIssue("alias", str(exc), alias)]
+    return []

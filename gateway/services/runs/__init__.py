@@ -1,0 +1,1 @@
+"""Runs: admission, submission, cancel, reads, refresh, retries, logs and waits."""

@@ -1,0 +1,234 @@
+"""Following jobs: the periodic refresh and the crash-recovery reconciliation.
+
+A refresh cycle makes at most two Slurm calls whatever the number of runs:
+one ``squeue`` for every polled attempt, one ``sacct`` for those that left
+the queue (or whose array tasks partly did). An attempt Slurm cannot answer
+for keeps its last known state and is flagged stale; it never becomes
+"failed" for want of an answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.core.domain import Attempt, AttemptUpdate
+from gateway.core.slurm.observe import array_update, from_sacct, from_squeue, is_news, is_ours
+from gateway.core.slurm.records import AccountingRecord, JobStatus
+from gateway.core.slurm.states import TERMINAL, WAITING, RunState
+from gateway.core.slurm.tags import requeue_tag
+from gateway.errors import Conflict, GatewayError, SlurmUnavailable
+from gateway.services.runs.retry import RetryService
+from gateway.settings import Settings
+from gateway.store.runs import RunStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RefreshReport:
+    polled: int
+    transitions: int
+    stale: int
+    slurm_calls: int
+
+
+@dataclass(frozen=True)
+class ReconcileReport:
+    adopted: list[str]  # attempt tags found in Slurm
+    never_submitted: list[str]  # attempt tags Slurm has never seen
+    undecided: list[str]  # Slurm did not answer; still SUBMITTING
+
+
+class Refresher:
+    def __init__(
+        self,
+        store: RunStore,
+        slurm: SlurmBackend,
+        settings: Settings,
+        retries: RetryService | None = None,
+        *,
+        on_change: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.store = store
+        self.slurm = slurm
+        self.settings = settings
+        self.retries = retries  # diagnoses failures and schedules retries (None: records states only)
+        self.on_change = on_change  # a cycle saw jobs change state: cached cluster facts are old now
+
+    # -- the periodic cycle ----------------------------------------------------
+
+    def refresh(self) -> RefreshReport:
+        """One cycle: squeue for every polled attempt, sacct for those that left the queue.
+
+        Writes what changed (state, reason, accounting), flags the attempts
+        Slurm did not answer for as stale, adds the attempt a Slurm requeue
+        starts, and diagnoses attempts that ended without succeeding.
+        """
+        attempts = self.store.polled_attempts()
+        if not attempts:
+            return RefreshReport(0, 0, 0, 0)
+        by_job = {a.job_id: a for a in attempts if a.job_id}
+        try:
+            live = self.slurm.status(list(by_job))
+        except SlurmUnavailable as exc:
+            log.warning("squeue did not answer; %d attempts flagged stale: %s", len(by_job), exc)
+            self.store.mark_stale([a.id for a in by_job.values()])
+            return RefreshReport(len(by_job), 0, len(by_job), 1)
+        queued: dict[str, list[JobStatus]] = defaultdict(list)
+        for status in live:
+            queued[status.array_job_id or status.job_id].append(status)
+        cycle = _Cycle()
+        for job_id, attempt in by_job.items():
+            _read_squeue(cycle, attempt, queued.get(job_id, []))
+        calls = 1
+        if cycle.ask_sacct:
+            calls += 1
+            self._read_sacct(cycle, by_job, queued)
+        by_id = {a.id: a for a in attempts}
+        # Only what moved is written: a job waiting in the queue says the same every cycle.
+        transitions = self.store.apply_updates([u for u in cycle.updates if is_news(by_id[u.attempt_id], u)])
+        self.store.mark_stale(cycle.stale)
+        for attempt, record in cycle.requeues:
+            transitions += self._requeued(attempt, record)
+        if transitions:
+            self.on_change()
+        self._diagnose_failed(cycle)
+        return RefreshReport(len(by_job), transitions, len(cycle.stale), calls)
+
+    def _read_sacct(
+        self, cycle: _Cycle, by_job: dict[str, Attempt], queued: dict[str, list[JobStatus]]
+    ) -> None:
+        """One sacct call for the attempts squeue did not settle; their updates go into ``cycle``."""
+        try:
+            records = self.slurm.accounting(cycle.ask_sacct)
+        except SlurmUnavailable as exc:
+            log.warning("sacct did not answer; %d attempts flagged stale: %s", len(cycle.ask_sacct), exc)
+            cycle.stale.extend(by_job[j].id for j in cycle.ask_sacct)
+            return
+        accounted: dict[str, list[AccountingRecord]] = defaultdict(list)
+        for record in records:
+            accounted[record.array_job_id or record.job_id].append(record)
+        for job_id in cycle.ask_sacct:
+            attempt = by_job[job_id]
+            found = [r for r in accounted.get(job_id, []) if is_ours(r, attempt)]
+            if attempt.array_size is not None:
+                update = array_update(attempt, queued.get(job_id, []), found)
+            elif len(found) > attempt.slurm_record + 1:
+                # Slurm requeued the job: this attempt's record has ended, the next one is a new
+                # attempt with the same job id.
+                update = from_sacct(attempt, found[attempt.slurm_record])
+                if update is not None:
+                    cycle.requeues.append((attempt, found[attempt.slurm_record + 1]))
+            elif found:
+                update = from_sacct(attempt, found[-1])
+            else:
+                update = None  # left squeue, not in accounting yet (slurmdbd lags a little)
+            if update is None:
+                cycle.stale.append(attempt.id)
+            else:
+                cycle.updates.append(update)
+
+    def _diagnose_failed(self, cycle: _Cycle) -> None:
+        """Classify every attempt this cycle saw end without succeeding (a requeue is not one)."""
+        if self.retries is None:
+            return
+        requeued = {a.id for a, _ in cycle.requeues}
+        failed = [
+            u.attempt_id
+            for u in cycle.updates
+            if u.state in TERMINAL and u.state is not RunState.SUCCEEDED and u.attempt_id not in requeued
+        ]
+        if not failed:
+            return
+        for attempt in self.store.attempts(failed):
+            try:
+                self.retries.diagnose(self.store.get_run(attempt.run_id), attempt)
+            except GatewayError as exc:
+                log.warning("cannot diagnose %s attempt %d: %s", attempt.run_id, attempt.number, exc)
+
+    def _requeued(self, attempt: Attempt, record: AccountingRecord) -> int:
+        """Record Slurm's requeue of ``attempt``'s job as the next attempt, carrying the same job id."""
+        try:
+            new = self.store.add_attempt(
+                attempt.run_id,
+                tag=requeue_tag(attempt.tag, attempt.slurm_record + 1),
+                origin="requeue",
+                after=attempt.number,
+                job_id=attempt.job_id,
+                slurm_record=attempt.slurm_record + 1,
+            )
+        except Conflict:
+            return 0
+        if self.retries is not None:
+            self.retries.requeued(self.store.get_run(attempt.run_id), self.store.attempts([attempt.id])[0])
+        update = from_sacct(new, record)
+        return 1 + (self.store.apply_updates([update]) if update else 0)
+
+    # -- crash recovery --------------------------------------------------------
+
+    def reconcile(self) -> ReconcileReport:
+        """Settle attempts left SUBMITTING by a crash, by their tag in squeue/sacct.
+
+        Only attempts older than ``submit_grace_s`` count as orphaned: that is
+        longer than sbatch may take (the settings insist), so no process,
+        this one or another ``gw serve`` on the same database, can still have
+        their sbatch in flight. Younger ones are left for a later cycle.
+        """
+        cutoff = datetime.now(UTC) - timedelta(seconds=self.settings.submit_grace_s)
+        adopted, never, undecided = [], [], []
+        for attempt in self.store.submitting_attempts(created_before=cutoff):
+            try:
+                jobs = self.slurm.find_by_tag(attempt.tag, since=attempt.created_at - timedelta(hours=1))
+            except SlurmUnavailable as exc:
+                log.warning("cannot look up %s now (%s); it stays SUBMITTING", attempt.tag, exc)
+                undecided.append(attempt.tag)
+                continue
+            if jobs:
+                try:
+                    self.store.record_job_id(attempt.id, jobs[0], source="reconcile")
+                except Conflict:
+                    continue  # the submitting process recorded it meanwhile
+                if len(jobs) > 1:
+                    self.store.add_note(
+                        attempt.id,
+                        f"more than one Slurm job carries this tag: {', '.join(jobs)}",
+                        source="reconcile",
+                    )
+                adopted.append(attempt.tag)
+            else:
+                self.store.mark_never_submitted(
+                    attempt.id,
+                    "no Slurm job carries this attempt's tag: it was never submitted; safe to resubmit",
+                    source="reconcile",
+                )
+                never.append(attempt.tag)
+        return ReconcileReport(adopted, never, undecided)
+
+
+@dataclass
+class _Cycle:
+    """What one refresh cycle has learned so far."""
+
+    updates: list[AttemptUpdate] = field(default_factory=list)
+    ask_sacct: list[str] = field(default_factory=list)  # job ids squeue did not settle
+    stale: list[int] = field(default_factory=list)  # attempt ids Slurm did not answer for
+    requeues: list[tuple[Attempt, AccountingRecord]] = field(default_factory=list)
+
+
+def _read_squeue(cycle: _Cycle, attempt: Attempt, statuses: list[JobStatus]) -> None:
+    """Settle ``attempt`` from squeue when its answer is enough; else ask sacct about it."""
+    requeued = attempt.start_time is not None and statuses and statuses[0].state in WAITING
+    if attempt.array_size is None and statuses and statuses[0].state not in TERMINAL and not requeued:
+        cycle.updates.append(from_squeue(attempt, statuses[0]))
+        return
+    if attempt.array_size is not None and len(statuses) >= attempt.array_size:
+        update = array_update(attempt, statuses, [])
+        if update is not None:
+            cycle.updates.append(update)
+            return
+    cycle.ask_sacct.append(attempt.job_id or "")

@@ -1,0 +1,398 @@
+"""Submitting, cancelling and reading runs; every interface calls these.
+
+Submission is exactly-once (DESIGN.md): the attempt row with a unique tag is
+committed before ``sbatch`` runs (with the audit event, in one transaction),
+the tag travels in ``--comment``, and the job id is stored afterwards. A
+crash anywhere in between leaves an attempt in SUBMITTING that
+``Refresher.reconcile`` resolves by looking the tag up in Slurm, so no run is
+submitted twice and none is lost.
+
+A client that retries a submission after a cut connection sends the same
+``Idempotency-Key``: the key is committed with the run, so the retry gets
+the first run back (the same key with another request: Conflict).
+
+Before anything is written, ``Admission`` checks the caller, the queue, the
+caps, the OS user and the output paths (``gateway.services.runs.admission``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+
+import jinja2
+
+from gateway.adapters.prometheus import GatewayMetrics
+from gateway.adapters.runhost import RunHost
+from gateway.adapters.slurm.protocol import PreparedSubmit, SlurmBackend
+from gateway.core.access.policy import allowed, require, visible_projects
+from gateway.core.domain import NewRun, Page, Principal, Run, RunFilter
+from gateway.core.explain.pending import Explanation
+from gateway.core.runs.idempotency import ClaimedKey, IdempotencyClaim
+from gateway.core.sbatch.render import RenderedScript, render_sbatch
+from gateway.core.slurm.states import TERMINAL, RunState
+from gateway.core.slurm.tags import attempt_tag
+from gateway.core.spec.diff import diff, parse_assignment, set_path
+from gateway.core.spec.run_spec import RunSpec, build_spec
+from gateway.errors import Conflict, GatewayError, NotFound, RunHostError, SlurmUnavailable, SubmitRejected
+from gateway.services.accounting.telemetry import telemetry_launch
+from gateway.services.lineage.datasets import DatasetService
+from gateway.services.ops.prometheus import refusal_reason
+from gateway.services.runs.admission import Admission, Admitted
+from gateway.services.runs.check import RunCheck, RunChecker
+from gateway.services.runs.inputs import ResolvedInput, environment_of, resolve_inputs, write_manifests
+from gateway.services.runs.waiting import WaitingService
+from gateway.settings import Settings
+from gateway.store.audit import AuditEntry
+from gateway.store.runs import RunStore
+
+log = logging.getLogger(__name__)
+
+
+def new_run_id() -> str:
+    """A fresh run id: ``r-`` and 16 random hex digits."""
+    return "r-" + uuid.uuid4().hex[:16]
+
+
+@dataclass(frozen=True)
+class RunView:
+    """A run as ``gw show`` and ``GET /runs/{id}`` show it: with why it waits and its reruns."""
+
+    run: Run
+    waiting: Explanation | None
+    children: list[str]
+
+
+@dataclass(frozen=True)
+class Submitted:
+    run: Run
+    replayed: bool = False  # an earlier request with the same Idempotency-Key made this run
+
+
+class RunService:
+    def __init__(
+        self,
+        store: RunStore,
+        admission: Admission,
+        slurm: SlurmBackend,
+        host: RunHost,
+        templates: jinja2.Environment,
+        settings: Settings,
+        datasets: DatasetService,
+        waiting: WaitingService,
+        metrics: GatewayMetrics | None = None,
+    ) -> None:
+        self.metrics = metrics or GatewayMetrics()  # submissions and refusals (GET /metrics)
+        self.store = store
+        self.admission = admission
+        self.slurm = slurm
+        self.host = host
+        self.templates = templates
+        self.settings = settings
+        self.datasets = datasets
+        self.waiting = waiting
+
+    # -- submitting ---------------------------------------------------------------
+
+    def submit(
+        self, spec: RunSpec, *, principal: Principal, derived_from: tuple[str, list[dict]] | None = None
+    ) -> Run:
+        """``submit_keyed`` without an idempotency key: the run, with its first attempt."""
+        return self.submit_keyed(spec, principal=principal, derived_from=derived_from).run
+
+    def submit_keyed(
+        self,
+        spec: RunSpec,
+        *,
+        principal: Principal,
+        derived_from: tuple[str, list[dict]] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Submitted:
+        """Check, record, render and submit a run; returns it with its first attempt.
+
+        Raises SpecError (bad queue, GPU type, walltime, output path), QuotaExceeded (can never
+        fit), Forbidden (role, no OS user), Conflict (the idempotency key was used for another
+        request), SubmitRejected when Slurm refuses (the run stays on record as never submitted).
+        When Slurm does not answer, the run is returned still SUBMITTING; reconciliation settles it.
+        Each new run counts as a submission, each refusal by its error class (``GatewayMetrics``).
+        """
+        try:
+            submitted = self._submit_keyed(spec, principal, derived_from, idempotency_key)
+        except GatewayError as exc:
+            self.metrics.refused(refusal_reason(exc))
+            raise
+        if not submitted.replayed:
+            self.metrics.submitted(submitted.run.project, submitted.run.queue)
+        return submitted
+
+    def _submit_keyed(
+        self,
+        spec: RunSpec,
+        principal: Principal,
+        derived_from: tuple[str, list[dict]] | None,
+        idempotency_key: str | None,
+    ) -> Submitted:
+        operation = f"run.rerun of {derived_from[0]}" if derived_from else "run.submit"
+        claim = self._claim(principal, idempotency_key, operation, spec)
+        if claim is not None:
+            earlier = self.store.claimed_key(claim.user, claim.key)
+            if earlier is not None:
+                return self._replay(claim, earlier)
+        admitted = self.admission.admit(spec, principal)
+        run_id = new_run_id()
+        # sbatch starts now and waits for the script: its start-up overlaps the recording below, and
+        # it can queue nothing before the attempt is committed (_send hands it the script).
+        prepared = self.slurm.prepare_submit(
+            tag=attempt_tag(run_id, 1), as_user=admitted.os_user, comment=spec.comment
+        )
+        try:
+            run_dir = str(self.settings.runs_dir / run_id)
+            inputs = resolve_inputs(spec, run_dir, principal=principal, datasets=self.datasets)
+            new = self._new_run(spec, run_id, run_dir, principal, admitted, inputs, derived_from)
+            audit = _submit_audit(new, principal, admitted, inputs, derived_from)
+            run = self.store.create_run(new, audit=audit, claim=claim)
+        except BaseException:
+            prepared.abandon()
+            raise
+        if run is None:  # a concurrent request with the same key won the race
+            prepared.abandon()
+            assert claim is not None
+            earlier = self.store.claimed_key(claim.user, claim.key)
+            assert earlier is not None
+            return self._replay(claim, earlier)
+        return Submitted(self._send(run, inputs, prepared))
+
+    def check(self, spec: RunSpec, *, principal: Principal, slurm_test: bool = False) -> RunCheck:
+        """What submitting ``spec`` would do, recording and queueing nothing (``RunChecker.check``)."""
+        return self._checker().check(spec, principal=principal, slurm_test=slurm_test)
+
+    def preview(self, spec: RunSpec, *, principal: Principal, run_id: str) -> RenderedScript:
+        """The script ``spec`` would be submitted as, rendered with the placeholder ``run_id`` after
+        every admission check a submission makes (``RunChecker.render``); nothing is recorded."""
+        return self._checker().render(spec, principal=principal, run_id=run_id)[1]
+
+    def _checker(self) -> RunChecker:
+        return RunChecker(self.admission, self.slurm, self.templates, self.settings, self.datasets)
+
+    def _new_run(
+        self,
+        spec: RunSpec,
+        run_id: str,
+        run_dir: str,
+        principal: Principal,
+        admitted: Admitted,
+        inputs: list[ResolvedInput],
+        derived_from: tuple[str, list[dict]] | None,
+    ) -> NewRun:
+        rendered = render_sbatch(
+            spec,
+            self.templates,
+            run_id=run_id,
+            run_dir=run_dir,
+            target=admitted.target,
+            inputs=[i.check for i in inputs],
+            telemetry=telemetry_launch(self.settings),
+        )
+        return NewRun(
+            id=run_id,
+            spec=spec,
+            submitter=principal.user,
+            os_user=admitted.os_user,
+            script=rendered.text,
+            script_sha256=rendered.sha256,
+            template_name=rendered.template_name,
+            template_version=rendered.template_version,
+            run_dir=run_dir,
+            first_tag=attempt_tag(run_id, 1),
+            array_size=len(spec.sweep.expand()) if spec.sweep else None,
+            parent_run_id=derived_from[0] if derived_from else None,
+            derived_diff=derived_from[1] if derived_from else None,
+            code=spec.code.model_dump(mode="json") if spec.code else None,
+            environment=environment_of(spec, self.host, os_user=admitted.os_user),
+            inputs=tuple(i.record() for i in inputs),
+        )
+
+    def _send(self, run: Run, inputs: list[ResolvedInput], prepared: PreparedSubmit) -> Run:
+        """Prepare the run directory, then hand the recorded attempt's script to ``prepared`` (exactly
+        once: it was committed first)."""
+        attempt = run.attempts[0]
+        assert run.os_user is not None
+        try:
+            self.host.make_run_dir(run.run_dir, owner=run.os_user)
+            if inputs:
+                write_manifests(inputs, self.datasets, self.host, os_user=run.os_user)
+        except RunHostError as exc:
+            prepared.abandon()
+            self.store.mark_never_submitted(
+                attempt.id, f"cannot prepare the run directory: {exc}", source="gateway"
+            )
+            exc.run_id = run.id  # type: ignore[attr-defined]
+            raise
+        except BaseException:
+            prepared.abandon()
+            raise
+        try:
+            job_id = prepared.send(run.script)
+        except SubmitRejected as exc:
+            self.store.mark_never_submitted(attempt.id, str(exc), source="sbatch")
+            exc.run_id = run.id  # type: ignore[attr-defined]
+            raise
+        except SlurmUnavailable as exc:
+            # sbatch may or may not have queued the job: leave SUBMITTING for reconcile.
+            log.warning("sbatch did not answer for %s (%s); reconcile looks up %s", run.id, exc, attempt.tag)
+            self.store.add_note(attempt.id, f"sbatch did not answer: {exc}", source="sbatch")
+            return self.store.get_run(run.id)
+        event = self.store.record_job_id(attempt.id, job_id)
+        queued = replace(
+            attempt,
+            job_id=job_id,
+            state=event.to_state,
+            slurm_state="PENDING",
+            events=[*attempt.events, event],
+        )
+        return replace(run, state=event.to_state, attempts=[queued])
+
+    def _claim(
+        self, principal: Principal, key: str | None, operation: str, spec: RunSpec
+    ) -> IdempotencyClaim | None:
+        """The claim on ``key`` for this request (its spec's hash: a request without a key skips it)."""
+        if key is None:
+            return None
+        expires = datetime.now(UTC) + timedelta(seconds=self.settings.idempotency_ttl_s)
+        digest = hashlib.sha256(f"{operation}\n{spec.spec_hash()}".encode()).hexdigest()
+        return IdempotencyClaim(principal.user, key, operation, digest, expires)
+
+    def _replay(self, claim: IdempotencyClaim, earlier: ClaimedKey) -> Submitted:
+        """The answer an earlier request with the same key got: its run, or Slurm's refusal again."""
+        if earlier.request_sha256 != claim.request_sha256:
+            raise Conflict(
+                f"Idempotency-Key {claim.key!r} was used for another request ({earlier.operation}, run "
+                f"{earlier.run_id}); use a new key for a new submission"
+            )
+        run = self.store.get_run(earlier.run_id)
+        first = run.attempts[0]
+        if first.state is RunState.NEVER_SUBMITTED and first.reason and len(run.attempts) == 1:
+            rejected = SubmitRejected(first.reason)
+            rejected.run_id = run.id  # type: ignore[attr-defined]
+            raise rejected
+        return Submitted(run, replayed=True)
+
+    def rerun(
+        self, run_id: str, *, principal: Principal, changes: Sequence[str] = (), spec: RunSpec | None = None
+    ) -> Run:
+        """``rerun_keyed`` without an idempotency key: the new run."""
+        return self.rerun_keyed(run_id, principal=principal, changes=changes, spec=spec).run
+
+    def rerun_keyed(
+        self,
+        run_id: str,
+        *,
+        principal: Principal,
+        changes: Sequence[str] = (),
+        spec: RunSpec | None = None,
+        idempotency_key: str | None = None,
+    ) -> Submitted:
+        """A new run derived from ``run_id``: its spec with ``changes`` (``key.path=value``), or ``spec``.
+
+        The new run records its parent and the changes as a diff against the
+        parent's spec; the parent keeps all its evidence untouched.
+        """
+        parent = self.get(run_id, principal=principal)
+        base = parent.spec.model_dump(mode="json")
+        if spec is not None:
+            data = spec.model_dump(mode="json")
+        else:
+            data = base
+            for change in changes:
+                path, value = parse_assignment(change)
+                data = set_path(data, path, value)
+        new_spec = build_spec(data, source=f"rerun of {run_id}")
+        changed = diff(base, new_spec.model_dump(mode="json"))
+        return self.submit_keyed(
+            new_spec, principal=principal, derived_from=(parent.id, changed), idempotency_key=idempotency_key
+        )
+
+    # -- cancelling ---------------------------------------------------------------
+
+    def cancel(self, run_id: str, *, principal: Principal) -> Run:
+        """Ask Slurm to cancel the run's live attempt; an ended run is returned as it is."""
+        run = self.get(run_id, principal=principal)
+        own = run.submitter == principal.user
+        require(principal, "run.cancel.own" if own else "run.cancel.any", run.project)
+        attempt = run.latest
+        if attempt is None or attempt.state in TERMINAL:
+            return run
+        if attempt.state is RunState.SUBMITTING or attempt.job_id is None:
+            raise Conflict(
+                f"run {run_id} is still being submitted (attempt {attempt.number}); "
+                "cancel it once it has a job id"
+            )
+        self.slurm.cancel(attempt.job_id)
+        self.store.add_note(
+            attempt.id,
+            f"cancel requested by {principal.user}",
+            source="gateway",
+            audit=AuditEntry(
+                actor=principal.user,
+                action="run.cancel",
+                target_type="run",
+                target_id=run_id,
+                project=run.project,
+                source=principal.source,
+                before={"state": run.state.value, "job_id": attempt.job_id},
+            ),
+        )
+        return self.store.get_run(run_id)
+
+    # -- reading --------------------------------------------------------------------
+
+    def get(self, run_id: str, *, principal: Principal) -> Run:
+        """The run, if ``principal`` may read its project (else NotFound, as if it did not exist)."""
+        run = self.store.get_run(run_id)
+        if not allowed(principal, "run.read", run.project):
+            raise NotFound(f"no run {run_id!r}")
+        return run
+
+    def show(self, run_id: str, *, principal: Principal) -> RunView:
+        """The run with why it waits (from what the refresh cycle and the cluster cache know, no
+        Slurm call of its own) and the runs derived from it."""
+        run = self.get(run_id, principal=principal)
+        return RunView(run, self.waiting.explain(run), self.store.children(run_id))
+
+    def list(self, *, principal: Principal, where: RunFilter | None = None) -> Page:
+        """Runs of the projects ``principal`` may read, newest first, as ``where`` says."""
+        return self.store.list_runs(where, projects=visible_projects(principal))
+
+
+def _submit_audit(
+    new: NewRun,
+    principal: Principal,
+    admitted: Admitted,
+    inputs: list[ResolvedInput],
+    derived_from: tuple[str, list[dict]] | None,
+) -> AuditEntry:
+    after = {
+        "queue": new.spec.queue,
+        "partition": admitted.target.partition,
+        "account": admitted.target.account,
+        "os_user": new.os_user,
+        "spec_sha256": new.spec.spec_hash(),
+        "script_sha256": new.script_sha256,
+    }
+    if inputs:
+        after["datasets"] = [i.version.ref for i in inputs]
+    if derived_from:
+        after |= {"parent_run_id": derived_from[0], "changes": derived_from[1]}
+    return AuditEntry(
+        actor=principal.user,
+        action="run.rerun" if derived_from else "run.submit",
+        target_type="run",
+        target_id=new.id,
+        project=admitted.project.name,
+        source=principal.source,
+        after=after,
+    )

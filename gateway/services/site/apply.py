@@ -1,0 +1,311 @@
+"""Applying a site file (and exporting the current site as one).
+
+``SiteService.apply`` makes the database match a site file, idempotently,
+then pushes the caps to Slurm (``SlurmSync``). It plans every change and
+checks it before the first write: removals need ``prune``, and no apply
+removes its caller or the last enabled admin. Each change is audited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from pydantic import ValidationError
+
+from gateway.core.access.policy import require
+from gateway.core.domain import OPERATOR, Principal, Project, User
+from gateway.core.site.rates import AccountingSpec, spec_of
+from gateway.core.site.schema import (
+    ALLOW_ROOT,
+    MemberSpec,
+    ProjectSpec,
+    QueueSpec,
+    QuotaSpec,
+    RetrySpec,
+    SiteConfig,
+    UserSpec,
+)
+from gateway.core.spec.errors import spec_issues
+from gateway.errors import Conflict, SpecError, SpecIssue
+from gateway.services.accounting.ledger import AccountingService
+from gateway.services.site.slurm_sync import SlurmSync
+from gateway.store.access import AccessStore
+from gateway.store.audit import AuditEntry
+
+RESERVED = "is reserved: audit events call the operator on the gateway host (gw admin) so; pick another name"
+
+
+def _project_dict(project: Project) -> dict[str, Any]:
+    spec = ProjectSpec(
+        name=project.name,
+        description=project.description,
+        slurm_account=project.slurm_account,
+        quota=QuotaSpec(**project.quota.__dict__),
+        members=[
+            MemberSpec(user=m.user, role=m.role, quota=QuotaSpec(**m.quota.__dict__)) for m in project.members
+        ],
+        queues=[
+            QueueSpec(
+                name=q.name,
+                partition=q.partition,
+                qos=q.qos,
+                gpu_types=q.gpu_types,
+                max_walltime_min=q.max_walltime_min,
+                retry=RetrySpec(**q.retry) if q.retry else None,
+                whole_node_mem=q.whole_node_mem,
+            )
+            for q in project.queues
+        ],
+    )
+    return spec.model_dump(mode="json", exclude_defaults=True)
+
+
+@dataclass(frozen=True)
+class SiteChanges:
+    """What a site apply changed (or, in a dry run, would change); one line each."""
+
+    changes: list[str]  # users, projects and site options in the gateway
+    slurm: list[str]  # Slurm accounts and associations
+    kept: list[str]  # users and projects the file leaves out, kept because prune was not asked for
+
+
+@dataclass(frozen=True)
+class _Step:
+    line: str
+    write: Callable[[], None]
+
+
+class SiteService:
+    """Export the site file, and apply one: the gateway's users and projects, then Slurm's caps."""
+
+    def __init__(
+        self, access: AccessStore, slurm_sync: SlurmSync, accounting: AccountingService | None = None
+    ) -> None:
+        self.access = access
+        self.slurm_sync = slurm_sync
+        self.accounting = accounting  # keeps the rate table versions (the accounting section)
+
+    def export(self, actor: Principal) -> SiteConfig:
+        """The current site as a site file; site admins (and the operator) only."""
+        require(actor, "site.admin")
+        return SiteConfig(
+            allow_root_mapping=bool(self.access.option(ALLOW_ROOT, False)),
+            users=[
+                UserSpec(name=u.name, os_user=u.os_user, admin=u.is_admin, disabled=u.disabled)
+                for u in self.access.users()
+            ],
+            projects=[ProjectSpec.model_validate(_project_dict(p)) for p in self.access.projects()],
+            accounting=self._current_rates(),
+        )
+
+    def apply(
+        self,
+        actor: Principal,
+        config: SiteConfig,
+        *,
+        dry_run: bool = False,
+        sync_slurm: bool = True,
+        prune: bool = False,
+    ) -> SiteChanges:
+        """Make the gateway match ``config``, then (``sync_slurm``) Slurm's associations; idempotent.
+
+        Users and projects the file leaves out are removed only with ``prune``;
+        without it they are kept and listed in ``kept``. Everything is planned
+        and checked before the first write: Forbidden unless ``actor`` is a site
+        admin (or the operator); Conflict, with nothing changed, when the apply
+        would remove ``actor`` themself or leave the site without an enabled
+        admin, or when Slurm refuses the plan (an account that is not the
+        gateway's). Each change is audited. ``dry_run`` plans and checks only.
+        """
+        require(actor, "site.admin")
+        if any(u.name == OPERATOR for u in config.users):
+            raise SpecError([SpecIssue("users", RESERVED, OPERATOR)], what="site file")
+        users_now = {u.name: u for u in self.access.users()}
+        projects_now = {p.name: p for p in self.access.projects()}
+        users_after = {u.name: User(u.name, u.os_user, u.admin, u.disabled) for u in config.users}
+        projects_after = {p.name: p.domain() for p in config.projects}
+        kept = []
+        if not prune:
+            for name in sorted(set(projects_now) - set(projects_after)):
+                kept.append(f"would remove project {name} (pass prune to remove)")
+                projects_after[name] = projects_now[name]
+            for name in sorted(set(users_now) - set(users_after)):
+                kept.append(f"would remove user {name} (pass prune to remove)")
+                users_after[name] = users_now[name]
+        if kept:
+            _check_with_kept(config, users_after, projects_after)
+        _refuse_lockout(actor, users_now, users_after)
+        steps = self._steps(actor, config.allow_root_mapping, users_now, users_after)
+        steps += self._project_steps(actor, projects_now, projects_after)
+        steps += self._rate_steps(actor, config)
+        steps += [
+            _Step(f"remove user {name}", self._remover(actor, "user", name, have.__dict__))
+            for name, have in users_now.items()
+            if name not in users_after
+        ]
+        slurm = (
+            self.slurm_sync.plan(actor, list(projects_after.values()), list(users_after.values()))
+            if sync_slurm
+            else None
+        )
+        if not dry_run:
+            for step in steps:
+                step.write()
+            if slurm is not None:
+                self.slurm_sync.push(actor, slurm)
+        return SiteChanges([s.line for s in steps], slurm.lines if slurm else [], kept)
+
+    def _steps(
+        self, actor: Principal, allow_root: bool, users_now: dict[str, User], users_after: dict[str, User]
+    ) -> list[_Step]:
+        """The site option and the users to add or change."""
+        steps = []
+        current_root = bool(self.access.option(ALLOW_ROOT, False))
+        if current_root != allow_root:
+            entry = _entry(
+                actor, "site.option", "site", ALLOW_ROOT, {"value": current_root}, {"value": allow_root}
+            )
+            steps.append(
+                _Step(
+                    f"set allow_root_mapping: {current_root} -> {allow_root}",
+                    partial(self.access.set_option, ALLOW_ROOT, allow_root, entry),
+                )
+            )
+        for name, wanted in users_after.items():
+            have = users_now.get(name)
+            if have == wanted:
+                continue
+            verb = "add" if have is None else "change"
+            before = have.__dict__ if have else None
+            entry = _entry(actor, f"user.{verb}", "user", name, before, wanted.__dict__)
+            steps.append(
+                _Step(
+                    f"{verb} user {name}: {_diff(before or {}, wanted.__dict__)}",
+                    partial(self.access.put_user, wanted, entry),
+                )
+            )
+        return steps
+
+    def _project_steps(
+        self, actor: Principal, projects_now: dict[str, Project], projects_after: dict[str, Project]
+    ) -> list[_Step]:
+        """The projects to add, change or remove."""
+        steps = []
+        for name, wanted in projects_after.items():
+            have = projects_now.get(name)
+            if have == wanted:
+                continue
+            before = _project_dict(have) if have else {}
+            after = _project_dict(wanted)
+            verb = "add" if have is None else "change"
+            entry = _entry(actor, f"project.{verb}", "project", name, before or None, after, name)
+            steps.append(
+                _Step(
+                    f"{verb} project {name}: {_diff(before, after)}",
+                    partial(self.access.put_project, wanted, entry),
+                )
+            )
+        for name, have in projects_now.items():
+            if name not in projects_after:
+                steps.append(
+                    _Step(
+                        f"remove project {name}", self._remover(actor, "project", name, _project_dict(have))
+                    )
+                )
+        return steps
+
+    def _current_rates(self) -> AccountingSpec | None:
+        current = self.accounting.current_rates() if self.accounting else None
+        return spec_of(current.table) if current else None
+
+    def _rate_steps(self, actor: Principal, config: SiteConfig) -> list[_Step]:
+        """A new rate table version, when the file's accounting section differs from the newest one."""
+        wanted = config.accounting
+        if wanted is None or self.accounting is None:
+            return []
+        current = self.accounting.current_rates()
+        if current is not None and current.sha256 == wanted.sha256:
+            return []
+        version = (current.version if current else 0) + 1
+        before = {"version": current.version, "sha256": current.sha256} if current else None
+        after = {"version": version, "sha256": wanted.sha256, "currency": wanted.currency}
+        entry = _entry(actor, "accounting.rates", "rate_table", str(version), before, after)
+        line = f"set rate table version {version}: {len(wanted.rates)} rates in {wanted.currency}"
+        write = partial(self.accounting.set_rates, actor.user, wanted.table(), wanted.sha256, entry)
+        return [_Step(line, write)]
+
+    def _remover(self, actor: Principal, kind: str, name: str, before: dict[str, Any]) -> Callable[[], None]:
+        remove = self.access.delete_project if kind == "project" else self.access.delete_user
+        project = name if kind == "project" else None
+        return partial(remove, name, _entry(actor, f"{kind}.remove", kind, name, before, None, project))
+
+
+def _entry(
+    actor: Principal,
+    action: str,
+    target_type: str,
+    target_id: str,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    project: str | None = None,
+) -> AuditEntry:
+    return AuditEntry(actor.user, action, target_type, target_id, project, actor.source, before, after)
+
+
+def _check_with_kept(config: SiteConfig, users: dict[str, User], projects: dict[str, Project]) -> None:
+    """SpecError unless the site the apply leaves (the file plus what it keeps) is a valid site file.
+
+    A kept user who maps to root under a file that turns allow_root_mapping
+    off, or a kept project whose Slurm account a new one takes, would be
+    refused in a file: so they are here.
+    """
+    try:
+        SiteConfig(
+            allow_root_mapping=config.allow_root_mapping,
+            users=[
+                UserSpec(name=u.name, os_user=u.os_user, admin=u.is_admin, disabled=u.disabled)
+                for u in users.values()
+            ],
+            projects=[ProjectSpec.model_validate(_project_dict(p)) for p in projects.values()],
+        )
+    except ValidationError as exc:
+        issues = [
+            SpecIssue(
+                i.path, f"{i.message} (counting the users and projects kept: pass prune to remove them)"
+            )
+            for i in spec_issues(exc, SiteConfig)
+        ]
+        raise SpecError(issues, what="site file") from exc
+
+
+def _refuse_lockout(actor: Principal, users_now: dict[str, User], users_after: dict[str, User]) -> None:
+    """Conflict when the apply would remove its caller, or leave a site that had an admin without one."""
+    if actor.user in users_now and actor.user not in users_after:
+        raise Conflict(
+            f"the site file leaves out {actor.user}, who is applying it: a site apply never removes its "
+            "caller; list them in the file, or have another admin remove them"
+        )
+    admins_now = sorted(n for n, u in users_now.items() if u.is_admin and not u.disabled)
+    admins_after = [n for n, u in users_after.items() if u.is_admin and not u.disabled]
+    if admins_now and not admins_after:
+        raise Conflict(
+            f"the site file would leave no enabled admin (now: {', '.join(admins_now)}); "
+            "keep at least one user with admin: true (and not disabled)"
+        )
+
+
+def _diff(before: dict[str, Any], after: dict[str, Any]) -> str:
+    parts = []
+    for key in sorted(set(before) | set(after)):
+        old, new = before.get(key), after.get(key)
+        if old != new:
+            parts.append(f"{key} {_short(old)} -> {_short(new)}" if key in before else f"{key} {_short(new)}")
+    return ", ".join(parts) or "no field changed"
+
+
+def _short(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 80 else text[:77] + "..."
