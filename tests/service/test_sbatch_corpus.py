@@ -52,7 +52,9 @@ def job_fields(job_id: str, own_id: str) -> dict[str, str]:
     fields = dict(_FIELD.findall(out.stdout.splitlines()[0]))
     for key in ("StdOut", "StdErr"):
         if key in fields:
-            fields[key] = re.sub(rf"(?<![0-9]){own_id}(?![0-9])", "JOBID", fields[key])
+            # the file name only: a directory (pytest-5) may hold a young cluster's job id
+            head, sep, name = fields[key].rpartition("/")
+            fields[key] = head + sep + re.sub(rf"(?<![0-9]){own_id}(?![0-9])", "JOBID", name)
     return fields
 
 

@@ -59,7 +59,7 @@ def _start(
 
 
 def _finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
-    stdout, stderr = proc.communicate(timeout=60)
+    stdout, stderr = proc.communicate(timeout=240)  # four trainings at once, beside the rest of the suite
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
 
 
