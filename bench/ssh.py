@@ -104,12 +104,12 @@ def measure(n: int, local, remote, account: str, jobs: list[str]) -> int:  # noq
         return f"bench-{uuid.uuid4().hex}"
 
     for _ in range(3):  # warm-up: the pooled connection is made here, as a running gateway has it
-        jobs.append(direct.submit(script, tag=tag(), as_user=USER))
-        jobs.append(over_ssh.submit(script, tag=tag(), as_user=USER))
+        jobs.append(direct.prepare_submit(tag=tag(), as_user=USER).send(script))
+        jobs.append(over_ssh.prepare_submit(tag=tag(), as_user=USER).send(script))
     local_runner, ssh_runner = [], []
     for _ in range(n):
         for times, cli in ((local_runner, direct), (ssh_runner, over_ssh)):
-            took, job = timed(lambda cli=cli: cli.submit(script, tag=tag(), as_user=USER))
+            took, job = timed(lambda cli=cli: cli.prepare_submit(tag=tag(), as_user=USER).send(script))
             times.append(took)
             jobs.append(job)
 

@@ -145,7 +145,7 @@ def measure(n: int, cli, rest, workdir: Path, account: str, jobs: list[str]) -> 
                 rest_jobs.append(run.latest.job_id)
         time.sleep(SETTLE_S)
         started = time.perf_counter()
-        jobs.append(backend.submit(script, tag=f"raw-{uuid.uuid4().hex}", as_user=USER))
+        jobs.append(backend.prepare_submit(tag=f"raw-{uuid.uuid4().hex}", as_user=USER).send(script))
         times["rest_adapter"].append(time.perf_counter() - started)
     times["api_runuser"], times["api_rest"] = api_times(n, rest, script, jobs, rest_jobs, as_user)
     times["serve_runuser"], times["serve_rest"] = serve_times(

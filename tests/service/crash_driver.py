@@ -1,12 +1,17 @@
-"""Submit one run and get killed (SIGKILL) right before or right after sbatch.
+"""Submit one run, or the due retries, and get killed (SIGKILL) at a chosen point of the submission.
 
 Used by test_crash.py as a subprocess: the real service, the real sbatch; the
 only addition is a runner that kills its own process at the chosen moment.
 
-    python -m tests.service.crash_driver DATABASE_URL RUNS_DIR before|after SPEC_JSON|retry
+    python -m tests.service.crash_driver DATABASE_URL RUNS_DIR started|before|after SPEC_JSON|retry [NOTE]
 
-With ``retry`` instead of a spec it processes the due retries (the retry
-path's sbatch is the one it dies around).
+With ``retry`` instead of a spec it processes the due retries (the retry's
+submission is the one it dies in). Every submission goes through
+``Submission`` (sbatch started, the attempt committed, the script sent), so the
+three points are: ``started`` (sbatch runs, waiting for its script; the attempt
+is not committed yet), ``before`` (the attempt is committed, the script not
+sent) and ``after`` (sbatch answered, the job id not stored). Before dying,
+the driver writes sbatch's ``--comment`` and pid to the file NOTE, when given.
 """
 
 from __future__ import annotations
@@ -24,26 +29,25 @@ from gateway.wiring import build_services
 
 
 class KillingRunner(LocalRunner):
-    """Dies right before sbatch gets its script, or right after it answered: through ``run`` (the
-    retry path) and through ``start`` (a new run's submission, whose sbatch is already running then,
-    waiting for the script: the gateway's death leaves it an empty stdin)."""
+    """Dies at ``when`` of an sbatch it starts (``LocalRunner.start``): right after it started,
+    right before it gets its script, or right after it answered. The gateway's death leaves an
+    sbatch still waiting an empty stdin, on which it queues nothing."""
 
-    def __init__(self, when: str) -> None:
+    def __init__(self, when: str, note: str | None) -> None:
         self.when = when
-
-    def run(self, argv, **kwargs):
-        if argv[0] == "sbatch" and self.when == "before":
-            os.kill(os.getpid(), signal.SIGKILL)
-        result = super().run(argv, **kwargs)
-        if argv[0] == "sbatch" and self.when == "after":
-            os.kill(os.getpid(), signal.SIGKILL)
-        return result
+        self.note = note
 
     def start(self, argv, **kwargs):
         started = super().start(argv, **kwargs)
         if argv[0] != "sbatch":
             return started
+        if self.note:
+            comment = next(a for a in argv if a.startswith("--comment=")).removeprefix("--comment=")
+            with open(self.note, "w") as note:
+                json.dump({"comment": comment, "pid": started.proc.pid}, note)
         when = self.when
+        if when == "started":
+            os.kill(os.getpid(), signal.SIGKILL)
 
         class Killing:
             def finish(self, stdin):
@@ -62,8 +66,9 @@ class KillingRunner(LocalRunner):
 
 def main() -> None:
     database_url, runs_dir, when, spec_json = sys.argv[1:5]
+    note = sys.argv[5] if len(sys.argv) > 5 else None
     settings = Settings(database_url=database_url, runs_dir=runs_dir)
-    services = build_services(settings, slurm=SlurmCLI(KillingRunner(when)))
+    services = build_services(settings, slurm=SlurmCLI(KillingRunner(when, note)))
     if spec_json == "retry":
         services.retries.process_due()
         print("not killed", file=sys.stderr)

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,14 +16,38 @@ from fastapi.testclient import TestClient
 from gateway.api import create_app
 from gateway.core.domain import RunFilter
 from gateway.core.slurm.states import RunState
+from gateway.core.slurm.tags import attempt_tag
+from gateway.core.spec.run_spec import build_spec
 from tests.service.conftest import PROJECT, refresh_until, unique_tag
 
 pytestmark = pytest.mark.slurm
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def crash_submit(settings, when: str) -> str:
-    """Run the driver until it kills itself; return the tag of its run."""
+def crash(settings, when: str, what: str, note: Path | None = None) -> None:
+    """Run the driver on ``what`` (a spec's JSON, or ``retry``) until it kills itself at ``when``."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.service.crash_driver",
+            settings.database_url,
+            str(settings.runs_dir),
+            when,
+            what,
+            *([str(note)] if note else []),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+
+
+def crash_submit(settings, when: str, note: Path | None = None) -> str:
+    """Run the driver on a new run until it kills itself; return the (gateway) tag of its run."""
     tag = unique_tag()
     spec = {
         "name": "crash",
@@ -33,24 +57,28 @@ def crash_submit(settings, when: str) -> str:
         "workdir": "/tmp",
         "tags": [tag],
     }
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.service.crash_driver",
-            settings.database_url,
-            str(settings.runs_dir),
-            when,
-            json.dumps(spec),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    crash(settings, when, json.dumps(spec), note)
     return tag
+
+
+def orphaned_sbatch(note: Path) -> str:
+    """The attempt tag of the sbatch the driver left when it died (from ``note``), once that sbatch
+    (or the runuser before it) has ended: it had its stdin cut, so it read no script."""
+    written = json.loads(note.read_text())
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not _gone(written["pid"]):
+        time.sleep(0.1)
+    assert _gone(written["pid"]), f"the orphaned sbatch {written['pid']} is still running"
+    return written["comment"].split()[0]
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended (a zombie nobody reaps counts as ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
 def test_killed_after_sbatch_is_adopted_exactly_once(settings, services, slurm):
@@ -100,11 +128,16 @@ def past_grace(settings, attempt) -> None:
     time.sleep(max(left, 0) + 0.2)
 
 
-def test_killed_after_a_retrys_sbatch_the_retry_is_adopted_exactly_once(settings, services, principal, slurm):
-    from datetime import timedelta
+def test_killed_after_sbatch_started_before_the_commit_leaves_nothing(settings, services, slurm, tmp_path):
+    note = tmp_path / "sbatch.json"
+    tag = crash_submit(settings, "started", note)
+    assert services.runs.store.list_runs(RunFilter(tag=tag)).items == [], "nothing was committed"
+    sbatch_tag = orphaned_sbatch(note)
+    assert slurm.find_by_tag(sbatch_tag) == [], "the sbatch got no script, so it queued nothing"
 
-    from gateway.core.spec.run_spec import build_spec
 
+def due_retry(services, principal):
+    """A run whose first attempt failed and whose retry is due now; returns the run."""
     run = services.runs.submit(
         build_spec(
             {
@@ -131,29 +164,46 @@ def test_killed_after_a_retrys_sbatch_the_retry_is_adopted_exactly_once(settings
         },
         retry_at=datetime.now(UTC) - timedelta(seconds=1),
     )
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.service.crash_driver",
-            settings.database_url,
-            str(settings.runs_dir),
-            "after",
-            "retry",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
-    retry = services.runs.store.get_run(run.id).latest
-    assert retry.number == 2 and retry.origin == "retry" and retry.state is RunState.SUBMITTING
-    jobs = slurm.find_by_tag(retry.tag)
-    assert len(jobs) == 1
+    return run
+
+
+def due(services, run):
+    """The attempts of ``run`` whose retry is due now."""
+    return [a for a in services.runs.store.due_retries(datetime.now(UTC)) if a.run_id == run.id]
+
+
+@pytest.mark.parametrize("when", ["started", "before", "after"])
+def test_a_retry_killed_at_any_point_of_its_submission_yields_one_job_and_one_record(
+    settings, services, principal, slurm, tmp_path, when
+):
+    run = due_retry(services, principal)
+    tag = attempt_tag(run.id, 2)
+    note = tmp_path / "sbatch.json"
+    crash(settings, when, "retry", note)
+    assert orphaned_sbatch(note) == tag
+    attempts = services.runs.store.get_run(run.id).attempts
+    if when == "started":
+        # sbatch was running, the retry's attempt not yet committed: no record, no job; still due
+        assert [a.number for a in attempts] == [1]
+        assert slurm.find_by_tag(tag) == []
+        assert [a.number for a in due(services, run)] == [1]
+        assert tag in services.retries.process_due()  # the next cycle submits it, once
+        retry = services.runs.store.get_run(run.id).latest
+        assert retry.number == 2 and retry.state is RunState.QUEUED and retry.job_id
+        assert slurm.find_by_tag(tag) == [retry.job_id]
+        return
+    retry = attempts[-1]
+    assert len(attempts) == 2 and retry.tag == tag and retry.origin == "retry"
+    assert retry.state is RunState.SUBMITTING and retry.job_id is None
+    jobs = slurm.find_by_tag(tag)
+    assert len(jobs) == (1 if when == "after" else 0), "sbatch queued the job only if it had the script"
     past_grace(settings, retry)
     services.refresher.reconcile()
-    adopted = services.runs.store.get_run(run.id).latest
-    assert adopted.job_id == jobs[0] and slurm.find_by_tag(retry.tag) == jobs
-    assert services.runs.store.due_retries(datetime.now(UTC)) == []  # nothing left to retry twice
+    settled = services.runs.store.get_run(run.id)
+    assert len(settled.attempts) == 2
+    if when == "after":
+        assert settled.latest.job_id == jobs[0] and settled.latest.events[-1].source == "reconcile"
+    else:
+        assert settled.latest.state is RunState.NEVER_SUBMITTED and settled.latest.job_id is None
+    assert slurm.find_by_tag(tag) == jobs, "nothing was submitted again"
+    assert due(services, run) == []  # nothing left to retry twice

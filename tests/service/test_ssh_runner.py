@@ -258,7 +258,7 @@ def test_slurm_commands_over_ssh_submit_as_the_user_and_time_out_as_unavailable(
             f"#!/bin/bash\n#SBATCH --time=1\n#SBATCH --mem=16M\n#SBATCH --output={directory}/out-%j.log\n"
             "id -un\n"
         )
-        job = slurm.submit(script, tag=tag, as_user="gwtalice")
+        job = slurm.prepare_submit(tag=tag, as_user="gwtalice").send(script)
         (record,) = wait_for_accounting(slurm, job, tag=tag)
         assert record.user == "gwtalice" and record.slurm_state == "COMPLETED"
         assert Path(f"{directory}/out-{job}.log").read_text().strip() == "gwtalice"

@@ -34,10 +34,6 @@ class Backend:
         self._as_user = submit_user
         self.admin_uid = admin_uid
 
-    def submit(self, script: str, *, tag: str, as_user: str | None = None, exclude_nodes=()) -> str:
-        user = as_user or self._as_user
-        return self.inner.submit(script, tag=tag, as_user=user, exclude_nodes=exclude_nodes)
-
     def prepare_submit(self, *, tag: str, as_user: str | None = None, exclude_nodes=(), comment=None) -> Any:
         user = as_user or self._as_user
         return self.inner.prepare_submit(tag=tag, as_user=user, exclude_nodes=exclude_nodes, comment=comment)

@@ -54,7 +54,7 @@ def submit(slurm, template_env, run_dir, data, *, partition=None):
         target=SubmitTarget(partition or spec.queue),
     )
     tag = unique_tag()
-    job_id = slurm.submit(rendered.text, tag=tag)
+    job_id = slurm.prepare_submit(tag=tag).send(rendered.text)
     return job_id, Path(directory), tag
 
 
@@ -260,7 +260,7 @@ def _aimed_at(conf: Path, listener: socket.socket) -> str:
 
 def test_bad_tag_and_job_ids_refused_before_slurm(slurm):
     with pytest.raises(SpecError):
-        slurm.submit("#!/bin/bash\ntrue\n", tag="bad tag; rm")
+        slurm.prepare_submit(tag="bad tag; rm").send("#!/bin/bash\ntrue\n")
     with pytest.raises(SpecError):
         slurm.status(["1;scancel 2"])
 

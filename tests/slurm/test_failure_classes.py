@@ -51,7 +51,7 @@ def submit(slurm, template_env, run_dir, data) -> Job:
         spec, template_env, run_id=Path(directory).name, run_dir=directory, target=SubmitTarget(spec.queue)
     )
     tag = unique_tag()
-    return Job(spec, slurm.submit(rendered.text, tag=tag), Path(directory), tag)
+    return Job(spec, slurm.prepare_submit(tag=tag).send(rendered.text), Path(directory), tag)
 
 
 def case_specs(data_dir: Path) -> dict[str, dict]:

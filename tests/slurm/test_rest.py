@@ -60,7 +60,7 @@ def show_job(job_id: str) -> dict[str, str]:
 
 
 def test_submission_runs_as_the_mapped_user_and_no_other_user_can_reach_the_socket(rest):
-    job = rest.submit(HELD, tag=unique_tag(), as_user=REST_USER)
+    job = rest.prepare_submit(tag=unique_tag(), as_user=REST_USER).send(HELD)
     try:
         assert show_job(job)["UserId"].startswith(f"{REST_USER}(")
         pid = rest.daemons.running()[REST_USER]
@@ -80,17 +80,17 @@ def test_submission_runs_as_the_mapped_user_and_no_other_user_can_reach_the_sock
 
 def test_root_is_refused_before_anything_is_sent(rest):
     with pytest.raises(SubmitRejected, match="will not run as root"):
-        rest.submit(HELD, tag=unique_tag())
+        rest.prepare_submit(tag=unique_tag()).send(HELD)
     with pytest.raises(SubmitRejected, match="no OS user"):
-        rest.submit(HELD, tag=unique_tag(), as_user="gwt-nosuchuser")
+        rest.prepare_submit(tag=unique_tag(), as_user="gwt-nosuchuser").send(HELD)
 
 
 def test_a_dead_daemon_is_started_again_on_its_next_use(rest):
-    first = rest.submit(HELD, tag=unique_tag(), as_user=REST_USER)
+    first = rest.prepare_submit(tag=unique_tag(), as_user=REST_USER).send(HELD)
     pid = rest.daemons.running()[REST_USER]
     os.kill(pid, signal.SIGKILL)
     time.sleep(0.2)
-    second = rest.submit(HELD, tag=unique_tag(), as_user=REST_USER)
+    second = rest.prepare_submit(tag=unique_tag(), as_user=REST_USER).send(HELD)
     try:
         assert rest.daemons.running()[REST_USER] != pid
         assert {s.job_id for s in rest.status([first, second])} == {first, second}
@@ -101,7 +101,7 @@ def test_a_dead_daemon_is_started_again_on_its_next_use(rest):
 
 def test_a_hung_daemon_is_slurm_unavailable_never_a_rejection(rest):
     tag = unique_tag()
-    job = rest.submit(HELD, tag=tag, as_user=REST_USER)
+    job = rest.prepare_submit(tag=tag, as_user=REST_USER).send(HELD)
     rest.status([job])  # the query daemon is up
     rest.submit_timeout_s = rest.query_timeout_s = 2.0
     hung = [rest.daemons.running()[REST_USER], rest.daemons.running()[rest.query_user]]
@@ -111,7 +111,7 @@ def test_a_hung_daemon_is_slurm_unavailable_never_a_rejection(rest):
     try:
         started = time.monotonic()
         with pytest.raises(SlurmUnavailable) as info:
-            rest.submit(HELD, tag=in_flight, as_user=REST_USER)
+            rest.prepare_submit(tag=in_flight, as_user=REST_USER).send(HELD)
         assert not isinstance(info.value, SubmitRejected)
         with pytest.raises(SlurmUnavailable, match="did not answer"):
             rest.status([job])
@@ -134,7 +134,7 @@ def test_a_daemon_that_cannot_start_is_slurm_unavailable(tmp_path):
     ensure_rest_users()
     broken = rest_backend(tmp_path / "socks", slurmrestd="/nonexistent/slurmrestd")
     with pytest.raises(SlurmUnavailable, match="cannot start slurmrestd"):
-        broken.submit(HELD, tag=unique_tag(), as_user=REST_USER)
+        broken.prepare_submit(tag=unique_tag(), as_user=REST_USER).send(HELD)
     with pytest.raises(SlurmUnavailable):
         broken.partitions()
 
@@ -142,11 +142,11 @@ def test_a_daemon_that_cannot_start_is_slurm_unavailable(tmp_path):
 def test_daemons_are_bounded_and_stopped_when_idle(rest):
     rest.daemons.max_daemons = 2
     rest.partitions()  # the query user's daemon
-    jobs = [rest.submit(HELD, tag=unique_tag(), as_user=REST_USER)]
+    jobs = [rest.prepare_submit(tag=unique_tag(), as_user=REST_USER).send(HELD)]
     assert set(rest.daemons.running()) == {rest.query_user, REST_USER}
     try:
         with pytest.raises(SubmitRejected, match="Invalid account"):  # gwtbob is not in gwtrest
-            rest.submit(HELD, tag=unique_tag(), as_user="gwtbob")
+            rest.prepare_submit(tag=unique_tag(), as_user="gwtbob").send(HELD)
         assert len(rest.daemons.running()) == 2 and "gwtbob" in rest.daemons.running()
         pids = rest.daemons.running()
         rest.daemons.idle_stop_s = 0.05
@@ -186,8 +186,8 @@ COMPARED = (
 def test_the_same_script_queues_the_same_job_through_both_backends(rest):
     tag = unique_tag()
     cli = SlurmCLI(LocalRunner())
-    through_rest = rest.submit(SAME_JOB, tag=tag, as_user=REST_USER)
-    through_cli = cli.submit(SAME_JOB, tag=tag, as_user=REST_USER)
+    through_rest = rest.prepare_submit(tag=tag, as_user=REST_USER).send(SAME_JOB)
+    through_cli = cli.prepare_submit(tag=tag, as_user=REST_USER).send(SAME_JOB)
     try:
         a, b = show_job(through_rest), show_job(through_cli)
         assert {k: a.get(k) for k in COMPARED} == {k: b.get(k) for k in COMPARED}
@@ -200,9 +200,13 @@ def test_the_same_script_queues_the_same_job_through_both_backends(rest):
 def test_a_directive_slurmrestd_cannot_carry_is_refused_by_name(rest):
     before = rest.daemons.starts
     with pytest.raises(SubmitRejected, match=r"#SBATCH line 2: --exclusive .*CLI backend"):
-        rest.submit("#!/bin/bash\n#SBATCH --exclusive\ntrue\n", tag=unique_tag(), as_user=REST_USER)
+        rest.prepare_submit(tag=unique_tag(), as_user=REST_USER).send(
+            "#!/bin/bash\n#SBATCH --exclusive\ntrue\n"
+        )
     with pytest.raises(SubmitRejected, match="B: or R: prefix"):
-        rest.submit("#!/bin/bash\n#SBATCH --signal=B:USR1@60\ntrue\n", tag=unique_tag(), as_user=REST_USER)
+        rest.prepare_submit(tag=unique_tag(), as_user=REST_USER).send(
+            "#!/bin/bash\n#SBATCH --signal=B:USR1@60\ntrue\n"
+        )
     assert rest.daemons.starts == before  # refused before any daemon was asked
 
 
@@ -235,7 +239,7 @@ def test_an_unreachable_controller_or_database_is_slurm_unavailable(unreachable_
         "accounting": lambda: rest.accounting(["1"]),  # "Unable to connect to database"
         "usage": lambda: rest.usage([REST_ACCOUNT], since=since),
         "cancel": lambda: rest.cancel("1"),  # "Unable to contact slurm controller"
-        "submit": lambda: rest.submit(HELD, tag=unique_tag(), as_user=REST_USER),
+        "submit": lambda: rest.prepare_submit(tag=unique_tag(), as_user=REST_USER).send(HELD),
     }
     for name, call in calls.items():
         with pytest.raises(SlurmUnavailable) as info:
@@ -249,7 +253,9 @@ def test_concurrent_first_uses_start_one_daemon_and_all_submit(rest):
     rest.partitions()
     before = rest.daemons.starts
     with ThreadPoolExecutor(8) as pool:
-        jobs = list(pool.map(lambda _: rest.submit(HELD, tag=unique_tag(), as_user=REST_USER), range(8)))
+        jobs = list(
+            pool.map(lambda _: rest.prepare_submit(tag=unique_tag(), as_user=REST_USER).send(HELD), range(8))
+        )
     try:
         assert rest.daemons.starts == before + 1  # gwtalice's daemon, once
         assert len(set(jobs)) == 8 and {s.user for s in rest.status(jobs)} == {REST_USER}

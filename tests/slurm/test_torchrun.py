@@ -64,7 +64,7 @@ def test_two_node_torchrun_joins_one_rendezvous(slurm, template_env, run_dir):
     rendered = render_sbatch(
         spec, template_env, run_id=directory.name, run_dir=str(directory), target=SubmitTarget("cpu")
     )
-    job_id = slurm.submit(rendered.text, tag=unique_tag())
+    job_id = slurm.prepare_submit(tag=unique_tag()).send(rendered.text)
     (record,) = wait_for_accounting(slurm, job_id, timeout_s=180)
     stdout = (directory / f"stdout-{job_id}.log").read_text()
     stderr = (directory / f"stderr-{job_id}.log").read_text()

@@ -49,13 +49,13 @@ def cli(**kw) -> tuple[SlurmCLI, ReplayRunner]:
 
 def test_submit_reads_job_id_and_cluster_suffix():
     slurm, runner = cli(stdout="4242;gwlocal\n")
-    assert slurm.submit("#!/bin/bash\ntrue\n", tag="gw-abc") == "4242"
+    assert slurm.prepare_submit(tag="gw-abc").send("#!/bin/bash\ntrue\n") == "4242"
     assert runner.calls == [("sbatch", "--parsable", "--comment=gw-abc")]
 
 
 def test_submit_warning_is_not_an_error():
     slurm, _ = cli(stdout="77\n", stderr="sbatch: warning: can't honor --ntasks-per-node set to 2\n")
-    assert slurm.submit("#!/bin/bash\n", tag="t") == "77"
+    assert slurm.prepare_submit(tag="t").send("#!/bin/bash\n") == "77"
 
 
 def test_submit_rejection_keeps_slurms_message():
@@ -65,7 +65,7 @@ def test_submit_rejection_keeps_slurms_message():
         returncode=1,
     )
     with pytest.raises(SubmitRejected) as info:
-        slurm.submit("#!/bin/bash\n", tag="t")
+        slurm.prepare_submit(tag="t").send("#!/bin/bash\n")
     assert "Invalid account or account/partition combination specified" in str(info.value)
     assert "sbatch: error" in info.value.stderr
 
@@ -75,18 +75,18 @@ def test_busy_controller_notice_then_a_job_id_is_a_submission():
     sbatch went on and queued the job (exit 0, job id). Calling it a refusal lost a queued job."""
     notice = "sbatch: error: Slurm temporarily unable to accept job, sleeping and retrying\n"
     slurm, _ = cli(stdout="9137\n", stderr=notice)
-    assert slurm.submit("#!/bin/bash\n", tag="t") == "9137"
+    assert slurm.prepare_submit(tag="t").send("#!/bin/bash\n") == "9137"
     slurm, _ = cli(
         stderr=notice + "sbatch: error: Batch job submission failed: Resource temporarily unavailable\n"
     )
     with pytest.raises(SubmitRejected, match="Resource temporarily unavailable"):
-        slurm.submit("#!/bin/bash\n", tag="t")
+        slurm.prepare_submit(tag="t").send("#!/bin/bash\n")
 
 
 def test_error_on_stderr_with_exit_zero_is_an_error():
     slurm, _ = cli(stdout="", stderr="sbatch: error: Batch job submission failed: Job violates accounting\n")
     with pytest.raises(SubmitRejected, match="Job violates accounting"):
-        slurm.submit("#!/bin/bash\n", tag="t")
+        slurm.prepare_submit(tag="t").send("#!/bin/bash\n")
     slurm, _ = cli(stdout="", stderr="sacct: error: Unknown field 'Bogus'\n")
     with pytest.raises(SlurmError, match="exit status 0"):
         slurm.accounting(["1"])
@@ -107,7 +107,7 @@ def test_error_on_stderr_with_exit_zero_is_an_error():
 def test_no_answer_is_unavailable_never_rejected(stderr):
     slurm, _ = cli(stderr=stderr, returncode=1)
     with pytest.raises(SlurmUnavailable):
-        slurm.submit("#!/bin/bash\n", tag="t")
+        slurm.prepare_submit(tag="t").send("#!/bin/bash\n")
     with pytest.raises(SlurmUnavailable):
         slurm.status(["1"])
     with pytest.raises(SlurmUnavailable):
@@ -142,7 +142,7 @@ def test_cancel_of_ended_job_is_fine_but_other_errors_are_not():
 def test_sbatch_without_job_id_is_an_output_error():
     slurm, _ = cli(stdout="Submitted batch job\n")
     with pytest.raises(SlurmOutputError, match="no job id"):
-        slurm.submit("#!/bin/bash\n", tag="t")
+        slurm.prepare_submit(tag="t").send("#!/bin/bash\n")
 
 
 def test_one_call_for_many_jobs():
@@ -157,7 +157,7 @@ def test_one_call_for_many_jobs():
 def test_sbatch_that_cannot_start_is_a_rejection_not_unknown():
     slurm, _ = cli(raises=CommandError("cannot run sbatch: No such file or directory"))
     with pytest.raises(SubmitRejected, match="could not run sbatch"):
-        slurm.submit("#!/bin/bash\n", tag="t")
+        slurm.prepare_submit(tag="t").send("#!/bin/bash\n")
     slurm, _ = cli(raises=CommandTimeout("sbatch did not finish within 60 s"))
     with pytest.raises(SlurmUnavailable):
-        slurm.submit("#!/bin/bash\n", tag="t")
+        slurm.prepare_submit(tag="t").send("#!/bin/bash\n")

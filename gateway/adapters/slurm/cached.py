@@ -9,9 +9,9 @@ calls per minute that watchers cause do not grow with their number. A
 failure (Slurm does not answer) is remembered for the same window, so a
 down controller is not asked again by every reader.
 
-Everything that must be exact passes straight through: submit, cancel,
-the refresh cycle's status and accounting reads, the tag look-up. A submit
-or cancel through this object drops the cached job list and nodes (the
+Everything that must be exact passes straight through: submissions, cancel,
+the refresh cycle's status and accounting reads, the tag look-up. A sent
+submission or a cancel through this object drops the cached job list and nodes (the
 gateway changed them itself); ``forget`` drops everything (the refresh cycle
 calls it when it saw jobs start or end).
 """
@@ -52,20 +52,6 @@ class CachedSlurm:
 
     # -- exact: straight through ------------------------------------------------------
 
-    def submit(
-        self,
-        script: str,
-        *,
-        tag: str,
-        as_user: str | None = None,
-        exclude_nodes: Sequence[str] = (),
-        comment: str | None = None,
-    ) -> str:
-        """``SlurmBackend.submit``: ``prepare_submit`` then ``send`` (which drops the cached job list and
-        nodes)."""
-        prepared = self.prepare_submit(tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment)
-        return prepared.send(script)
-
     def prepare_submit(
         self,
         *,
@@ -74,8 +60,8 @@ class CachedSlurm:
         exclude_nodes: Sequence[str] = (),
         comment: str | None = None,
     ) -> PreparedSubmit:
-        """``SlurmBackend.prepare_submit``, straight through; once sent, as ``submit``, the cached job
-        list and nodes are dropped."""
+        """``SlurmBackend.prepare_submit``, straight through; once sent, the cached job list and nodes
+        are dropped."""
         prepared = self.backend.prepare_submit(
             tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment
         )

@@ -138,24 +138,6 @@ class SlurmCLI:
             )
         return result
 
-    def submit(
-        self,
-        script: str,
-        *,
-        tag: str,
-        as_user: str | None = None,
-        exclude_nodes: Sequence[str] = (),
-        comment: str | None = None,
-    ) -> str:
-        """``SlurmBackend.submit`` with ``sbatch --parsable --comment=TAG[ COMMENT]``, the script on stdin.
-
-        SpecError for a malformed tag or node name; SubmitRejected when sbatch refuses the job or cannot
-        start (nothing was queued); SlurmUnavailable when it does not answer within ``submit_timeout_s``;
-        SlurmOutputError when it prints no job id.
-        """
-        prepared = self.prepare_submit(tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment)
-        return prepared.send(script)
-
     def prepare_submit(
         self,
         *,
@@ -164,7 +146,13 @@ class SlurmCLI:
         exclude_nodes: Sequence[str] = (),
         comment: str | None = None,
     ) -> PreparedSubmit:
-        """``SlurmBackend.prepare_submit``: ``sbatch`` starts now and waits for the script on stdin."""
+        """``SlurmBackend.prepare_submit``: ``sbatch --parsable --comment=TAG[ COMMENT]`` starts now and
+        waits for the script on stdin (``send``).
+
+        SpecError for a malformed tag, node name or comment. ``send``: SubmitRejected when sbatch
+        refuses the job or cannot start (nothing was queued); SlurmUnavailable when it does not
+        answer within ``submit_timeout_s``; SlurmOutputError when it prints no job id.
+        """
         check_submission(tag, exclude_nodes, comment)
         argv = ["sbatch", "--parsable", f"--comment={slurm_comment(tag, comment)}"]
         if exclude_nodes:
@@ -173,7 +161,7 @@ class SlurmCLI:
         return _Sbatch(self, argv, started)
 
     def _submitted(self, argv: list[str], started: StartedCommand, script: str) -> str:
-        """The job id of the sbatch ``started`` once it has read ``script``; errors as ``submit``."""
+        """The job id of the sbatch ``started`` once it has read ``script``; raises as ``_Sbatch.send``."""
         try:
             result = self._checked(argv, self.submit_timeout_s, lambda: started.finish(script))
         except SlurmUnavailable as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from gateway.adapters.slurm.associations import AccountSpec, Change
 from gateway.core.accounting.parse import LedgerRead
@@ -26,27 +26,17 @@ class PreparedSubmit(Protocol):
     """A submission made ready before its script exists (``SlurmBackend.prepare_submit``)."""
 
     def send(self, script: str) -> str:
-        """Submit ``script``; its job id. Raises as ``SlurmBackend.submit``."""
+        """Submit ``script``; its job id.
+
+        Raises SubmitRejected when Slurm refuses the job or sbatch cannot be started (nothing was
+        queued), SlurmUnavailable when Slurm does not answer (the job may or may not exist: look it
+        up by tag), SlurmOutputError when the answer holds no job id.
+        """
         ...
 
     def abandon(self) -> None:
         """Give the submission up: nothing is, or will be, queued."""
         ...
-
-
-class SubmitLater:
-    """A ``PreparedSubmit`` that does all its work in ``send``: ``backend.submit`` then."""
-
-    def __init__(self, backend: SlurmBackend, **submit: Any) -> None:
-        self.backend = backend
-        self.submit = submit
-
-    def send(self, script: str) -> str:
-        """``backend.submit(script, ...)``."""
-        return self.backend.submit(script, **self.submit)
-
-    def abandon(self) -> None:
-        """Nothing was started."""
 
 
 class SlurmBackend(Protocol):
@@ -58,32 +48,17 @@ class SlurmBackend(Protocol):
         exclude_nodes: Sequence[str] = (),
         comment: str | None = None,
     ) -> PreparedSubmit:
-        """``submit`` in two steps, so that what a submission costs before its script is needed
-        overlaps the caller's work: ``send(script)`` submits, ``abandon()`` gives it up.
+        """The one way to submit: a batch script with ``tag`` in its comment (then the user's
+        ``comment``, after a space: ``tags.slurm_comment``), as OS user ``as_user``, kept off
+        ``exclude_nodes``, in two steps, so that what a submission costs before its script is
+        needed overlaps the caller's work: ``send(script)`` submits and returns the job id,
+        ``abandon()`` gives it up (``gateway.services.runs.submission`` is the caller).
 
         The CLI backend starts ``sbatch`` (through ``runuser`` for another user) here, and it waits
         for the script on its stdin: until ``send``, nothing can be queued, so the gateway commits
         the attempt in the meantime and keeps its exactly-once order (committed, then submitted).
         Raises SpecError for a malformed tag, node name or comment; everything else comes from
         ``send``.
-        """
-        ...
-
-    def submit(
-        self,
-        script: str,
-        *,
-        tag: str,
-        as_user: str | None = None,
-        exclude_nodes: Sequence[str] = (),
-        comment: str | None = None,
-    ) -> str:
-        """Submit a batch script with ``tag`` in its comment (then the user's ``comment``, after a
-        space: ``tags.slurm_comment``), as OS user ``as_user``, kept off ``exclude_nodes``; return
-        the job id.
-
-        Raises SubmitRejected when Slurm refuses it, SlurmUnavailable when
-        Slurm does not answer (the job may or may not exist: look it up by tag).
         """
         ...
 

@@ -33,7 +33,7 @@ from gateway.adapters.slurm.cli import (
     _check_names,
     check_submission,
 )
-from gateway.adapters.slurm.protocol import PreparedSubmit, SubmitLater
+from gateway.adapters.slurm.protocol import PreparedSubmit
 from gateway.adapters.slurm.rest_http import NotSent
 from gateway.adapters.slurm.restd import RestDaemons
 from gateway.core.accounting.parse import LedgerRead
@@ -131,24 +131,30 @@ class SlurmRest:
 
     # -- operations --------------------------------------------------------
 
-    def submit(
+    def prepare_submit(
         self,
-        script: str,
         *,
         tag: str,
         as_user: str | None = None,
         exclude_nodes: Sequence[str] = (),
         comment: str | None = None,
-    ) -> str:
-        """``SlurmBackend.submit`` as one ``POST /job/submit`` to ``as_user``'s daemon (the gateway's
-        own user when None; slurmrestd will not run as root: SubmitRejected then). The job's comment
-        is the tag, then the user's ``comment`` after a space (``tags.slurm_comment``).
-
-        SpecError for a malformed tag or node name; SubmitRejected when Slurm refuses the job or the script
-        has a directive the job description cannot carry; SlurmUnavailable when no answer comes within
-        ``submit_timeout_s`` or the daemon cannot be reached (the job may exist: look it up by tag).
-        """
+    ) -> PreparedSubmit:
+        """``SlurmBackend.prepare_submit``: the tag, nodes and comment checked now (SpecError), the
+        ``POST /job/submit`` at ``send`` (there is no process to start: the user's daemon is kept
+        running). The job's comment is the tag, then the user's ``comment`` after a space."""
         check_submission(tag, exclude_nodes, comment)
+        return _RestSubmit(self, tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment)
+
+    def _post_job(
+        self, script: str, *, tag: str, as_user: str | None, exclude_nodes: Sequence[str], comment: str | None
+    ) -> str:
+        """One ``POST /job/submit`` to ``as_user``'s daemon (the gateway's own user when None;
+        slurmrestd will not run as root: SubmitRejected then); the job id.
+
+        SubmitRejected when Slurm refuses the job or the script has a directive the job description
+        cannot carry; SlurmUnavailable when no answer comes within ``submit_timeout_s`` or the daemon
+        cannot be reached (the job may exist: look it up by tag).
+        """
         user = as_user or current_user()
         try:
             environment = {**_user_env(user), **SLURM_ENV}
@@ -168,19 +174,6 @@ class SlurmRest:
         errors = [e for e in answer.get("errors", []) if e.get("error_code") not in _INFORMATIONAL]
         detail = "; ".join(_messages({"errors": errors})) or f"HTTP {answer['_status']}, no job id"
         raise SubmitRejected(f"Slurm refused the job: {detail}", command="slurmrestd", stderr=detail)
-
-    def prepare_submit(
-        self,
-        *,
-        tag: str,
-        as_user: str | None = None,
-        exclude_nodes: Sequence[str] = (),
-        comment: str | None = None,
-    ) -> PreparedSubmit:
-        """``SlurmBackend.prepare_submit``: the tag checked now, the whole ``submit`` at ``send`` (there is
-        no process to start: the user's daemon is kept running)."""
-        check_submission(tag, exclude_nodes, comment)
-        return SubmitLater(self, tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment)
 
     def test_only(self, script: str, *, as_user: str | None = None, comment: str | None = None) -> str:
         """``SlurmBackend.test_only`` through ``sbatch --test-only`` (the CLI backend): slurmrestd
@@ -317,3 +310,18 @@ def _when(moment: datetime) -> str:
     """A time for a dbv0.0.38 query: ISO in UTC, its colons escaped (slurmrestd refuses them bare,
     and epoch seconds too)."""
     return quote(moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S"), safe="")
+
+
+class _RestSubmit:
+    """A submission through slurmrestd, checked and waiting for its script (``SlurmRest.prepare_submit``)."""
+
+    def __init__(self, rest: SlurmRest, **submission: Any) -> None:
+        self.rest = rest
+        self.submission = submission
+
+    def send(self, script: str) -> str:
+        """``PreparedSubmit.send``: the ``POST /job/submit``; the job id."""
+        return self.rest._post_job(script, **self.submission)
+
+    def abandon(self) -> None:
+        """``PreparedSubmit.abandon``: nothing was sent."""

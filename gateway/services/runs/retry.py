@@ -5,8 +5,9 @@ records and the tail of its stderr from the run directory, classifies the
 failure (``gateway.core.runs.failures``) and records it; the retry policy of the
 run's queue (``gateway.core.runs.retry``) then says whether and when a new attempt
 follows. ``process_due`` submits the retries that are due, each exactly once
-(attempt row first, tag in ``--comment``, job id after; reconciliation
-settles a crash in between, as for a first submission).
+through the one submission path (``gateway.services.runs.submission``: sbatch
+prepared, attempt row committed, tag in ``--comment``, job id after;
+reconciliation settles a crash in between, as for a first submission).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from gateway.core.runs.retry import RetryPolicy, decide
 from gateway.core.runs.steps import StepRecord, parse_steps
 from gateway.core.slurm.states import RunState
 from gateway.core.slurm.tags import attempt_tag
-from gateway.errors import Conflict, GatewayError, NotFound, SlurmUnavailable, SubmitRejected
+from gateway.errors import Conflict, GatewayError, NotFound, SpecError, SubmitRejected
 from gateway.services.runs.logs import JobFiles
+from gateway.services.runs.submission import Submission
 from gateway.store.access import AccessStore
 from gateway.store.audit import AuditEntry
 from gateway.store.runs import RunStore
@@ -124,11 +126,46 @@ class RetryService:
         return submitted
 
     def _retry(self, failed: Attempt) -> str | None:
+        """The next attempt of ``failed``'s run, submitted as a first attempt is (``Submission``: sbatch
+        prepared, the attempt committed, then sent); its tag, or None when it was never submitted.
+
+        Raises Conflict when a later attempt exists already (nothing is queued then).
+        """
         run = self.store.get_run(failed.run_id)
         exclude = list((failed.failure or {}).get("retry", {}).get("exclude_nodes") or [])
         user = self.access.user(run.submitter)
         tag = attempt_tag(run.id, failed.number + 1)
-        attempt = self.store.add_attempt(
+        if not user.os_user:
+            attempt = self._add_attempt(run, failed, tag, exclude)
+            self.store.mark_never_submitted(
+                attempt.id, "the submitter has no OS user any more", source="retry"
+            )
+            return None
+        try:
+            submission = Submission.prepare(
+                self.slurm,
+                self.store,
+                tag=tag,
+                as_user=user.os_user,
+                exclude_nodes=exclude,
+                comment=run.spec.comment,
+            )
+        except SpecError as exc:  # a node to keep off that is no Slurm name: this retry cannot be sent
+            attempt = self._add_attempt(run, failed, tag, exclude)
+            self.store.mark_never_submitted(attempt.id, f"cannot submit the retry: {exc}", source="retry")
+            return None
+        with submission.abandoned_on_error():
+            attempt = self._add_attempt(run, failed, tag, exclude)
+        try:
+            submission.send(attempt, run.script, source="retry")
+        except SubmitRejected:
+            return None
+        return tag
+
+    def _add_attempt(self, run: Run, failed: Attempt, tag: str, exclude: list[str]) -> Attempt:
+        """Commit the retry's attempt (SUBMITTING, ``tag``) with its ``run.retry`` audit event; Conflict
+        when ``failed`` is no longer the run's latest attempt."""
+        return self.store.add_attempt(
             run.id,
             tag=tag,
             origin="retry",
@@ -145,23 +182,6 @@ class RetryService:
                 after={"attempt": failed.number + 1, "exclude_nodes": exclude},
             ),
         )
-        if not user.os_user:
-            self.store.mark_never_submitted(
-                attempt.id, "the submitter has no OS user any more", source="retry"
-            )
-            return None
-        try:
-            job_id = self.slurm.submit(
-                run.script, tag=tag, as_user=user.os_user, exclude_nodes=exclude, comment=run.spec.comment
-            )
-        except SubmitRejected as exc:
-            self.store.mark_never_submitted(attempt.id, str(exc), source="sbatch")
-            return None
-        except SlurmUnavailable as exc:
-            self.store.add_note(attempt.id, f"sbatch did not answer: {exc}", source="sbatch")
-            return tag
-        self.store.record_job_id(attempt.id, job_id, source="retry")
-        return tag
 
 
 def _ended(

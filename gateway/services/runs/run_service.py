@@ -1,9 +1,11 @@
 """Submitting, cancelling and reading runs; every interface calls these.
 
-Submission is exactly-once (DESIGN.md): the attempt row with a unique tag is
-committed before ``sbatch`` runs (with the audit event, in one transaction),
-the tag travels in ``--comment``, and the job id is stored afterwards. A
-crash anywhere in between leaves an attempt in SUBMITTING that
+Submission is exactly-once (DESIGN.md), through ``Submission``
+(``gateway.services.runs.submission``), the one path retries take too: sbatch
+is prepared once the run is admitted, the run and its attempt with a unique
+tag are committed (with the audit event, in one transaction), then the script
+is sent with the tag in ``--comment`` and the outcome recorded. A crash
+anywhere in between leaves an attempt in SUBMITTING that
 ``Refresher.reconcile`` resolves by looking the tag up in Slurm, so no run is
 submitted twice and none is lost.
 
@@ -18,7 +20,6 @@ caps, the OS user and the output paths (``gateway.services.runs.admission``).
 from __future__ import annotations
 
 import hashlib
-import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -28,7 +29,7 @@ import jinja2
 
 from gateway.adapters.prometheus import GatewayMetrics
 from gateway.adapters.runhost import RunHost
-from gateway.adapters.slurm.protocol import PreparedSubmit, SlurmBackend
+from gateway.adapters.slurm.protocol import SlurmBackend
 from gateway.core.access.policy import allowed, require, visible_projects
 from gateway.core.domain import NewRun, Page, Principal, Run, RunFilter
 from gateway.core.explain.pending import Explanation
@@ -38,19 +39,18 @@ from gateway.core.slurm.states import TERMINAL, RunState
 from gateway.core.slurm.tags import attempt_tag
 from gateway.core.spec.diff import diff, parse_assignment, set_path
 from gateway.core.spec.run_spec import RunSpec, build_spec
-from gateway.errors import Conflict, GatewayError, NotFound, RunHostError, SlurmUnavailable, SubmitRejected
+from gateway.errors import Conflict, GatewayError, NotFound, RunHostError, SubmitRejected
 from gateway.services.accounting.telemetry import telemetry_launch
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.ops.prometheus import refusal_reason
 from gateway.services.runs.admission import Admission, Admitted
 from gateway.services.runs.check import RunCheck, RunChecker
 from gateway.services.runs.inputs import ResolvedInput, environment_of, resolve_inputs, write_manifests
+from gateway.services.runs.submission import Submission
 from gateway.services.runs.waiting import WaitingService
 from gateway.settings import Settings
 from gateway.store.audit import AuditEntry
 from gateway.store.runs import RunStore
-
-log = logging.getLogger(__name__)
 
 
 def new_run_id() -> str:
@@ -146,25 +146,22 @@ class RunService:
         run_id = new_run_id()
         # sbatch starts now and waits for the script: its start-up overlaps the recording below, and
         # it can queue nothing before the attempt is committed (_send hands it the script).
-        prepared = self.slurm.prepare_submit(
-            tag=attempt_tag(run_id, 1), as_user=admitted.os_user, comment=spec.comment
+        submission = Submission.prepare(
+            self.slurm, self.store, tag=attempt_tag(run_id, 1), as_user=admitted.os_user, comment=spec.comment
         )
-        try:
+        with submission.abandoned_on_error():
             run_dir = str(self.settings.runs_dir / run_id)
             inputs = resolve_inputs(spec, run_dir, principal=principal, datasets=self.datasets)
             new = self._new_run(spec, run_id, run_dir, principal, admitted, inputs, derived_from)
             audit = _submit_audit(new, principal, admitted, inputs, derived_from)
             run = self.store.create_run(new, audit=audit, claim=claim)
-        except BaseException:
-            prepared.abandon()
-            raise
         if run is None:  # a concurrent request with the same key won the race
-            prepared.abandon()
+            submission.abandon()
             assert claim is not None
             earlier = self.store.claimed_key(claim.user, claim.key)
             assert earlier is not None
             return self._replay(claim, earlier)
-        return Submitted(self._send(run, inputs, prepared))
+        return Submitted(self._send(run, inputs, submission))
 
     def check(self, spec: RunSpec, *, principal: Principal, slurm_test: bool = False) -> RunCheck:
         """What submitting ``spec`` would do, recording and queueing nothing (``RunChecker.check``)."""
@@ -216,45 +213,35 @@ class RunService:
             inputs=tuple(i.record() for i in inputs),
         )
 
-    def _send(self, run: Run, inputs: list[ResolvedInput], prepared: PreparedSubmit) -> Run:
-        """Prepare the run directory, then hand the recorded attempt's script to ``prepared`` (exactly
-        once: it was committed first)."""
+    def _send(self, run: Run, inputs: list[ResolvedInput], submission: Submission) -> Run:
+        """Prepare the run directory, then send the recorded first attempt (``Submission.send``: exactly
+        once, it was committed first); the run as it stands then."""
         attempt = run.attempts[0]
         assert run.os_user is not None
+        with submission.abandoned_on_error():
+            try:
+                self.host.make_run_dir(run.run_dir, owner=run.os_user)
+                if inputs:
+                    write_manifests(inputs, self.datasets, self.host, os_user=run.os_user)
+            except RunHostError as exc:
+                submission.give_up(attempt, f"cannot prepare the run directory: {exc}", source="gateway")
+                exc.run_id = run.id  # type: ignore[attr-defined]
+                raise
         try:
-            self.host.make_run_dir(run.run_dir, owner=run.os_user)
-            if inputs:
-                write_manifests(inputs, self.datasets, self.host, os_user=run.os_user)
-        except RunHostError as exc:
-            prepared.abandon()
-            self.store.mark_never_submitted(
-                attempt.id, f"cannot prepare the run directory: {exc}", source="gateway"
-            )
-            exc.run_id = run.id  # type: ignore[attr-defined]
-            raise
-        except BaseException:
-            prepared.abandon()
-            raise
-        try:
-            job_id = prepared.send(run.script)
+            sent = submission.send(attempt, run.script, source="gateway")
         except SubmitRejected as exc:
-            self.store.mark_never_submitted(attempt.id, str(exc), source="sbatch")
             exc.run_id = run.id  # type: ignore[attr-defined]
             raise
-        except SlurmUnavailable as exc:
-            # sbatch may or may not have queued the job: leave SUBMITTING for reconcile.
-            log.warning("sbatch did not answer for %s (%s); reconcile looks up %s", run.id, exc, attempt.tag)
-            self.store.add_note(attempt.id, f"sbatch did not answer: {exc}", source="sbatch")
+        if sent.event is None:  # Slurm did not answer: still SUBMITTING, with the note
             return self.store.get_run(run.id)
-        event = self.store.record_job_id(attempt.id, job_id)
         queued = replace(
             attempt,
-            job_id=job_id,
-            state=event.to_state,
+            job_id=sent.job_id,
+            state=sent.event.to_state,
             slurm_state="PENDING",
-            events=[*attempt.events, event],
+            events=[*attempt.events, sent.event],
         )
-        return replace(run, state=event.to_state, attempts=[queued])
+        return replace(run, state=sent.event.to_state, attempts=[queued])
 
     def _claim(
         self, principal: Principal, key: str | None, operation: str, spec: RunSpec

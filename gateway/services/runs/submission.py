@@ -1,0 +1,121 @@
+"""The one way an attempt reaches Slurm, exactly once: first attempts, reruns and retries alike.
+
+DESIGN.md's order, written here and nowhere else:
+
+1. ``Submission.prepare``: the backend gets ready (``SlurmBackend.prepare_submit``; the CLI
+   backend starts ``sbatch``, which waits for its script), so what that costs overlaps the
+   caller's recording. Nothing can be queued yet.
+2. The caller commits the attempt, SUBMITTING with its unique tag (``RunStore.create_run`` for a
+   run's first attempt, ``add_attempt`` for a retry), inside ``abandoned_on_error``: if that
+   fails, the prepared submission is given up and Slurm never hears of it.
+3. ``Submission.send`` hands the committed attempt's script to Slurm (the tag in ``--comment``)
+   and records what came of it: the job id (QUEUED), Slurm's refusal (NEVER_SUBMITTED, and
+   SubmitRejected raised), or no answer (a note; the attempt stays SUBMITTING and
+   ``Refresher.reconcile`` settles it by its tag).
+
+A crash between 2 and 3 leaves a SUBMITTING attempt that no Slurm job or exactly one carries the
+tag of; reconciliation adopts that job or marks the attempt never submitted, and never submits
+again. ``send`` is the only writer of job ids besides the refresh (reconcile, Slurm's requeues).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from gateway.adapters.slurm.protocol import PreparedSubmit, SlurmBackend
+from gateway.core.domain import Attempt, StateEvent
+from gateway.errors import SlurmUnavailable, SubmitRejected
+from gateway.store.runs import RunStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What ``Submission.send`` recorded: the job id and its SUBMITTING -> QUEUED event, or neither
+    when Slurm did not answer (the attempt stays SUBMITTING until reconciled)."""
+
+    job_id: str | None
+    event: StateEvent | None
+
+
+class Submission:
+    """One attempt's submission: prepared before the attempt is committed, sent once after."""
+
+    def __init__(self, store: RunStore, prepared: PreparedSubmit, tag: str) -> None:
+        self.store = store
+        self.prepared = prepared
+        self.tag = tag
+        self._done = False
+
+    @classmethod
+    def prepare(
+        cls,
+        slurm: SlurmBackend,
+        store: RunStore,
+        *,
+        tag: str,
+        as_user: str | None,
+        exclude_nodes: Sequence[str] = (),
+        comment: str | None = None,
+    ) -> Submission:
+        """Make the submission of the attempt tagged ``tag`` ready (``SlurmBackend.prepare_submit``),
+        as OS user ``as_user``, kept off ``exclude_nodes``, with the user's ``comment`` after the tag.
+
+        Raises SpecError for a malformed tag, node name or comment (nothing was started).
+        """
+        prepared = slurm.prepare_submit(
+            tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment
+        )
+        return cls(store, prepared, tag)
+
+    @contextmanager
+    def abandoned_on_error(self) -> Iterator[None]:
+        """The caller's work before ``send`` (recording the attempt, its run directory): any exception
+        gives the submission up, so nothing is queued, and goes on."""
+        try:
+            yield
+        except BaseException:
+            self.abandon()
+            raise
+
+    def abandon(self) -> None:
+        """Give the submission up: nothing is, or will be, queued (a no-op once sent or abandoned)."""
+        if not self._done:
+            self._done = True
+            self.prepared.abandon()
+
+    def give_up(self, attempt: Attempt, reason: str, *, source: str) -> None:
+        """Abandon the submission of the committed ``attempt`` before its script was sent, and record
+        it NEVER_SUBMITTED with ``reason`` (an event from ``source``)."""
+        self.abandon()
+        self.store.mark_never_submitted(attempt.id, reason, source=source)
+
+    def send(self, attempt: Attempt, script: str, *, source: str) -> Sent:
+        """Send ``script`` as the committed, SUBMITTING ``attempt`` (exactly once) and record the outcome.
+
+        The job id is stored (the attempt becomes QUEUED; the event's source is ``source``) and
+        returned. Raises SubmitRejected, after recording the attempt NEVER_SUBMITTED with Slurm's
+        message, when Slurm refused the job or sbatch could not start (nothing was queued). When
+        Slurm does not answer, the job may or may not exist: a note is added, the attempt stays
+        SUBMITTING for reconciliation, and ``Sent(None, None)`` is returned. Any other error (no job
+        id in Slurm's answer: SlurmOutputError) leaves the attempt SUBMITTING and goes on.
+        """
+        if self._done:
+            raise RuntimeError(f"the submission of {self.tag} was already sent or abandoned")
+        if attempt.tag != self.tag:
+            raise ValueError(f"attempt {attempt.tag} is not the one {self.tag} was prepared for")
+        self._done = True
+        try:
+            job_id = self.prepared.send(script)
+        except SubmitRejected as exc:
+            self.store.mark_never_submitted(attempt.id, str(exc), source="sbatch")
+            raise
+        except SlurmUnavailable as exc:
+            log.warning("sbatch did not answer for %s (%s); reconcile looks it up", attempt.tag, exc)
+            self.store.add_note(attempt.id, f"sbatch did not answer: {exc}", source="sbatch")
+            return Sent(None, None)
+        return Sent(job_id, self.store.record_job_id(attempt.id, job_id, source=source))
