@@ -15,6 +15,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Attempt, Run
 from gateway.core.explain.text import expand_hostlist
 from gateway.core.runs.failure_classes import FailureClass
@@ -26,7 +27,6 @@ from gateway.core.slurm.tags import attempt_tag
 from gateway.errors import Conflict, GatewayError, NotFound, SlurmUnavailable, SubmitRejected
 from gateway.services.runs.logs import JobFiles
 from gateway.store.access import AccessStore
-from gateway.store.audit import AuditEntry
 from gateway.store.runs import RunStore
 
 log = logging.getLogger(__name__)

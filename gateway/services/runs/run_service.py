@@ -30,6 +30,7 @@ from gateway.adapters.prometheus import GatewayMetrics
 from gateway.adapters.runhost import RunHost
 from gateway.adapters.slurm.protocol import PreparedSubmit, SlurmBackend
 from gateway.core.access.policy import allowed, require, visible_projects
+from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import NewRun, Page, Principal, Run, RunFilter
 from gateway.core.explain.pending import Explanation
 from gateway.core.runs.idempotency import ClaimedKey, IdempotencyClaim
@@ -47,7 +48,6 @@ from gateway.services.runs.check import RunCheck, RunChecker
 from gateway.services.runs.inputs import ResolvedInput, environment_of, resolve_inputs, write_manifests
 from gateway.services.runs.waiting import WaitingService
 from gateway.settings import Settings
-from gateway.store.audit import AuditEntry
 from gateway.store.runs import RunStore
 
 log = logging.getLogger(__name__)
