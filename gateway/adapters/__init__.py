@@ -1,1 +1,17 @@
-"""Adapters: the gateway's seams to outside systems (Slurm, database, NVML)."""
+"""Adapters: the gateway's seams to outside systems, each behind a protocol services import.
+
+- the command runner (``runner.py``: the one place a program starts; ``runner_ssh.py`` over SSH,
+  ``runner_metered.py`` timing each call);
+- the run host, the files and OS accounts where jobs run (``runhost.py``, the protocol;
+  ``runhost_local.py``, ``runhost_ssh.py``, their shared half ``runhost_base.py`` and the agent
+  ``runhost_agent.py``);
+- SSH to a submit host (``ssh.py``, ``ssh_login.py``: the only modules importing paramiko;
+  ``ssh_hop.py``, what services see of it);
+- Slurm (``slurm/``: the protocol, the CLI backend, slurmrestd, the cache, accounts);
+- Prometheus metrics (``prometheus.py``), the report plots (``plots.py``, matplotlib), the audit
+  anchor file (``anchor.py``), ``gw``'s file reads and git/image provenance (``files.py``,
+  ``provenance.py``), and the kept-alive rule of both HTTP clients (``kept_alive.py``).
+
+The database is ``gateway.store``; GPU telemetry is read inside jobs (``accounting/gpu_sampler.py``),
+not here.
+"""

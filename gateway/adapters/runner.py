@@ -1,4 +1,4 @@
-"""The one place the gateway starts programs.
+"""The one place the gateway starts programs (the only module that imports ``subprocess``).
 
 A ``CommandRunner`` runs an argv (never a shell string) with optional stdin,
 a time limit and extra environment, optionally as another OS user, and
@@ -6,6 +6,10 @@ returns what the program printed. ``LocalRunner`` runs it here (``runuser``
 for another user, which needs root); an SSH runner runs it on a login node,
 logging in as that user, and fits the same protocol, so adapters never know
 which they have.
+
+``start_daemon`` starts a long-lived program here (slurmrestd, one per OS user:
+``adapters/slurm/restd.py``) and hands back a ``Daemon``: its pid, whether it
+still runs, and its stop.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from gateway.errors import CommandError, CommandTimeout
@@ -222,6 +227,51 @@ class _LocalStarted:
             return
         self.proc.kill()
         self.proc.communicate()
+
+
+class Daemon:
+    """A long-lived program started by ``start_daemon``."""
+
+    def __init__(self, argv: Sequence[str], proc: subprocess.Popen[bytes]) -> None:
+        self.argv = tuple(argv)
+        self._proc = proc
+
+    @property
+    def pid(self) -> int:
+        """Its process id."""
+        return self._proc.pid
+
+    def exit_status(self) -> int | None:
+        """None while it runs; else its exit status (minus the signal that ended it), the process reaped."""
+        return self._proc.poll()
+
+    def stop(self, grace_s: float = 2.0) -> None:
+        """SIGTERM, then SIGKILL if it has not ended within ``grace_s``; reaped either way. Ended: nothing."""
+        if self._proc.poll() is not None:
+            return
+        self._proc.terminate()
+        try:
+            self._proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait(timeout=grace_s)
+
+
+def start_daemon(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], log_path: Path) -> Daemon:
+    """Start ``argv`` here in the background and return at once, without waiting for it to be ready.
+
+    Never a shell; it runs in ``cwd`` with exactly ``env`` (nothing of the gateway's environment),
+    stdin from /dev/null, stdout and stderr appended to ``log_path``. CommandError when it cannot
+    start (no such program, ``cwd`` or ``log_path`` unusable).
+    """
+    try:
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(
+                list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=log, stderr=log
+            )
+    except OSError as exc:
+        raise CommandError(f"cannot start {argv[0]}: {exc.strerror or exc}") from exc
+    return Daemon(argv, proc)
 
 
 def _local_command(

@@ -1,4 +1,8 @@
-"""The one table from gateway errors to HTTP statuses, and the handlers that use it.
+"""The API's error handlers: every error as an ``ErrorPublic`` body, its status from the one table.
+
+The table from gateway errors to HTTP statuses is ``gateway/error_status.py``
+(beside ``gateway/errors.py``), shared with the web pages and ``gw admin``'s
+exit codes.
 
 Every error body has the same shape (``ErrorPublic``): ``error`` (a short
 kind), ``detail`` (a message, or a list of field issues with ``loc``, ``msg``
@@ -15,60 +19,18 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
 
 from gateway.core.spec.errors import unknown_field_message
-from gateway.errors import (
-    Conflict,
-    Forbidden,
-    GatewayError,
-    NotFound,
-    QuotaExceeded,
-    RunHostError,
-    RunHostUnavailable,
-    SlurmError,
-    SlurmUnavailable,
-    SpecError,
-    StoreError,
-    StoreUnavailable,
-    SubmitRejected,
-    TemplateError,
-    Unauthorized,
-)
+from gateway.error_status import HTTP_KINDS, allowed_methods, status_for
+from gateway.errors import GatewayError, SpecError
 
 log = logging.getLogger(__name__)
-
-# Most specific first: the first class an error is an instance of decides.
-STATUS_TABLE: list[tuple[type[GatewayError], int, str]] = [
-    (SpecError, 422, "invalid_request"),
-    (SubmitRejected, 422, "submit_rejected"),
-    (Unauthorized, 401, "unauthorized"),
-    (Forbidden, 403, "forbidden"),
-    (QuotaExceeded, 422, "quota_exceeded"),
-    (NotFound, 404, "not_found"),
-    (Conflict, 409, "conflict"),
-    (StoreUnavailable, 503, "database_unavailable"),
-    (SlurmUnavailable, 503, "slurm_unavailable"),
-    (SlurmError, 502, "slurm_error"),
-    (RunHostUnavailable, 503, "run_host_unavailable"),
-    (RunHostError, 502, "run_host_error"),
-    (StoreError, 500, "database_error"),
-    (TemplateError, 500, "template_error"),
-    (GatewayError, 500, "gateway_error"),
-]
 
 MAX_INPUT_CHARS = 200  # an echoed input (or a key in a loc) is cut to this
 MAX_MESSAGE_CHARS = 2000  # a message is cut to this (ours quote values)
 _ECHO_ITEMS = 20  # a list or mapping is echoed as it is up to this many values in all, 3 levels deep
 _REPR = reprlib.Repr()
 _REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 60, 60
-
-
-def status_for(exc: GatewayError) -> tuple[int, str]:
-    for cls, status, kind in STATUS_TABLE:
-        if isinstance(exc, cls):
-            return status, kind
-    return 500, "gateway_error"
 
 
 def safe_text(text: str, limit: int = MAX_INPUT_CHARS) -> str:
@@ -146,19 +108,6 @@ def gateway_error_body(exc: GatewayError) -> tuple[int, dict]:
     if run_id:
         body["run_id"] = run_id
     return status, body
-
-
-HTTP_KINDS = {404: "not_found", 405: "method_not_allowed"}
-
-
-def allowed_methods(app: FastAPI, scope: dict) -> list[str]:
-    """Every method some route of ``app`` answers at this request's path (for a 405's ``Allow``)."""
-    methods: set[str] = set()
-    for route in app.router.routes:
-        match, _ = route.matches(scope)
-        if match != Match.NONE:
-            methods |= set(getattr(route, "methods", None) or ())
-    return sorted(methods)
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -1,1 +1,3 @@
-"""The ``gw`` command: an HTTP client of the gateway API (plus ``gw serve`` and admin commands)."""
+"""The ``gw`` command: an HTTP client of the gateway API (``gateway.client``), importing no server
+module; ``gw serve`` and ``gw admin``, which run on the gateway host, live apart in ``cli/server/``.
+"""

@@ -1,28 +1,19 @@
-"""gw cost RUN (a run's cost, over the API) and gw admin accounting ingest (on the gateway host)."""
+"""gw cost RUN: a run's cost, over the API (gw admin accounting ingest: cli/server/accounting_admin.py)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from gateway.cli.common import JsonOpt, call, usage
+from gateway.cli.common import JsonOpt, call
 from gateway.cli.output import console, print_json
-from gateway.cli.server.admin_cmds import _operator, local_services
-
-accounting_admin = typer.Typer(no_args_is_help=True, help="Accounting: the cluster's sacct records.")
 
 
 def register(app: typer.Typer) -> None:
     """Add ``gw cost`` to ``app``."""
     app.command("cost")(cost)
-
-
-def register_admin(admin: typer.Typer) -> None:
-    """Add ``gw admin accounting ...`` to ``admin``."""
-    admin.add_typer(accounting_admin, name="accounting")
 
 
 def cost(run_id: Annotated[str, typer.Argument(help="Run id.")], as_json: JsonOpt = False) -> None:
@@ -54,36 +45,3 @@ def cost(run_id: Annotated[str, typer.Argument(help="Run id.")], as_json: JsonOp
         markup=False,
     )
     console.print(body["note"], markup=False)
-
-
-@accounting_admin.command("ingest")
-def ingest(
-    since: Annotated[
-        str | None,
-        typer.Option(
-            help="Read from this UTC time (2026-11-01 or 2026-11-01T12:00:00); default: where "
-            "the last ingest left off, less the overlap."
-        ),
-    ] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Read sacct for the whole cluster into the accounting ledger (idempotent); print the counts."""
-    start = _utc(since) if since else None
-    with local_services() as services:
-        counts = services.accounting.ingest_as(_operator(), start)
-    if as_json:
-        print_json(counts.__dict__)
-        return
-    console.print(
-        f"read {counts.read}, new {counts.new}, updated {counts.updated}, linked {counts.linked}, "
-        f"priced {counts.priced}",
-        markup=False,
-    )
-
-
-def _utc(text: str) -> datetime:
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        usage(f"--since {text!r} is not a time; give e.g. 2026-11-01 or 2026-11-01T12:00:00 (UTC)")
-    return value if value.tzinfo else value.replace(tzinfo=UTC)

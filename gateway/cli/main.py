@@ -119,7 +119,9 @@ class Admin(LazyGroup):
         ),
         "db": _admin("server.serve_cmds", "The gateway's database.", group=True),
         "audit": _admin("server.admin_cmds", "The audit log, on the gateway host.", group=True),
-        "accounting": _admin("accounting_cmds", "Accounting: the cluster's sacct records.", group=True),
+        "accounting": _admin(
+            "server.accounting_admin", "Accounting: the cluster's sacct records.", group=True
+        ),
     }
 
 

@@ -1,8 +1,15 @@
-"""Services: what the API, the web pages, the CLI and the scheduler jobs all call.
+"""Services: what the API, the web pages, ``gw admin`` and the scheduler jobs all call, by topic.
 
-``gateway.wiring.build_services(settings)`` builds them once over the
-database, the Slurm backend, the run host and the template environment;
-interfaces hold on to the returned ``Services``.
+``runs/`` (admission, submission, refresh, retries, logs, waits), ``eval/``, ``lineage/``,
+``releases/``, ``accounting/`` (ledger, telemetry, reports, usage), ``site/`` (the site file,
+projects, sign-in, Slurm associations), ``ops/`` (periodic work, health, metrics, the SSH hop),
+and ``audit.py`` (the log), shared by several.
+
+``gateway.wiring.build_services(settings)`` builds them once over the database, the Slurm
+backend, the run host and the template environment; interfaces hold on to the returned
+``Services`` and call its services. It also carries the ``Database`` (for ``close``) and the
+``AccessStore`` (tests and benchmarks set up with it); no interface reads those
+(``tests/unit/test_services_bag.py``).
 """
 
 from __future__ import annotations
@@ -53,7 +60,7 @@ from gateway.store.access import AccessStore
 @dataclass
 class Services:
     settings: Settings
-    db: Database  # for close(), and the scheduler's lease until it gets a service of its own
+    db: Database  # for close(); tests read it, no interface does
     slurm: SlurmBackend
     templates: jinja2.Environment
     access: AccessStore  # read by benchmarks and tests only

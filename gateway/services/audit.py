@@ -24,9 +24,10 @@ from gateway.core.audit.anchors import (
     judge,
     plan_checkpoint,
 )
+from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import AuditEvent, Principal
 from gateway.errors import Conflict
-from gateway.store.audit import AuditEntry, AuditStore
+from gateway.store.audit import AuditStore
 
 
 class AnchorLog(Protocol):

@@ -11,12 +11,13 @@ The chain alone cannot show a log cut at its end (delete the last events and
 point the head at the one before): ``check`` also returns what checkpoints
 kept outside the database are judged against (``gateway/core/audit/anchors.py``),
 and ``tip`` what a new checkpoint needs.
+
+An entry and its hash are pure values (``gateway/core/audit/entry.py``); this
+module chains them in the database.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -26,9 +27,11 @@ from sqlalchemy import Connection, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from gateway.core.audit.anchors import ANCHOR_ACTION, AnchorStart
+from gateway.core.audit.entry import AuditEntry, event_hash
+from gateway.core.clock import utcnow
 from gateway.core.domain import AuditEvent
 from gateway.store.db import Database
-from gateway.store.models import AuditHeadRow, AuditRow, utcnow
+from gateway.store.models import AuditHeadRow, AuditRow
 
 AUDIT = AuditRow.__table__
 HEAD = AuditHeadRow.__table__
@@ -37,40 +40,6 @@ GENESIS = "0" * 64
 _BUMP_HEAD = update(HEAD).where(HEAD.c.id == 1).values(seq=HEAD.c.seq + 1).returning(HEAD.c.seq, HEAD.c.hash)
 _SET_HEAD_HASH = update(HEAD).where(HEAD.c.id == 1).values(hash=bindparam("new_hash"))
 _INSERT = insert(AUDIT)
-
-
-@dataclass(frozen=True)
-class AuditEntry:
-    """What happened, before it is chained: the caller fills this in."""
-
-    actor: str
-    action: str  # e.g. run.submit, run.cancel, project.change, user.add, token.issue, slurm.add_account
-    target_type: str
-    target_id: str
-    project: str | None = None
-    source: str | None = None
-    before: dict[str, Any] | None = None
-    after: dict[str, Any] | None = None
-
-
-def event_hash(prev_hash: str, seq: int, at: datetime, entry: AuditEntry | AuditEvent) -> str:
-    """The hash chaining an event onto ``prev_hash``: sha256 of ``prev_hash`` and the event's canonical
-    JSON (seq, at, actor, action, target, project, source, before, after).
-    """
-    body = {
-        "seq": seq,
-        "at": at.isoformat(),
-        "actor": entry.actor,
-        "action": entry.action,
-        "target_type": entry.target_type,
-        "target_id": entry.target_id,
-        "project": entry.project,
-        "source": entry.source,
-        "before": entry.before,
-        "after": entry.after,
-    }
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256((prev_hash + canonical).encode()).hexdigest()
 
 
 def append(conn: Session | Connection, entry: AuditEntry) -> int:

@@ -21,6 +21,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from gateway.core.clock import utcnow
+
 
 class UTCDateTime(TypeDecorator):
     """Aware UTC datetimes in, aware UTC datetimes out, on SQLite and PostgreSQL alike."""
@@ -44,11 +46,6 @@ class UTCDateTime(TypeDecorator):
         if value is None:
             return None
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def utcnow() -> datetime:
-    """Now, as an aware UTC datetime."""
-    return datetime.now(UTC)
 
 
 class Base(DeclarativeBase):

@@ -14,6 +14,7 @@ from sqlalchemy import text
 
 from gateway.adapters.files import scan
 from gateway.api import create_app
+from gateway.core.audit.entry import AuditEntry
 from gateway.core.site.schema import parse_site
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import build_spec
@@ -21,7 +22,7 @@ from gateway.services.lineage.datasets import Registration
 from gateway.services.site.apply import SiteChanges
 from gateway.services.site.auth import digest
 from gateway.store import Database
-from gateway.store.audit import AuditEntry, AuditStore
+from gateway.store.audit import AuditStore
 from tests.service.conftest import OPERATOR, PROJECT, SITE, refresh_until, unique_tag
 from tests.service.permission_tables import eval_expectations, release_expectations
 

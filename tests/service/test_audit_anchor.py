@@ -21,11 +21,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 
 from gateway.api import create_app
+from gateway.core.audit.entry import event_hash
 from gateway.core.site.schema import parse_site
 from gateway.errors import Conflict
 from gateway.services import Services
 from gateway.settings import Settings
-from gateway.store.audit import event_hash
 from gateway.wiring import build_services
 from tests.service.conftest import OPERATOR, POSTGRES_ADMIN_URL
 

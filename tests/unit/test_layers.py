@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import grimp
@@ -69,7 +70,7 @@ def test_no_import_circles():
 
 
 def run_lint_imports(cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(cwd)}
+    env = {**os.environ, "PYTHONPATH": str(cwd), "COLUMNS": "1000"}  # one line per contract
     return subprocess.run(
         [str(LINT_IMPORTS), str(cwd / "pyproject.toml"), "--no-cache"],
         cwd=cwd,
@@ -95,3 +96,43 @@ def test_a_wrong_way_import_breaks_a_contract(tmp_path):
     result = run_lint_imports(tmp_path)
     assert result.returncode != 0
     assert "BROKEN" in result.stdout and "gateway.core.names -> gateway.services.runs" in result.stdout
+
+
+# One wrong import per contract (module, the line appended to it, the contract's id): each must break
+# exactly the contract written for it, so a contract that cannot fail is found out.
+WRONG_IMPORTS = [
+    ("adapters/slurm/restd.py", "import subprocess", "subprocess-runner"),
+    ("adapters/runner_ssh.py", "import paramiko", "paramiko-ssh"),
+    ("services/runs/logs.py", "from gateway.store.models import RunRow", "services-no-orm"),
+    ("web/routes_pages.py", "from gateway.api import errors", "interfaces-independent"),
+    ("cli/sbatch_cmd.py", "from gateway import wiring", "client-side"),
+    ("cli/eval_view.py", "from gateway.cli.server import admin_cmds", "server-cli-apart"),
+    ("client/api.py", "from gateway import wiring", "layers"),
+    ("core/eval/domain.py", "from gateway.core.releases import domain", "core-eval-not-releases"),
+    ("core/reports/periods.py", "from gateway.core.audit import entry", "core-topics-independent"),
+    ("services/ops/health.py", "from gateway.services.site import projects", "services-apart-from-site"),
+    ("services/site/projects.py", "from gateway.services.runs import logs", "services-site-apart"),
+    ("cli/data_cmds.py", "import matplotlib", "matplotlib-plots"),
+    ("core/eval/results.py", "from gateway.error_status import status_for", "status-table"),
+    ("store/runs.py", "import scipy", "stats-in-eval"),
+    ("services/runs/logs.py", "from gateway.adapters.slurm import cli", "services-protocols"),
+]
+
+
+def contract_names() -> dict[str, str]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return {c["id"]: c["name"] for c in config["tool"]["importlinter"]["contracts"]}
+
+
+def test_each_contract_breaks_on_its_wrong_import(tmp_path):
+    shutil.copytree(ROOT / "gateway", tmp_path / "gateway", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    for module, line, _ in WRONG_IMPORTS:
+        path = tmp_path / "gateway" / module
+        path.write_text(path.read_text() + f"\n{line}  # noqa: E402, F401 - wrong on purpose\n")
+    result = run_lint_imports(tmp_path)
+    assert result.returncode != 0
+    names = contract_names()
+    # "NAME BROKEN", or "NAME BROKEN (2 ignored imports)"
+    broken = {line.partition(" BROKEN")[0] for line in result.stdout.splitlines() if " BROKEN" in line}
+    assert {names[c] for _, _, c in WRONG_IMPORTS} <= broken, result.stdout[-4000:]

@@ -23,15 +23,15 @@ import os
 import pwd
 import shutil
 import socket as socketlib
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gateway.adapters.runner import Daemon, start_daemon
 from gateway.adapters.slurm.rest_http import RestConnection
 from gateway.core import names
-from gateway.errors import SlurmUnavailable, SubmitRejected
+from gateway.errors import CommandError, SlurmUnavailable, SubmitRejected
 
 PLUGINS = "openapi/v0.0.38,openapi/dbv0.0.38"
 SOCKET_NAME = "slurmrestd.sock"
@@ -40,7 +40,7 @@ SOCKET_NAME = "slurmrestd.sock"
 @dataclass
 class _Daemon:
     user: str
-    proc: subprocess.Popen[bytes]
+    proc: Daemon  # started by the runner (gateway.adapters.runner.start_daemon)
     connection: RestConnection
     last_used: float = field(default_factory=time.monotonic)
 
@@ -87,7 +87,7 @@ class RestDaemons:
             now = time.monotonic()
             retired = self._take_idle(now, keep=user)
             daemon = self._daemons.get(user)
-            if daemon is not None and daemon.proc.poll() is None:
+            if daemon is not None and daemon.proc.exit_status() is None:
                 daemon.last_used = now
                 _retire(retired)
                 return daemon.connection
@@ -96,7 +96,7 @@ class RestDaemons:
         with starting:  # one start per user at a time; a second caller finds it running
             with self._lock:
                 daemon = self._daemons.get(user)
-                if daemon is not None and daemon.proc.poll() is None:
+                if daemon is not None and daemon.proc.exit_status() is None:
                     daemon.last_used = time.monotonic()
                     return daemon.connection
                 retired = [d for d in [self._daemons.pop(user, None)] if d is not None]
@@ -155,15 +155,11 @@ class RestDaemons:
         env = {"PATH": "/usr/sbin:/usr/bin:/bin", "TZ": "UTC"}
         if "SLURM_CONF" in os.environ:
             env["SLURM_CONF"] = os.environ["SLURM_CONF"]
-        with open(home / "slurmrestd.log", "ab") as log:
-            try:
-                proc = subprocess.Popen(
-                    argv, cwd=home, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log
-                )
-            except OSError as exc:
-                raise SlurmUnavailable(
-                    f"cannot start slurmrestd for {user}: {exc}", command="slurmrestd"
-                ) from exc
+        try:
+            proc = start_daemon(argv, cwd=home, env=env, log_path=home / "slurmrestd.log")
+        except CommandError as exc:
+            message = f"cannot start slurmrestd for {user}: {exc}"
+            raise SlurmUnavailable(message, command="slurmrestd") from exc
         (home / "slurmrestd.pid").write_text(str(proc.pid))
         with self._lock:
             self.starts += 1
@@ -190,13 +186,14 @@ class RestDaemons:
         os.chmod(home, 0o700)
         return home
 
-    def _wait_ready(self, proc: subprocess.Popen[bytes], sock: Path, home: Path, user: str) -> None:
+    def _wait_ready(self, proc: Daemon, sock: Path, home: Path, user: str) -> None:
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
-            if proc.poll() is not None:
+            status = proc.exit_status()
+            if status is not None:
                 tail = (home / "slurmrestd.log").read_text(errors="replace").strip().splitlines()[-1:]
                 raise SlurmUnavailable(
-                    f"slurmrestd for {user} exited at start (status {proc.returncode}): "
+                    f"slurmrestd for {user} exited at start (status {status}): "
                     f"{tail[0] if tail else 'no message'}",
                     command="slurmrestd",
                 )
@@ -206,7 +203,7 @@ class RestDaemons:
                     probe.connect(str(sock))
                     return
             time.sleep(0.01)
-        _end(proc)
+        proc.stop()
         raise SlurmUnavailable(
             f"slurmrestd for {user} did not listen within {self.start_timeout_s:g} s", command="slurmrestd"
         )
@@ -232,17 +229,7 @@ def _retire(daemons: list[_Daemon]) -> None:
     """Close the connections of daemons taken out of service and stop their processes."""
     for daemon in daemons:
         daemon.connection.close()
-        _end(daemon.proc)
-
-
-def _end(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=2)
+        daemon.proc.stop()
 
 
 def _end_previous(home: Path) -> None:

@@ -230,9 +230,9 @@ class _local:
 
 
 def _status(exc: GatewayError) -> int:
-    from gateway.api.errors import status_for
+    from gateway.error_status import status_for
 
     return status_for(exc)[0]
 
 
-local_services = _local  # the same, for the operator commands of other modules (accounting_cmds)
+local_services = _local  # the same, for the operator commands of other modules (accounting_admin)

@@ -1,1 +1,1 @@
-"""The audit log's pure parts: checkpoints (anchors) and how a log is judged against them."""
+"""The audit log's pure parts: an entry and its chain hash, checkpoints (anchors) and how a log is judged."""

@@ -26,10 +26,10 @@ from gateway.core.access.policy import require
 from gateway.core.accounting.cost import RateTable, RateVersion, price_all
 from gateway.core.accounting.link import base_job_id, link_records
 from gateway.core.accounting.records import IngestCounts, LedgerRecord, SacctRecord
+from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal
 from gateway.errors import SpecError, SpecIssue
 from gateway.store.accounting import AccountingStore, Entry, RecordFilter
-from gateway.store.audit import AuditEntry
 from gateway.store.runs import RunStore
 
 log = logging.getLogger(__name__)

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gateway.core.access.policy import allowed, require
+from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal
 from gateway.core.eval.domain import EvalResultRecord, EvalRun, GateRecord, Review, SuiteVersionRecord
 from gateway.core.eval.gate import GateDecision, Scored, decide
 from gateway.core.eval.gate_table import compare_table
 from gateway.errors import NotFound, SpecError, SpecIssue
 from gateway.services.eval.reviews import ReviewService
-from gateway.store.audit import AuditEntry
 from gateway.store.eval_results import EvalResultStore
 from gateway.store.eval_reviews import NewGate, ReviewStore
 from gateway.store.evals import EvalStore

@@ -25,6 +25,7 @@ import logging
 from dataclasses import dataclass, field
 
 from gateway.adapters.runhost import RunHost
+from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Artifact, Run
 from gateway.core.eval.domain import EvalRun, ResultFile, SuiteVersionRecord
 from gateway.core.eval.job import (
@@ -44,7 +45,6 @@ from gateway.core.slurm.states import TERMINAL, RunState
 from gateway.errors import GatewayError, RunHostUnavailable, SpecError
 from gateway.services.eval.result_files import RemoteFile
 from gateway.services.runs.logs import JobFiles
-from gateway.store.audit import AuditEntry
 from gateway.store.eval_results import EvalResultStore
 from gateway.store.evals import EvalStore
 from gateway.store.lineage import LineageStore

@@ -18,10 +18,10 @@ import re
 from collections.abc import Mapping, Sequence
 
 from gateway.core.access.policy import allowed, require
+from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal
 from gateway.core.eval.domain import REVIEW_VERDICTS, EvalResultRecord, Review, SampleRef
 from gateway.errors import NotFound, SpecError, SpecIssue
-from gateway.store.audit import AuditEntry
 from gateway.store.eval_results import EvalResultStore
 from gateway.store.eval_reviews import NewReview, ReviewStore
 from gateway.store.lineage import LineageStore

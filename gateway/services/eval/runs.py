@@ -14,13 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gateway.core.access.policy import allowed, require, visible_projects
+from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Artifact, Principal, Run
 from gateway.core.eval.domain import EvalRun, SuiteVersionRecord
 from gateway.core.eval.job import ArtifactInput, eval_run_spec
 from gateway.errors import NotFound, SpecError, SpecIssue, SubmitRejected
 from gateway.services.eval.suites import EvalSuiteService
 from gateway.services.runs.run_service import RunService
-from gateway.store.audit import AuditEntry
 from gateway.store.evals import EvalStore, NewEvalRun
 from gateway.store.lineage import LineageStore
 from gateway.store.runs import RunStore

@@ -13,13 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.core.access.policy import allowed, require, visible_projects
+from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal
 from gateway.core.eval.domain import EvalSuite, SuiteRef, SuiteVersionRecord, parse_suite_ref
 from gateway.core.eval.suite import SuiteVersion, build_suite
 from gateway.errors import Forbidden, NotFound, SpecError, SpecIssue
 from gateway.services.lineage.datasets import DatasetService
 from gateway.store.access import AccessStore
-from gateway.store.audit import AuditEntry
 from gateway.store.evals import EvalStore, ResolvedDataset
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from gateway.core import names
 from gateway.core.access.policy import allowed, require, visible_projects
+from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Dataset, DatasetVersion, Principal
 from gateway.core.lineage.manifest import (
     FileEntry,
@@ -28,7 +29,6 @@ from gateway.core.lineage.manifest import (
 from gateway.core.spec.lineage import DatasetRef, parse_dataset_ref
 from gateway.errors import Forbidden, NotFound, SpecError, SpecIssue
 from gateway.store.access import AccessStore
-from gateway.store.audit import AuditEntry
 from gateway.store.datasets import DatasetStore, NewVersion
 from gateway.store.runs import RunStore
 

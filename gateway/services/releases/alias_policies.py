@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gateway.core.access.policy import require
+from gateway.core.audit.entry import AuditEntry
+from gateway.core.clock import utcnow
 from gateway.core.domain import Principal
 from gateway.core.releases.domain import POLICY_ROLES, AliasPolicy
 from gateway.errors import NotFound, SpecError, SpecIssue
 from gateway.services.releases.promotions import alias_issues
 from gateway.services.releases.registry import ReleaseService
-from gateway.store.audit import AuditEntry
-from gateway.store.models import utcnow
 from gateway.store.promotions import PromotionStore
 
 MAX_APPROVALS = 10

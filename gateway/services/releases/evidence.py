@@ -20,6 +20,7 @@ from typing import Any
 
 from gateway import __version__
 from gateway.core.access.policy import allowed, require
+from gateway.core.clock import utcnow
 from gateway.core.domain import Attempt, Principal, Run
 from gateway.core.evidence.bundle import MANIFEST, SCHEMA, SCHEMA_VERSION, manifest_bytes, redact
 from gateway.core.evidence.html import render_index
@@ -33,7 +34,6 @@ from gateway.services.releases.promotions import PromotionService
 from gateway.services.releases.registry import ReleaseService
 from gateway.store.access import AccessStore
 from gateway.store.audit import AuditStore
-from gateway.store.models import utcnow
 
 TARGET_HELP = "a run id (r-...), a release (PROJECT/NAME@VERSION) or an artifact's sha256 (64 hex digits)"
 

@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from gateway.core.access.policy import allowed, require
+from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal
 from gateway.core.eval.domain import GateRecord
 from gateway.core.releases.domain import (
@@ -41,7 +42,6 @@ from gateway.core.releases.domain import (
 from gateway.core.releases.views import move_dict, release_dict, request_dict
 from gateway.errors import Conflict, Forbidden, NotFound, SpecError, SpecIssue
 from gateway.services.releases.registry import ReleaseService, text_issue
-from gateway.store.audit import AuditEntry
 from gateway.store.promotions import NewMove, PromotionStore
 
 

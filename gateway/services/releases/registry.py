@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.core.access.policy import allowed, require, visible_projects
+from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal
 from gateway.core.eval.domain import GateRecord
 from gateway.core.names import NAME, NAME_HELP
@@ -27,7 +28,6 @@ from gateway.core.slurm.states import RunState
 from gateway.errors import Conflict, NotFound, SpecError, SpecIssue
 from gateway.services.eval.trace import EvalTraceService
 from gateway.services.lineage.walk import LineageService
-from gateway.store.audit import AuditEntry
 from gateway.store.eval_reviews import ReviewStore
 from gateway.store.evals import EvalStore
 from gateway.store.releases import NewRelease, ReleaseStore

@@ -16,6 +16,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Attempt, Run
 from gateway.core.explain.text import expand_hostlist
 from gateway.core.runs.failure_classes import FailureClass
@@ -28,7 +29,6 @@ from gateway.errors import Conflict, GatewayError, NotFound, SpecError, SubmitRe
 from gateway.services.runs.logs import JobFiles
 from gateway.services.runs.submission import Submission
 from gateway.store.access import AccessStore
-from gateway.store.audit import AuditEntry
 from gateway.store.runs import RunStore
 
 log = logging.getLogger(__name__)

@@ -31,6 +31,7 @@ from gateway.adapters.prometheus import GatewayMetrics
 from gateway.adapters.runhost import RunHost
 from gateway.adapters.slurm.protocol import SlurmBackend
 from gateway.core.access.policy import allowed, require, visible_projects
+from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import NewRun, Page, Principal, Run, RunFilter
 from gateway.core.explain.pending import Explanation
 from gateway.core.runs.idempotency import ClaimedKey, IdempotencyClaim
@@ -49,7 +50,6 @@ from gateway.services.runs.inputs import ResolvedInput, environment_of, resolve_
 from gateway.services.runs.submission import Submission
 from gateway.services.runs.waiting import WaitingService
 from gateway.settings import Settings
-from gateway.store.audit import AuditEntry
 from gateway.store.runs import RunStore
 
 

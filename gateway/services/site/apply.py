@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gateway.core.access.policy import require
+from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import OPERATOR, Principal, Project, User
 from gateway.core.site.rates import AccountingSpec, spec_of
 from gateway.core.site.schema import (
@@ -33,7 +34,6 @@ from gateway.errors import Conflict, SpecError, SpecIssue
 from gateway.services.accounting.ledger import AccountingService
 from gateway.services.site.slurm_sync import SlurmSync
 from gateway.store.access import AccessStore
-from gateway.store.audit import AuditEntry
 
 RESERVED = "is reserved: audit events call the operator on the gateway host (gw admin) so; pick another name"
 

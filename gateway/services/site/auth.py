@@ -17,10 +17,10 @@ from datetime import UTC, datetime, timedelta
 
 from gateway.core import names
 from gateway.core.access.policy import require
+from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal, Token, User
 from gateway.errors import NotFound, SpecError, SpecIssue, Unauthorized
 from gateway.store.access import AccessStore
-from gateway.store.audit import AuditEntry
 
 TOKEN_PREFIX = "gwt_"
 TOUCH_EVERY = timedelta(minutes=1)  # how fresh a token's last_used_at is kept

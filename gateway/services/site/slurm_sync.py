@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from gateway.adapters.slurm.associations import AccountSpec, Change, Limits
 from gateway.adapters.slurm.protocol import SlurmAssociations
 from gateway.core.access.policy import require, role_allows
+from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal, Project, Quota, User
 from gateway.store.access import AccessStore
-from gateway.store.audit import AuditEntry
 
 MANAGED_ACCOUNTS = "slurm_accounts_managed"
 
