@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -135,6 +136,21 @@ def test_results_of_another_suite_are_refused():
         check_results(_results({"a": [1], "zzz": [1]}), suite)
     with pytest.raises(SpecError, match="native results; the suite's harness is lm-eval"):
         check_results(_results({"a": [1]}, harness="native"), suite)
+
+
+def test_an_aggregate_the_suite_averages_must_be_its_samples_mean():
+    # The suite says acc aggregates by mean: an lm-eval task without a metric_list (whose reader
+    # cannot tell) is checked here, against the suite.
+    suite = _version().suite
+    good = _results({"a": [1, 0, 1, 1], "b": [1, 1]})
+    task = good.tasks["a"]
+    own = MetricValue(0.75, float(np.std([1, 0, 1, 1], ddof=1) / 2))
+    fine = replace(good, tasks={**good.tasks, "a": replace(task, metrics={"acc": own})})
+    check_results(replace(fine, tasks={"a": fine.tasks["a"]}), suite)
+    edited = replace(fine, tasks={"a": replace(task, metrics={"acc": MetricValue(0.9, own.stderr)})})
+    with pytest.raises(SpecError, match="tasks.a.acc") as refused:
+        check_results(edited, suite)
+    assert "the aggregate acc is 0.9, but the mean of its 4 per-sample scores is 0.75" in str(refused.value)
 
 
 def test_the_compare_table_reads_each_row():

@@ -96,6 +96,44 @@ def test_non_finite_aggregate_is_refused():
     assert "results.tiny_lm_spelling.acc,none" in message and "finite" in message
 
 
+def test_an_edited_aggregate_is_refused_against_its_samples():
+    # Issue 27, item 7: the aggregate acc edited to 0.9 while the samples' mean is 10/12 was read as
+    # it stood, so the thresholds read 0.9 and the paired test the samples.
+    results_text, samples = _lm_files()
+    data = json.loads(results_text)
+    per_sample = [json.loads(line)["acc"] for line in samples["tiny_lm_word_order"]]
+    assert sum(per_sample) / len(per_sample) == pytest.approx(10 / 12)  # the recorded samples, by hand
+    data["results"]["tiny_lm_word_order"]["acc,none"] = 0.9
+    message = _refused(parse_lm_eval, json.dumps(data), samples)
+    assert "results.tiny_lm_word_order.acc" in message
+    assert "the aggregate acc is 0.9, but the mean of its 12 per-sample scores is 0.8333" in message
+    # Its standard error too: lm-eval's mean_stderr is the sample standard deviation / sqrt(n).
+    data = json.loads(results_text)
+    data["results"]["tiny_lm_word_order"]["acc_stderr,none"] = 0.01
+    message = _refused(parse_lm_eval, json.dumps(data), samples)
+    assert "the standard error of acc is 0.01" in message
+    # An edited sample is the same mismatch, seen from the other side.
+    edited = dict(samples)
+    doc = json.loads(edited["tiny_lm_word_order"][0])
+    doc["acc"] = 1.0 - doc["acc"]
+    edited["tiny_lm_word_order"] = [json.dumps(doc) + "\n", *samples["tiny_lm_word_order"][1:]]
+    assert "do not match" in _refused(parse_lm_eval, results_text, edited)
+    # Without the samples there is nothing to check the aggregate against: it is read as given.
+    assert parse_lm_eval(json.dumps(data)).tasks["tiny_lm_word_order"].metrics["acc"].stderr == 0.01
+
+
+def test_aggregates_of_metrics_not_averaged_are_not_checked_by_the_reader():
+    # A metric_list aggregating by another function (lm-eval's f1, bleu ...) has no mean to check;
+    # a task without a metric_list is checked against the suite (check_results), which says.
+    results_text, samples = _lm_files()
+    data = json.loads(results_text)
+    data["configs"]["tiny_lm_word_order"]["metric_list"][0]["aggregation"] = "f1"
+    data["results"]["tiny_lm_word_order"]["acc,none"] = 0.9
+    assert parse_lm_eval(json.dumps(data), samples).tasks["tiny_lm_word_order"].metrics["acc"].value == 0.9
+    del data["configs"]["tiny_lm_word_order"]["metric_list"]
+    assert parse_lm_eval(json.dumps(data), samples).tasks["tiny_lm_word_order"].metrics["acc"].value == 0.9
+
+
 def test_na_stderr_is_none():
     results_text, _ = _lm_files()
     data = json.loads(results_text)

@@ -162,16 +162,47 @@ def test_mcnemar_refuses_non_binary_scores():
         gs.mcnemar(np.array([0.5, 1.0]), np.array([1.0, 1.0]))
 
 
-def test_mcnemar_mde_matches_connor_formula():
-    # Connor (1987): n = (z_a sqrt(psi) + z_b sqrt(psi - d^2))^2 / d^2. With psi = 0.2 fixed by the
-    # observed share, the MDE d put back in gives n.
-    n, discordant = 500, 100
+def _exact_power(n: int, psi: float, d: float, alpha: float = 0.05) -> float:
+    """The exact McNemar test's power, summed from scratch: every number of discordant pairs D, and
+    within it every split, rejected when scipy's binomtest p-value at 1/2 is below alpha."""
+    q = (psi + d) / (2 * psi)
+    total = 0.0
+    for discordant in range(1, n + 1):
+        weight = stats.binom.pmf(discordant, n, psi)
+        if weight < 1e-18:
+            continue
+        rejected = [b for b in range(discordant + 1) if stats.binomtest(b, discordant, 0.5).pvalue < alpha]
+        total += weight * float(np.sum(stats.binom.pmf(rejected, discordant, q)))
+    return total
+
+
+def _connor_mde(n: int, psi: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The MDE the gateway reported before: Connor's (1987) normal formula solved for d."""
+    from scipy.optimize import brentq
+
+    z_a, z_b = stats.norm.ppf(1 - alpha / 2), stats.norm.ppf(power)
+    return brentq(lambda d: z_a * math.sqrt(psi) + z_b * math.sqrt(psi - d * d) - d * math.sqrt(n), 1e-9, psi)
+
+
+def test_at_the_reported_mde_the_exact_test_has_the_power_asked():
+    # Issue 27, item 5: Connor's MDE, put into the exact test, had power 0.77-0.79, not 0.80.
+    n, discordant = 120, 24
+    connor = _connor_mde(n, 0.2)
+    assert 0.75 < _exact_power(n, 0.2, connor) < 0.8  # the old MDE was optimistic
     d = gs.mcnemar_mde(n, discordant, alpha=0.05, power=0.8)
-    z_a, z_b = stats.norm.ppf(0.975), stats.norm.ppf(0.8)
-    assert (z_a * math.sqrt(0.2) + z_b * math.sqrt(0.2 - d * d)) ** 2 / d**2 == pytest.approx(n, rel=1e-6)
+    assert d > connor
+    assert _exact_power(n, 0.2, d) >= 0.8 - 1e-9  # the exact power, summed independently, is there
+    assert _exact_power(n, 0.2, d - 1e-4) < 0.8  # and d is the smallest such effect
+    assert gs.mcnemar_power(n, 0.2, d, alpha=0.05) == pytest.approx(_exact_power(n, 0.2, d), abs=1e-12)
     # More samples detect less; more power needs more.
-    assert gs.mcnemar_mde(5000, 1000, alpha=0.05, power=0.8) < d
+    assert gs.mcnemar_mde(1200, 240, alpha=0.05, power=0.8) < d
     assert gs.mcnemar_mde(n, discordant, alpha=0.05, power=0.95) > d
+
+
+@pytest.mark.parametrize(("n", "psi", "d"), [(60, 0.3, 0.1), (200, 0.05, 0.04), (45, 0.9, 0.5)])
+def test_exact_power_equals_the_sum_from_scratch(n, psi, d):
+    assert gs.mcnemar_power(n, psi, d, alpha=0.05) == pytest.approx(_exact_power(n, psi, d), abs=1e-12)
+    assert gs.mcnemar_power(n, psi, d, alpha=0.01) == pytest.approx(_exact_power(n, psi, d, 0.01), abs=1e-12)
 
 
 def test_bootstrap_mde_from_the_standard_error():
@@ -199,7 +230,9 @@ def test_threshold_refuses_nan_and_unknown_operator():
 
 
 def test_mcnemar_mde_for_very_many_samples_is_small_but_found():
-    # 10 million pairs, 1% discordant: Connor gives about 2.8 * sqrt(0.01 / 1e7) = 8.9e-5.
+    # 10 million pairs, 1% discordant: Connor gives about 2.8 * sqrt(0.01 / 1e7) = 8.9e-5; with so many
+    # pairs the exact test is nearly normal, so the exact MDE is close to it and just above.
     d = gs.mcnemar_mde(10_000_000, 100_000, alpha=0.05, power=0.8)
-    z_a, z_b = stats.norm.ppf(0.975), stats.norm.ppf(0.8)
-    assert (z_a * math.sqrt(0.01) + z_b * math.sqrt(0.01 - d * d)) ** 2 / d**2 == pytest.approx(1e7, rel=1e-6)
+    connor = _connor_mde(10_000_000, 0.01)
+    assert connor < d < connor * 1.01
+    assert gs.mcnemar_power(10_000_000, 0.01, d, alpha=0.05) >= 0.8

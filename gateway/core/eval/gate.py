@@ -9,11 +9,16 @@ behind it:
   say what differs.
 - ``fail``: a threshold does not hold on the candidate; a paired regression
   rule finds a task worse than the baseline by more than its margin,
-  significantly after Benjamini-Hochberg across the rule's tasks; a task
-  shows no significant drop but its samples could not have detected one as
-  large as the margin (minimum detectable effect > margin) and the rule says
+  significantly after Benjamini-Hochberg across the rule's tasks; under the
+  rule's default ``decision: non_inferiority``, a task whose interval of the
+  change reaches past the margin (its worse end is a drop of ``margin`` or
+  more), even when the drop itself is within it; a task shows no
+  significant drop but its samples could not have detected one as large as
+  the margin (minimum detectable effect > margin, or no adjusted p-value
+  below alpha within reach of the test) and the rule says
   ``when_underpowered: fail``; or fewer approving reviews than the suite
-  requires.
+  requires. Each comparison's reason ends with the rule that decided it
+  (``(rule: non-inferiority)``, ``(rule: significance)``).
 - ``pass``: none of these.
 
 Without a baseline the regression rules are not evaluated and say so; the
@@ -27,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from gateway.core.eval.gate_compare import Scored, aligned, own_problems, pair_problems
+from gateway.core.eval.gate_reach import bootstrap_floor, lone_task_floor
 from gateway.core.eval.gate_stats import (
     PairedTest,
     benjamini_hochberg,
@@ -61,10 +67,14 @@ class Comparison:
     higher_is_better: bool
     margin: float
     correction: str
+    decision: str  # the rule's: non_inferiority or significance
     test: PairedTest
     p_adjusted: float
     significant: bool
     worse_by: float  # how much worse the candidate is, in the metric's units (negative: better)
+    worse_bound: float  # the interval's worse end, as worse_by is (the bound non-inferiority reads)
+    within_margin: bool  # worse_bound < margin: non-inferiority shown
+    smallest_p_adjusted: float  # the least adjusted p this task could reach (others unchanged)
     regression: bool
     underpowered: bool
     passed: bool
@@ -171,6 +181,7 @@ def _regression(
     suite: SuiteVersion, index: int, rule: RegressionRule, candidate: Scored, baseline: Scored
 ) -> list[Comparison]:
     names = suite.rule_tasks(rule.tasks, rule.metric, f"gate.regression.{index}")
+    iterations = suite.bootstrap_iterations(index)
     tests: list[tuple[str, bool, PairedTest]] = []
     for name in names:
         hib = suite.task(name).metric(rule.metric).higher_is_better  # type: ignore[union-attr]
@@ -180,42 +191,70 @@ def _regression(
             test = mcnemar(base, cand, alpha=rule.alpha, power=rule.power)
         else:
             test = paired_bootstrap(
-                base, cand, alpha=rule.alpha, power=rule.power, iterations=rule.iterations, seed=rule.seed
+                base, cand, alpha=rule.alpha, power=rule.power, iterations=iterations, seed=rule.seed
             )
         tests.append((name, hib, test))
     raw = [t.p_value for _, _, t in tests]
     adjusted = benjamini_hochberg(raw, rule.alpha)[1] if rule.correction == "bh" else raw
     return [
-        _judge(index, rule, name, hib, test, p) for (name, hib, test), p in zip(tests, adjusted, strict=True)
+        _judge(index, rule, name, hib, test, p, lone_task_floor(_floor(test), rule, len(names)))
+        for (name, hib, test), p in zip(tests, adjusted, strict=True)
     ]
 
 
+def _floor(test: PairedTest) -> float:
+    """The smallest p-value the test could have given on these samples."""
+    if test.method == "bootstrap":
+        return bootstrap_floor(test.iterations or 1)
+    return min(1.0, 2 * 0.5**test.n)  # McNemar: every pair discordant, all one way
+
+
 def _judge(
-    index: int, rule: RegressionRule, task: str, hib: bool, test: PairedTest, p_adj: float
+    index: int, rule: RegressionRule, task: str, hib: bool, test: PairedTest, p_adj: float, reach: float
 ) -> Comparison:
     worse_by = -test.delta if hib else test.delta
+    # The interval's worse end, as a drop (positive: worse than the baseline by that much).
+    bound = -test.ci_low if hib else test.ci_high
     significant = p_adj < rule.alpha
-    regression = significant and worse_by > rule.margin
-    underpowered = not significant and test.mde > rule.margin
+    unreachable = reach >= rule.alpha
+    underpowered = not significant and (test.mde > rule.margin or unreachable)
+    name = "non-inferiority" if rule.decision == "non_inferiority" else "significance"
     numbers = (
         f"{rule.metric} {test.baseline_mean:.4g} -> {test.candidate_mean:.4g} "
         f"(change {test.delta:+.4g}, {100 * (1 - rule.alpha):g}% CI "
         f"[{test.ci_low:+.4g}, {test.ci_high:+.4g}], "
         f"{test.method} p={test.p_value:.3g}, adjusted p={p_adj:.3g}, n={test.n})"
     )
-    if regression:
+    within = bound < rule.margin
+    regression = significant and worse_by > rule.margin
+    if rule.decision == "non_inferiority":
+        shown = f"the interval's worse end is a drop of {bound:.4g}"
+        if within:
+            passed = True
+            what = "worse within the margin" if significant and worse_by > 0 else "non-inferior"
+            reason = f"{what}: {numbers}; {shown}, within the margin {rule.margin:g}"
+        elif regression:
+            passed, reason = (
+                False,
+                f"regressed: {numbers}; worse by {worse_by:.4g}, beyond the margin {rule.margin:g}",
+            )
+        elif underpowered:
+            passed = rule.when_underpowered == "pass"
+            reason = _inconclusive(rule, test, numbers, reach) + f"; {shown}, not within the margin"
+        else:
+            passed = False
+            reason = (
+                f"not shown within the margin: {numbers}; {shown}, past the margin {rule.margin:g}: "
+                "a drop that large is not ruled out"
+            )
+    elif regression:
         passed, reason = (
             False,
             f"regressed: {numbers}; worse by {worse_by:.4g}, beyond the margin {rule.margin:g}",
         )
     elif underpowered:
         passed = rule.when_underpowered == "pass"
-        mde = "any" if math.isinf(test.mde) else f"{test.mde:.4g}"
-        reason = (
-            f"inconclusive: {numbers}; no significant change, but the smallest detectable change is {mde} "
-            f"(power {rule.power:g}), more than the margin {rule.margin:g}: a regression that large could "
-            f"go unseen (when_underpowered: {rule.when_underpowered})"
-        )
+        reason = _inconclusive(rule, test, numbers, reach)
     elif significant and worse_by > 0:
         passed, reason = True, f"worse within the margin {rule.margin:g}: {numbers}"
     else:
@@ -227,12 +266,31 @@ def _judge(
         higher_is_better=hib,
         margin=rule.margin,
         correction=rule.correction,
+        decision=rule.decision,
         test=test,
         p_adjusted=float(p_adj),
         significant=significant,
         worse_by=float(worse_by),
+        worse_bound=float(bound),
+        within_margin=within,
+        smallest_p_adjusted=float(reach),
         regression=regression,
         underpowered=underpowered,
         passed=passed,
-        reason=reason,
+        reason=f"{reason} (rule: {name})",
+    )
+
+
+def _inconclusive(rule: RegressionRule, test: PairedTest, numbers: str, reach: float) -> str:
+    if reach >= rule.alpha:
+        return (
+            f"inconclusive: {numbers}; no significant change, and none was possible: the smallest "
+            f"adjusted p-value these samples and this test can give is {reach:.3g}, not below alpha "
+            f"{rule.alpha:g} (when_underpowered: {rule.when_underpowered})"
+        )
+    mde = "any" if math.isinf(test.mde) else f"{test.mde:.4g}"
+    return (
+        f"inconclusive: {numbers}; no significant change, but the smallest detectable change is {mde} "
+        f"(power {rule.power:g}), more than the margin {rule.margin:g}: a regression that large could "
+        f"go unseen (when_underpowered: {rule.when_underpowered})"
     )

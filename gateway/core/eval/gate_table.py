@@ -9,6 +9,8 @@ the p-values, the minimum detectable effect and what the row means:
 - ``regressed``: worse by more than the margin, significantly;
 - ``inconclusive``: no significant change, but a change as large as the
   margin could have gone unseen (minimum detectable effect > margin);
+- ``not within margin``: (non-inferiority) the interval of the change reaches
+  past the margin, though the drop is not significantly beyond it;
 - ``worse within margin``: significantly worse, by no more than the margin;
 - ``better``: significantly better;
 - ``no significant change``: none of these;
@@ -32,12 +34,14 @@ def _num(value: float | None) -> float | None:
 
 
 def row_verdict(c: Comparison) -> str:
-    """How one task's comparison reads in a table: regressed, inconclusive, worse within margin, better or no
-    significant change."""
+    """How one task's comparison reads in a table: regressed, inconclusive, not within margin, worse within
+    margin, better or no significant change."""
     if c.regression:
         return "regressed"
     if c.underpowered:
         return "inconclusive"
+    if c.decision == "non_inferiority" and not c.within_margin:
+        return "not within margin"
     if c.significant and c.worse_by > 0:
         return "worse within margin"
     if c.significant:
@@ -74,6 +78,7 @@ def compare_table(
                 "mde": None,
                 "margin": None,
                 "method": None,
+                "decision": None,
                 "n": None,
                 "verdict": "not comparable" if not comparable else "not tested",
                 "reason": None,
@@ -90,6 +95,7 @@ def compare_table(
                     mde=_num(c.test.mde),
                     margin=c.margin,
                     method=c.test.method,
+                    decision=c.decision,
                     n=c.test.n,
                     verdict=row_verdict(c),
                     reason=c.reason,

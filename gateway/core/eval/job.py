@@ -23,7 +23,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from gateway.core.eval.domain import SuiteVersionRecord
-from gateway.core.eval.results import EvalResults, refuse
+from gateway.core.eval.results import EvalResults, aggregate_problems, refuse
 from gateway.core.eval.suite import SuiteVersion
 from gateway.core.spec.lineage import dataset_env_var
 from gateway.core.spec.run_spec import RunSpec, build_spec
@@ -191,7 +191,9 @@ MAX_METRIC_CHARS = 160  # what the store keeps of a metric name
 
 
 def check_results(results: EvalResults, suite: SuiteVersion, *, source: str | None = None) -> None:
-    """Refuse results that are not of this suite's run: another harness, or tasks the suite lacks.
+    """Refuse results that are not of this suite's run: another harness, or tasks the suite lacks;
+    or whose aggregate of a metric the suite averages (``aggregation: mean``) is not the mean of its
+    per-sample scores (``results.aggregate_problems``).
 
     A task of the suite missing from the results, or a limit, is left to the
     gate ("not comparable", with the reason); results naming tasks the suite
@@ -215,6 +217,12 @@ def check_results(results: EvalResults, suite: SuiteVersion, *, source: str | No
             source,
         )
     for task in results.tasks.values():
+        declared = suite.task(task.name)
+        mean = [m.name for m in declared.metrics if m.aggregation == "mean"] if declared else []
+        mismatch = aggregate_problems(task, mean)
+        if mismatch:
+            metric, why = mismatch[0]
+            raise refuse(why, f"tasks.{task.name}.{metric}", None, source)
         long = [m for m in task.metrics if len(m) > MAX_METRIC_CHARS]
         if long:
             raise refuse(

@@ -31,6 +31,7 @@ from gateway.core.eval.results import (
     MetricValue,
     TaskResult,
     TaskSamples,
+    aggregate_problems,
     finite,
     frozen_column,
     hash_text,
@@ -101,6 +102,10 @@ def parse_lm_eval(
         if name in samples:
             parsed = _samples(name, samples[name], task.n_effective, source)
             task = replace(task, samples=parsed)
+            mismatch = aggregate_problems(task, _mean_metrics(configs[name], task))
+            if mismatch:
+                metric, why = mismatch[0]
+                raise refuse(why, f"results.{name}.{metric}", None, source)
         tasks[name] = task
     config = data.get("config") if isinstance(data.get("config"), dict) else {}
     seeds = {key: _int_or_none(config.get(key), f"config.{key}", source) for key in SEED_KEYS}
@@ -112,6 +117,24 @@ def parse_lm_eval(
         tasks=tasks,
         config=config,
     )
+
+
+def _mean_metrics(config: Any, task: TaskResult) -> list[str]:
+    """The task's metrics (with every filter) that its config's ``metric_list`` aggregates by ``mean``.
+
+    A task without a ``metric_list`` (lm-eval's defaults) is checked against
+    the suite instead (``eval.job.check_results``), which says how each
+    metric it gates aggregates.
+    """
+    listed = config.get("metric_list") if isinstance(config, dict) else None
+    if not isinstance(listed, list):
+        return []
+    mean = {
+        str(m.get("metric"))
+        for m in listed
+        if isinstance(m, dict) and m.get("aggregation") == "mean" and isinstance(m.get("metric"), str)
+    }
+    return [key for key in task.metrics if key.partition(",")[0] in mean]
 
 
 def _int_or_none(value: Any, where: str, source: str | None) -> int | None:

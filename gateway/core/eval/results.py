@@ -199,6 +199,55 @@ def frozen_column(values: list[float]) -> np.ndarray:
     return array
 
 
+# How far a harness's aggregate may sit from the mean of its own per-sample scores: the two sum the
+# same numbers in another order (lm-eval: Python's sum; here: NumPy's pairwise sum), nothing more.
+AGGREGATE_REL_TOL = 1e-9
+AGGREGATE_ABS_TOL = 1e-12
+
+
+def aggregate_problems(task: TaskResult, metrics: Iterable[str]) -> list[tuple[str, str]]:
+    """(metric, why) for each of ``metrics`` (averaged by ``mean``) whose aggregate is not its samples'.
+
+    A task's value of a mean-aggregated metric is the mean of its per-sample
+    scores, and its standard error the sample standard deviation / sqrt(n)
+    (lm-eval's ``mean_stderr``; the native format's): a results file edited
+    apart from its samples file (an ``acc`` of 0.9 over samples whose mean is
+    0.167) would have the thresholds read one number and the paired tests
+    another. Metrics without per-sample scores, or without a value, are not
+    checked; a standard error the harness did not give (None) is not either.
+    """
+    out: list[tuple[str, str]] = []
+    if task.samples is None:
+        return out
+    for metric in metrics:
+        given = task.metrics.get(metric)
+        scores = task.samples.scores.get(metric)
+        if given is None or scores is None or not len(scores):
+            continue
+        own = mean_and_stderr(np.asarray(scores, dtype=np.float64))
+        if not math.isclose(given.value, own.value, rel_tol=AGGREGATE_REL_TOL, abs_tol=AGGREGATE_ABS_TOL):
+            out.append(
+                (
+                    metric,
+                    f"the aggregate {metric} is {given.value!r}, but the mean of its {len(scores)} "
+                    f"per-sample scores is {own.value!r}: the results and the samples do not match",
+                )
+            )
+        elif (
+            given.stderr is not None
+            and own.stderr is not None
+            and not math.isclose(given.stderr, own.stderr, rel_tol=1e-6, abs_tol=AGGREGATE_ABS_TOL)
+        ):
+            out.append(
+                (
+                    metric,
+                    f"the standard error of {metric} is {given.stderr!r}, but that of its {len(scores)} "
+                    f"per-sample scores is {own.stderr!r}: the results and the samples do not match",
+                )
+            )
+    return out
+
+
 def mean_and_stderr(values: np.ndarray) -> MetricValue:
     """The mean and its standard error (sample standard deviation / sqrt(n); None below 2 samples)."""
     n = len(values)

@@ -27,6 +27,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from gateway.core.described import Name, NonBlankText, Text, anchored, documented
+from gateway.core.eval.gate_reach import bootstrap_iterations, reach_problem
 from gateway.core.eval.suite_parts import (
     ALL_TASKS,
     MAX_DATASETS,
@@ -163,6 +164,24 @@ class SuiteVersion(_Strict):
                 raise ValueError(f"{where}: task {name!r} has no metric {metric!r}; it has {listed}")
         return list(dict.fromkeys(tasks))
 
+    def rule_task_count(self, index: int) -> int:
+        """How many tasks regression rule ``index`` tests."""
+        rule = self.gate.regression[index]
+        return len(self.rule_tasks(rule.tasks, rule.metric, f"gate.regression.{index}"))
+
+    def bootstrap_iterations(self, index: int) -> int:
+        """The resamples regression rule ``index`` draws (its own, or chosen for its task count)."""
+        return bootstrap_iterations(self.gate.regression[index], self.rule_task_count(index))
+
+    def reach_problems(self) -> list[tuple[str, str]]:
+        """(field, why) for each regression rule that could never find a task significant."""
+        out = []
+        for i, rule in enumerate(self.gate.regression):
+            problem = reach_problem(rule, self.rule_task_count(i))
+            if problem:
+                out.append((f"gate.regression.{i}", problem))
+        return out
+
     @property
     def prompt_sha256(self) -> str:
         return hashlib.sha256(self.prompt_template.encode("utf-8")).hexdigest()
@@ -217,7 +236,13 @@ def resolve_files(data: Any, read: Callable[[str], str]) -> Any:
 
 
 def build_suite(data: Any, *, source: str | None = None) -> SuiteVersion:
-    """Validate already-parsed data into a SuiteVersion; raises SpecError naming each bad field."""
+    """Validate already-parsed data into a SuiteVersion; raises SpecError naming each bad field.
+
+    A new version is refused, too, when a regression rule of it could never
+    find a task significant (``SuiteVersion.reach_problems``); a version
+    already stored is read back with ``SuiteVersion.model_validate``, which
+    does not ask, and its gates say so task by task instead.
+    """
     if not isinstance(data, dict):
         kind = type(data).__name__
         raise SpecError(
@@ -231,9 +256,13 @@ def build_suite(data: Any, *, source: str | None = None) -> SuiteVersion:
             what="eval suite",
         )
     try:
-        return SuiteVersion.model_validate(data)
+        suite = SuiteVersion.model_validate(data)
     except ValidationError as exc:
         raise SpecError(spec_issues(exc, SuiteVersion), source, what="eval suite") from exc
+    unreachable = suite.reach_problems()
+    if unreachable:
+        raise SpecError([SpecIssue(where, why) for where, why in unreachable], source, what="eval suite")
+    return suite
 
 
 def parse_suite(

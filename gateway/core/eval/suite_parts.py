@@ -19,6 +19,7 @@ MAX_METRICS = 32
 MAX_RULES = 256
 MAX_DATASETS = 16
 MAX_REVIEWS = 20
+MAX_ITERATIONS = 100_000  # bootstrap resamples, given or chosen
 # lm-eval task and metric names: letters, digits, '_', '.', '-' ('acc', 'exact_match,strict-match').
 TASK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 METRIC_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}(,[A-Za-z0-9][A-Za-z0-9_.-]{0,63})?")
@@ -115,12 +116,28 @@ class RegressionRule(_Strict):
     """A paired comparison with the baseline on the samples both scored, one test per task.
 
     ``margin`` is the drop (in the metric's units, oriented so that worse is
-    negative) tolerated: a task regresses when the drop is larger than the
-    margin and significant at ``alpha`` after the ``correction`` across the
-    rule's tasks. When a task shows no significant drop but its minimum
+    negative) tolerated. ``decision`` says how a task passes:
+
+    - ``non_inferiority`` (the default): the interval of the change (at
+      confidence 1 - alpha) must lie within the margin: its worse end may be
+      worse than the baseline by less than ``margin``, no more. A drop whose
+      interval reaches past the margin fails, even when the drop itself is
+      smaller; every task must pass, so no correction is needed for the
+      intervals (an intersection-union test).
+    - ``significance``: a task fails when the drop is larger than the margin
+      and significant at ``alpha`` after the ``correction`` across the rule's
+      tasks (a drop within the margin passes, whatever its interval).
+
+    Under either, when a task shows no significant change but its minimum
     detectable effect (at ``alpha`` and ``power``) is larger than the margin,
-    the samples could have missed a regression: ``when_underpowered`` says
-    whether that fails the gate (the default) or passes it with a note.
+    or the test cannot reach significance at all, the samples could have
+    missed a regression: ``when_underpowered`` says whether that fails the
+    gate (the default) or passes it with a note.
+
+    ``iterations`` (bootstrap): None lets the gateway choose enough resamples
+    for the rule's task count (``gate_stats.bootstrap_iterations``); a number
+    is used as given, and refused when the smallest p-value it can give
+    cannot be significant after the correction.
     """
 
     metric: Annotated[str, documented(pattern=anchored(METRIC_NAME))]
@@ -129,7 +146,8 @@ class RegressionRule(_Strict):
     margin: Annotated[float, Field(ge=0, le=1e6)] = 0.0
     alpha: Annotated[float, Field(gt=0, le=0.5)] = 0.05
     power: Annotated[float, Field(ge=0.5, lt=1)] = 0.8
-    iterations: Annotated[int, Field(ge=100, le=100_000)] = 2000  # bootstrap resamples
+    decision: Literal["non_inferiority", "significance"] = "non_inferiority"
+    iterations: Annotated[int, Field(ge=100, le=MAX_ITERATIONS)] | None = None  # bootstrap; None: chosen
     # bootstrap generator seed; at most 2**53 - 1, the largest integer every JSON reader keeps exactly
     seed: Annotated[int, Field(ge=0, le=2**53 - 1)] = 0
     correction: Literal["bh", "none"] = "bh"  # Benjamini-Hochberg across this rule's tasks
