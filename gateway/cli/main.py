@@ -45,7 +45,8 @@ class Gw(LazyGroup):
 
     lazy = {
         "serve": _in(
-            "server.serve_cmds", "Run the gateway: the REST API, the web pages (/ui) and the periodic Slurm refresh."
+            "server.serve_cmds",
+            "Run the gateway: the REST API, the web pages (/ui) and the periodic Slurm refresh.",
         ),
         "quota": _in("usage_cmds", "Usage against the caps: GPUs now, GPU-hours this month, jobs in queue."),
         "queue": _in(
@@ -98,7 +99,8 @@ class Admin(LazyGroup):
 
     lazy = {
         "apply": _admin(
-            "server.admin_cmds", "Make the gateway (and Slurm's associations) match a site file; prints each change."
+            "server.admin_cmds",
+            "Make the gateway (and Slurm's associations) match a site file; prints each change.",
         ),
         "export": _admin(
             "server.admin_cmds", "Write the current users, projects, members, queues and caps as a site file."

@@ -94,7 +94,4 @@ def test_a_wrong_way_import_breaks_a_contract(tmp_path):
     )
     result = run_lint_imports(tmp_path)
     assert result.returncode != 0
-    assert (
-        "BROKEN" in result.stdout
-        and "gateway.core.names -> gateway.services.runs" in result.stdout
-    )
+    assert "BROKEN" in result.stdout and "gateway.core.names -> gateway.services.runs" in result.stdout
