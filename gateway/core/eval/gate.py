@@ -109,7 +109,7 @@ def decide(
     approving_reviews: int = 0,
 ) -> GateDecision:
     """Gate ``candidate`` on ``suite`` (whose content hash is ``suite_hash``) against ``baseline``."""
-    head = {
+    head: dict[str, Any] = {
         "suite": f"{suite.project}/{suite.name}",
         "suite_hash": suite_hash,
         "candidate": candidate.label,
