@@ -7,7 +7,7 @@ metrics (replaced by this attempt's) and the mark that it was harvested.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,7 +186,7 @@ class LineageStore:
         *,
         files: Iterable[tuple[str, int, str]],
         summary: dict[str, float] | None,
-        series: dict[str, Sequence[tuple[int | None, float]]] | None,
+        series: Mapping[str, Sequence[tuple[int | None, float]]] | None,
         note: str | None,
     ) -> None:
         """Write an attempt's new artifacts (path, size, sha256) and metrics; mark it harvested.

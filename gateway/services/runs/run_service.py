@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import jinja2
 
@@ -375,7 +376,7 @@ def _submit_audit(
     inputs: list[ResolvedInput],
     derived_from: tuple[str, list[dict]] | None,
 ) -> AuditEntry:
-    after = {
+    after: dict[str, Any] = {
         "queue": new.spec.queue,
         "partition": admitted.target.partition,
         "account": admitted.target.account,
