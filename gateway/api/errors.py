@@ -16,6 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
+from starlette.types import Scope
 
 from gateway.core.spec.errors import unknown_field_message
 from gateway.errors import (
@@ -151,7 +152,7 @@ def gateway_error_body(exc: GatewayError) -> tuple[int, dict]:
 HTTP_KINDS = {404: "not_found", 405: "method_not_allowed"}
 
 
-def allowed_methods(app: FastAPI, scope: dict) -> list[str]:
+def allowed_methods(app: FastAPI, scope: Scope) -> list[str]:
     """Every method some route of ``app`` answers at this request's path (for a 405's ``Allow``)."""
     methods: set[str] = set()
     for route in app.router.routes:

@@ -311,18 +311,26 @@ def review_add(
     as_json: JsonOpt = False,
 ) -> None:
     """Record a review (leads and the project's reviewers). A new one supersedes your earlier one."""
-    body = {"target": _review_target(target), "verdict": verdict, "notes": notes, "samples": [], "labels": {}}
+    samples: list[dict[str, str]] = []
+    labels: dict[str, str] = {}
+    body = {
+        "target": _review_target(target),
+        "verdict": verdict,
+        "notes": notes,
+        "samples": samples,
+        "labels": labels,
+    }
     for item in sample or []:
         match = SAMPLE.fullmatch(item)
         if not match:
             usage(f"--sample {item!r}: give TASK:ID")
-        body["samples"].append({"task": match["task"], "id": match["id"]})
+        samples.append({"task": match["task"], "id": match["id"]})
     for item in label or []:
         key, sep, text = item.partition("=")
         match = SAMPLE.fullmatch(key)
         if not sep or not match:
             usage(f"--label {item!r}: give TASK:ID=LABEL")
-        body["labels"][f"{match['task']}/{match['id']}"] = text
+        labels[f"{match['task']}/{match['id']}"] = text
     found = call("add_review", body)
     if as_json:
         print_json(found)
