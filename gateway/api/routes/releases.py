@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, status
 
 from gateway.api.deps import PrincipalDep, ServicesDep
+from gateway.api.responses import Responses
 from gateway.api.routes.evals import ERRORS, NAME_PATTERN, Sha256
 from gateway.api.schemas_release import (
     AliasMove,
@@ -44,7 +45,7 @@ Number = Annotated[str, Path(pattern=anchored(RELEASE_NUMBER), description="A re
 Alias = Annotated[str, Path(pattern=anchored(ALIAS), description=ALIAS_HELP)]
 AtQuery = "ISO 8601 time: a real date, then optionally Thh:mm[:ss[.ffffff]] and Z or ±hh:mm (UTC when none)"
 RequestId = Annotated[str, Path(pattern="^pr-[0-9a-f]{16}$", description="A promotion request id (pr-...)")]
-W = {k: ERRORS[k] for k in (403, 404, 409, 422)}
+W: Responses = {k: ERRORS[k] for k in (403, 404, 409, 422)}
 
 
 def _number(selector: str) -> int | None:
