@@ -173,9 +173,9 @@ def _regression(
     names = suite.rule_tasks(rule.tasks, rule.metric, f"gate.regression.{index}")
     tests: list[tuple[str, bool, PairedTest]] = []
     for name in names:
-        hib = suite.task(name).metric(rule.metric).higher_is_better  # type: ignore[union-attr]
+        hib = suite.task(name).metric(rule.metric).higher_is_better  # type: ignore[union-attr]  # rule_tasks checked the metric exists
         c, b = candidate.results.tasks[name], baseline.results.tasks[name]
-        base, cand = aligned(c.samples, b.samples, rule.metric)  # type: ignore[arg-type]
+        base, cand = aligned(c.samples, b.samples, rule.metric)  # type: ignore[arg-type]  # own_problems refused results without them
         if rule.method == "mcnemar":
             test = mcnemar(base, cand, alpha=rule.alpha, power=rule.power)
         else:

@@ -231,7 +231,7 @@ class RunService:
             self.store.mark_never_submitted(
                 attempt.id, f"cannot prepare the run directory: {exc}", source="gateway"
             )
-            exc.run_id = run.id  # type: ignore[attr-defined]
+            exc.run_id = run.id  # type: ignore[attr-defined]  # the interfaces read it (getattr) to name the run
             raise
         except BaseException:
             prepared.abandon()
@@ -240,7 +240,7 @@ class RunService:
             job_id = prepared.send(run.script)
         except SubmitRejected as exc:
             self.store.mark_never_submitted(attempt.id, str(exc), source="sbatch")
-            exc.run_id = run.id  # type: ignore[attr-defined]
+            exc.run_id = run.id  # type: ignore[attr-defined]  # the interfaces read it (getattr) to name the run
             raise
         except SlurmUnavailable as exc:
             # sbatch may or may not have queued the job: leave SUBMITTING for reconcile.
@@ -278,7 +278,7 @@ class RunService:
         first = run.attempts[0]
         if first.state is RunState.NEVER_SUBMITTED and first.reason and len(run.attempts) == 1:
             rejected = SubmitRejected(first.reason)
-            rejected.run_id = run.id  # type: ignore[attr-defined]
+            rejected.run_id = run.id  # type: ignore[attr-defined]  # the interfaces read it (getattr) to name the run
             raise rejected
         return Submitted(run, replayed=True)
 
