@@ -44,7 +44,7 @@ def make_engine(url: str, *, sqlite_synchronous: str = "NORMAL") -> Engine:
         )
 
         @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_conn, _record):  # noqa: ANN001 - DB-API connection
+        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:  # a DB-API connection
             cursor = dbapi_conn.cursor()
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA foreign_keys=ON")

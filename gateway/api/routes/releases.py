@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, status
@@ -388,7 +389,7 @@ def artifact_releases(
     )
 
 
-def _at(text: str | None):  # noqa: ANN202 - datetime | None
+def _at(text: str | None) -> datetime | None:
     if text is None:
         return None
     try:
