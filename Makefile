@@ -50,6 +50,7 @@ lint: venv
 	$(BIN)/ruff check gateway tests bench examples eval accounting
 	$(BIN)/ruff format --check gateway tests bench examples eval accounting
 	$(BIN)/lint-imports
+	$(BIN)/mypy gateway
 
 bench: cluster-if-down ## gw start-up, submit (service, API in-process and as its own server, mapped user, 1,000-run bursts vs sbatch in three server configurations), over SSH vs local, refresh (10,000 attempts), dataset registration (2 GiB), gate (100,000 samples x 10 tasks), web run list (10,000 runs), accounting ingest (100,000 sacct lines, twice), reports (1,000,000 accounting rows)
 	@scripts/sshd-ready

@@ -259,13 +259,14 @@ class Settings(AccountingSettings):
         networks = []
         for item in items:
             if isinstance(item, str):
-                if not item.strip():
+                text = item.strip()
+                if not text:
                     continue
                 try:
-                    item = ipaddress.ip_network(item.strip())
+                    item = ipaddress.ip_network(text)
                 except ValueError as exc:
                     raise ValueError(
-                        f"{item.strip()!r} is not an IP address or network ({exc}); give addresses or "
+                        f"{text!r} is not an IP address or network ({exc}); give addresses or "
                         "networks separated by commas, e.g. 10.0.0.5,10.0.1.0/24,::1"
                     ) from exc
             networks.append(item)

@@ -193,7 +193,7 @@ def _accounting(settings: Settings, db: Database, store: RunStore, cluster: Cach
 
 
 def _harvester(
-    settings: Settings, lineage: LineageStore, telemetry: TelemetryStore, host: LocalRunHost, files: JobFiles
+    settings: Settings, lineage: LineageStore, telemetry: TelemetryStore, host: RunHost, files: JobFiles
 ) -> OutputHarvester:
     """The outputs harvest, with each attempt's GPU telemetry (docs/telemetry.md)."""
     gpu = TelemetryHarvester(telemetry, host, idle_threshold_pct=settings.gpu_idle_threshold_pct)
@@ -209,7 +209,7 @@ def _evals(
     store: RunStore,
     lineage_store: LineageStore,
     lineage: LineageService,
-    host: LocalRunHost,
+    host: RunHost,
     files: JobFiles,
 ) -> dict[str, Any]:
     """The evaluation services, by their field names in ``Services``."""

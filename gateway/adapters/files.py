@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import io
 import os
 import stat
 from collections.abc import Callable
@@ -165,7 +166,10 @@ def sha256_file(
 
 
 def sha256_stream(
-    handle: BinaryIO, *, progress: Callable[[int], None] | None = None, buffer_bytes: int = BUFFER_BYTES
+    handle: io.RawIOBase | io.BufferedIOBase,
+    *,
+    progress: Callable[[int], None] | None = None,
+    buffer_bytes: int = BUFFER_BYTES,
 ) -> tuple[str, int]:
     """SHA-256 hex and byte count of what ``handle`` reads to its end, through one reused buffer.
 
@@ -220,7 +224,8 @@ def scan(path: str | os.PathLike[str], *, progress: ScanProgress | None = None) 
         raise _fail(f"cannot read {given!r}: {_os_reason(exc)}", given) from exc
     if stat.S_ISREG(top.st_mode):
         kind: Literal["directory", "file"] = "file"
-        listed, skipped = [(os.path.basename(given), top.st_size)], []
+        listed: list[tuple[str, int]] = [(os.path.basename(given), top.st_size)]
+        skipped: list[str] = []
     elif stat.S_ISDIR(top.st_mode):
         kind = "directory"
         listed, skipped = _walk(root, top)

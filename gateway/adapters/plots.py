@@ -15,8 +15,12 @@ import io
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from gateway.core.reports.rows import Charts
+
+if TYPE_CHECKING:  # imported when a plot is drawn: matplotlib costs start-up time
+    from matplotlib.figure import Figure
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 MAX_SERIES = 8  # projects drawn on their own; the rest are summed as "others"
@@ -24,7 +28,7 @@ MAX_BARS = 20  # queues drawn on their own; the rest are summed as "others"
 
 
 @contextmanager
-def _figure(width_in: float, height_in: float) -> Iterator[object]:
+def _figure(width_in: float, height_in: float) -> Iterator[Figure]:
     import matplotlib
     from matplotlib.figure import Figure
 
@@ -32,12 +36,12 @@ def _figure(width_in: float, height_in: float) -> Iterator[object]:
         yield Figure(figsize=(width_in, height_in))
 
 
-def _svg(fig: object) -> bytes:
+def _svg(fig: Figure) -> bytes:
     with warnings.catch_warnings():  # labels too long to fit are drawn cut, not an error
         warnings.simplefilter("ignore", UserWarning)
-        fig.tight_layout()  # type: ignore[attr-defined]
+        fig.tight_layout()
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="svg", metadata={"Date": None})  # type: ignore[attr-defined]
+    fig.savefig(buffer, format="svg", metadata={"Date": None})
     return buffer.getvalue()
 
 
@@ -67,7 +71,7 @@ def usage_over_time_svg(charts: Charts) -> bytes | None:
             sum(series[p][i] for p in series if p not in kept) for i in range(len(charts.bucket_starts))
         ]
     with _figure(9, 3.6) as fig:
-        ax = fig.add_subplot()  # type: ignore[attr-defined]
+        ax = fig.add_subplot()
         x = list(range(len(charts.bucket_starts)))
         bottom = [0.0] * len(x)
         for i, (project, values) in enumerate(lines.items()):
@@ -90,7 +94,7 @@ def cost_by_queue_svg(charts: Charts, currency: str) -> bytes | None:
         return None
     bars = _top(costs, MAX_BARS)
     with _figure(9, 0.35 * len(bars) + 1.4) as fig:
-        ax = fig.add_subplot()  # type: ignore[attr-defined]
+        ax = fig.add_subplot()
         names = list(bars)
         ax.barh(range(len(names)), [bars[n] for n in names], color=PALETTE[0])
         ax.set_yticks(range(len(names)), [_label(n) for n in names])
@@ -105,7 +109,7 @@ def utilisation_svg(charts: Charts) -> bytes | None:
     if not charts.utilisation_pct:
         return None
     with _figure(9, 3.2) as fig:
-        ax = fig.add_subplot()  # type: ignore[attr-defined]
+        ax = fig.add_subplot()
         ax.hist(
             charts.utilisation_pct,
             bins=list(range(0, 101, 10)),

@@ -29,6 +29,7 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Callable
 from typing import Any
 
 PSEUDO_ROOTS = ("/proc", "/sys", "/dev")  # files there are not job output, whatever they claim
@@ -354,7 +355,7 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-OPERATIONS = {
+OPERATIONS: dict[str, Callable[..., Any]] = {
     "read_file": read_file,
     "scan_outputs": scan_outputs,
     "write_file": write_file,

@@ -18,7 +18,7 @@ import time
 
 from gateway.adapters.runhost import OsAccount
 from gateway.adapters.runhost_base import AgentRunHost
-from gateway.adapters.runner import CommandRunner
+from gateway.adapters.runner import CommandResult, CommandRunner
 from gateway.adapters.runner_ssh import check_user
 from gateway.errors import CommandError, CommandTimeout, RunHostError, RunHostUnavailable
 
@@ -75,7 +75,7 @@ class SshRunHost(AgentRunHost):
                 "runs_dir there must exist and let job users create directories (mode 1777)"
             )
 
-    def _run(self, argv: list[str], *, as_user: str | None, what: str):
+    def _run(self, argv: list[str], *, as_user: str | None, what: str) -> CommandResult:
         try:
             return self.runner.run(argv, timeout_s=self.timeout_s, as_user=as_user)
         except CommandTimeout as exc:

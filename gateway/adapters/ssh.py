@@ -141,7 +141,7 @@ class SshPool:
                 if pending and (channel.closed or channel.exit_status_ready()):
                     pending = memoryview(b"")  # it ended without reading all of its stdin
                 elif pending and channel.send_ready():
-                    sent = channel.send(pending[:CHUNK_BYTES])
+                    sent = channel.send(pending[:CHUNK_BYTES])  # type: ignore[arg-type]  # paramiko sends any buffer; the stubs say bytes
                     pending = pending[sent:]
                     if not pending:
                         channel.shutdown_write()

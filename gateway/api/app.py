@@ -116,4 +116,4 @@ def _document_errors(app: FastAPI) -> None:
     def openapi() -> dict:
         return document_errors(build())  # built once and cached by FastAPI; the additions are idempotent
 
-    app.openapi = openapi  # type: ignore[method-assign]
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI documents replacing it so

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
+# What a route's ``responses=`` takes: extra answers by status code.
+Responses = dict[int | str, dict[str, Any]]
+
 ERROR_SCHEMA = {"$ref": "#/components/schemas/ErrorPublic"}
 
 

@@ -156,9 +156,7 @@ class RunPublic(RunSummary):
     )
 
     @classmethod
-    def of(  # type: ignore[override]
-        cls, run: Run, waiting: Explanation | None = None, children: list[str] | None = None
-    ) -> RunPublic:
+    def of(cls, run: Run, waiting: Explanation | None = None, children: list[str] | None = None) -> RunPublic:
         summary = RunSummary.of(run).model_dump()
         return cls(
             **summary,

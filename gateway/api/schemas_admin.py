@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway.core.audit.anchors import AuditVerdict, Checkpoint
 from gateway.core.described import Name
 from gateway.core.domain import AuditEvent, Project, Token
+from gateway.core.slurm.records import JobStatus
 from gateway.core.slurm.tags import parse_comment
 from gateway.services.accounting.usage import ProjectUsage, QueueView, Use
 from gateway.services.site.apply import SiteChanges
@@ -148,7 +149,7 @@ class QueueViewPublic(BaseModel):
 
     @classmethod
     def of(cls, view: QueueView) -> QueueViewPublic:
-        def job(j) -> JobPublic:  # noqa: ANN001 - JobStatus
+        def job(j: JobStatus) -> JobPublic:
             parts = parse_comment(j.comment)
             run_id = parts.run_id if parts and parts.run_id.startswith("r-") else None
             return JobPublic(

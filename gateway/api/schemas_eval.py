@@ -66,7 +66,7 @@ class SuiteVersionDetail(SuiteVersionPublic):
     )
 
     @classmethod
-    def of(cls, version: SuiteVersionRecord) -> SuiteVersionDetail:  # type: ignore[override]
+    def of(cls, version: SuiteVersionRecord) -> SuiteVersionDetail:
         return cls.model_validate(
             version_dict(version) | {"definition": version.suite.model_dump(mode="json")}
         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -28,6 +28,9 @@ suite_app = typer.Typer(no_args_is_help=True, help="Eval suites and their immuta
 review_app = typer.Typer(no_args_is_help=True, help="Human reviews of eval results and artifacts.")
 eval_app.add_typer(suite_app, name="suite")
 eval_app.add_typer(review_app, name="review")
+
+if TYPE_CHECKING:
+    from gateway.core.eval.domain import SuiteRef
 
 RESULT_ID = re.compile(r"er-[0-9a-f]{16}")
 EVAL_RUN_ID = re.compile(r"ev-[0-9a-f]{16}")
@@ -132,7 +135,7 @@ def suite_show(
             console.print(line)
 
 
-def _suite_ref(text: str):
+def _suite_ref(text: str) -> SuiteRef:
     try:
         from gateway.core.eval.domain import parse_suite_ref  # numpy with it: not for --help
 
@@ -311,18 +314,26 @@ def review_add(
     as_json: JsonOpt = False,
 ) -> None:
     """Record a review (leads and the project's reviewers). A new one supersedes your earlier one."""
-    body = {"target": _review_target(target), "verdict": verdict, "notes": notes, "samples": [], "labels": {}}
+    samples: list[dict[str, str]] = []
+    labels: dict[str, str] = {}
+    body = {
+        "target": _review_target(target),
+        "verdict": verdict,
+        "notes": notes,
+        "samples": samples,
+        "labels": labels,
+    }
     for item in sample or []:
         match = SAMPLE.fullmatch(item)
         if not match:
             usage(f"--sample {item!r}: give TASK:ID")
-        body["samples"].append({"task": match["task"], "id": match["id"]})
+        samples.append({"task": match["task"], "id": match["id"]})
     for item in label or []:
         key, sep, text = item.partition("=")
         match = SAMPLE.fullmatch(key)
         if not sep or not match:
             usage(f"--label {item!r}: give TASK:ID=LABEL")
-        body["labels"][f"{match['task']}/{match['id']}"] = text
+        labels[f"{match['task']}/{match['id']}"] = text
     found = call("add_review", body)
     if as_json:
         print_json(found)

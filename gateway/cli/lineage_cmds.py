@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -43,6 +44,7 @@ def trace(
     """Where a file, run, eval result or dataset version came from, and what was made from it (for a file:
     down to its releases and the aliases that point at them)."""
     kind, key = trace_target(target)
+    render: Callable[[dict[str, Any]], Any]
     if kind == "artifact":
         found = call("trace_artifact", key)
         found["evaluations"] = _artifact_evals(key)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Annotated
+from collections.abc import Callable, Iterable
+from typing import Annotated, Any
 
 import typer
 
@@ -57,7 +58,7 @@ def _alias(alias: str) -> str:
     return alias
 
 
-def _show(found, as_json: bool, lines) -> None:  # noqa: ANN001 - a JSON answer and its renderer
+def _show(found: Any, as_json: bool, lines: Callable[[Any], Iterable[str]]) -> None:
     if as_json:
         print_json(found)
         return

@@ -25,6 +25,7 @@ from gateway.errors import SpecError, SpecIssue
 
 if TYPE_CHECKING:
     from gateway.client.api import GatewayClient
+    from gateway.core.sbatch.options import SbatchRequest
 
 STDIN_MAX_BYTES = 1 << 20  # a batch script on stdin, like a script file (gateway.adapters.files)
 
@@ -68,7 +69,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(wait_for(client, run["id"], timeout_s=None, poll_s=2.0, quiet=True))
 
 
-def _test_only(client: GatewayClient, request) -> None:
+def _test_only(client: GatewayClient, request: SbatchRequest) -> None:
     """``--test-only``: the gateway's checks and Slurm's own ``sbatch --test-only``, nothing queued;
     Slurm's answer on stderr, as sbatch prints it (``sbatch: Job N to start at ...``)."""
     try:
@@ -88,7 +89,7 @@ def _test_only(client: GatewayClient, request) -> None:
     raise typer.Exit(exits.OK)
 
 
-def _translate(args: list[str]):  # -> SbatchRequest
+def _translate(args: list[str]) -> SbatchRequest:
     from gateway.adapters.files import read_text
     from gateway.core.sbatch.options import USAGE, sbatch_to_spec, split_gw_sbatch_args, wants_wrap
 
@@ -154,7 +155,7 @@ def _my_projects() -> list[str]:
         common.fail(exc)
 
 
-def _fail(exc: ApiError, request) -> None:
+def _fail(exc: ApiError, request: SbatchRequest) -> None:
     """The API's refusal, with each field named by the option and #SBATCH line that set it."""
     if isinstance(exc.detail, list):
         for issue in exc.detail:

@@ -87,7 +87,8 @@ def _proxy_for(scheme: str, host: str, environ: Mapping[str, str]) -> _Proxy | N
         return None
     import urllib.request  # only when a proxy is set: it costs start-up time
 
-    if urllib.request.proxy_bypass_environment(host, proxies):
+    # undocumented, so not in the stubs; the no_proxy rule that urllib itself applies
+    if urllib.request.proxy_bypass_environment(host, proxies):  # type: ignore[attr-defined]  # not in typeshed
         return None
     parts = urlsplit(url if "://" in url else f"http://{url}")
     if parts.scheme != "http" or not parts.hostname:

@@ -90,7 +90,8 @@ class _BoundedComposer(Composer):
         self._nodes = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
+        # the parser mixed in beside this class (Parser or CParser) gives peek_event; Composer relies on it
+        event = self.peek_event()  # type: ignore[attr-defined]  # from the parser mixed in
         if isinstance(event, AliasEvent):
             raise _Refused(
                 f"alias *{event.anchor}: anchors and aliases are not accepted; write the value out",
@@ -165,8 +166,10 @@ class _StrictConstructor(SafeConstructor):
             ) from None
 
 
-_StrictConstructor.add_constructor("tag:yaml.org,2002:float", _StrictConstructor.construct_yaml_float)
-_StrictConstructor.add_constructor("tag:yaml.org,2002:int", _StrictConstructor.construct_yaml_int)
+# The stubs type a constructor as a function of a Loader; PyYAML's own SafeConstructor registers its
+# methods this way, with the constructor class as the first argument.
+_StrictConstructor.add_constructor("tag:yaml.org,2002:float", _StrictConstructor.construct_yaml_float)  # type: ignore[type-var]  # a constructor's own method
+_StrictConstructor.add_constructor("tag:yaml.org,2002:int", _StrictConstructor.construct_yaml_int)  # type: ignore[type-var]  # a constructor's own method
 
 
 class PyBoundedLoader(Reader, Scanner, Parser, _BoundedComposer, _StrictConstructor, Resolver):
@@ -186,7 +189,7 @@ LOADERS: list[type] = [PyBoundedLoader]
 if yaml.__with_libyaml__:
     from yaml._yaml import CParser
 
-    class CBoundedLoader(_BoundedComposer, CParser, _StrictConstructor, Resolver):  # type: ignore[misc]
+    class CBoundedLoader(_BoundedComposer, CParser, _StrictConstructor, Resolver):
         """The bounded loader over libyaml's event parser; composition (and every check) stays ours."""
 
         def __init__(self, text: str, limits: Limits) -> None:

@@ -37,6 +37,7 @@ def train(world: World, sc: Scenario, name: str, flags: str, dataset: str) -> di
     sc.check(
         f"{name}: model harvested", model is not None, "outputs/model.json recorded as an artifact", model
     )
+    assert model is not None  # the fatal check above raised otherwise
     sc.made("artifact", model["sha256"])
     return {**ended, "sha256": model["sha256"], "model_path": model["abs_path"]}
 

@@ -78,12 +78,13 @@ def run(world: World, sc: Scenario) -> None:
     ended = {label: world.wait_run(r["id"], step=f"{label}: the run ends") for label, r in runs.items()}
     for label, done in ended.items():
         # classified by the refresher right after the end; give it a few polls
-        done = world.wait_until(
-            lambda i=done["id"]: r if (r := world.run(i))["attempts"][-1].get("failure") else None,
-            f"{label}: failure recorded",
-            "the attempt's failure",
-            lambda i=done["id"]: repr(world.run(i)["attempts"][-1].get("failure")),
-        )
+        def failed(i: str = done["id"]) -> dict[str, Any] | None:
+            return r if (r := world.run(i))["attempts"][-1].get("failure") else None
+
+        def failure(i: str = done["id"]) -> str:
+            return repr(world.run(i)["attempts"][-1].get("failure"))
+
+        done = world.wait_until(failed, f"{label}: failure recorded", "the attempt's failure", failure)
         _classified(sc, label, done)
     logs = world.client.logs(runs["code"]["id"], stream="stderr")
     sc.check(

@@ -104,6 +104,7 @@ def _release_refused_then_overridden(world: World, sc: Scenario, weak: dict[str,
         "a refusal naming the failed gate",
         refused and f"{refused.status} {refused.detail}",
     )
+    assert refused is not None  # the fatal check above raised otherwise
     sc.check(
         "refusal names the gate",
         "gate" in str(refused.detail),

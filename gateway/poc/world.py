@@ -98,7 +98,7 @@ class World:
 
     def teardown(self) -> list[str]:
         """Cancel the project's runs that still go, then remove the project; what was done, one line each."""
-        done = []
+        done: list[str] = []
         if not self.made_project:
             return done
         for run in self._going():

@@ -122,7 +122,7 @@ class AccessStore:
             row = session.scalar(select(TokenRow).where(TokenRow.token_sha256 == token_sha256))
             if row is None:
                 return None
-            user = session.get(UserRow, row.user_name)
+            user = session.get_one(UserRow, row.user_name)
             self._token_digests[row.id] = token_sha256
             return _token(row), _user(user), _roles(session, row.user_name)
 
@@ -135,7 +135,7 @@ class AccessStore:
             row = session.get(TokenRow, token_id)
             if row is None:
                 return None
-            user = session.get(UserRow, row.user_name)
+            user = session.get_one(UserRow, row.user_name)
             return _token(row), _user(user), _roles(session, row.user_name)
 
     def touch_token(self, token_id: int) -> None:

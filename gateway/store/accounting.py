@@ -184,6 +184,7 @@ class AccountingStore:
                     .where(AttemptRow.job_id.in_(chunk))
                 )
                 for row, project in session.execute(query):
+                    assert row.job_id is not None  # the query matched job ids
                     result.append(
                         GatewayAttempt(
                             row.id,

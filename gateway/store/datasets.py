@@ -198,7 +198,7 @@ class DatasetStore:
             row = session.get(DatasetVersionRow, version_id)
             if row is None:
                 raise NotFound(f"no dataset version {version_id!r}")
-            return to_version(row, session.get(DatasetRow, row.dataset_id))
+            return to_version(row, session.get_one(DatasetRow, row.dataset_id))
 
     def find_version(
         self, dataset_id: str, *, number: int | None = None, digest_prefix: str | None = None
@@ -247,13 +247,13 @@ class DatasetStore:
                 .where(DatasetFileRow.sha256 == sha256)
                 .limit(limit)
             ).all()
-            return [(to_version(v, session.get(DatasetRow, v.dataset_id)), path) for v, path in rows]
+            return [(to_version(v, session.get_one(DatasetRow, v.dataset_id)), path) for v, path in rows]
 
     def children(self, version_id: str) -> list[DatasetVersion]:
         """Versions that name this one as their parent."""
         with self.db.session() as session:
             rows = session.scalars(select(DatasetVersionRow).where(DatasetVersionRow.parent_id == version_id))
-            return [to_version(r, session.get(DatasetRow, r.dataset_id)) for r in rows]
+            return [to_version(r, session.get_one(DatasetRow, r.dataset_id)) for r in rows]
 
 
 def _relocate(session: Session, found: DatasetVersionRow, version: NewVersion, audit: AuditEntry) -> None:

@@ -13,16 +13,23 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, cast
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import Connection, CursorResult, Engine, Result, create_engine, event, text
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from gateway.errors import StoreError, StoreUnavailable
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+
+def rows_matched(result: Result[Any]) -> int:
+    """How many rows the UPDATE or DELETE that gave ``result`` matched. ``Session.execute`` returns
+    a CursorResult for such a statement, but is typed as returning the wider Result."""
+    return cast(CursorResult[Any], result).rowcount
 
 
 def make_engine(url: str, *, sqlite_synchronous: str = "NORMAL") -> Engine:
@@ -37,7 +44,7 @@ def make_engine(url: str, *, sqlite_synchronous: str = "NORMAL") -> Engine:
         )
 
         @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_conn, _record):  # noqa: ANN001 - DB-API connection
+        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:  # a DB-API connection
             cursor = dbapi_conn.cursor()
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA foreign_keys=ON")

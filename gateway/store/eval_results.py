@@ -16,14 +16,14 @@ from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import insert, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from gateway.core.eval.domain import EvalResultRecord, ResultFile
 from gateway.core.eval.results import EvalResults, MetricValue, TaskResult, TaskSamples
 from gateway.errors import NotFound
 from gateway.store.audit import AuditEntry, append
 from gateway.store.datasets import new_id
-from gateway.store.db import Database
+from gateway.store.db import Database, rows_matched
 from gateway.store.eval_codec import decode_scores, decode_texts, encode_scores, encode_texts
 from gateway.store.models import utcnow
 from gateway.store.models_eval import (
@@ -58,11 +58,13 @@ class EvalResultStore:
             run = session.get(EvalRunRow, eval_run_id)
             if run is None:
                 raise NotFound(f"no eval run {eval_run_id!r}")
-            claimed = session.execute(
-                update(EvalRunRow)
-                .where(EvalRunRow.id == eval_run_id, EvalRunRow.status == "pending")
-                .values(status="ingested", note=None, ended_at=now)
-            ).rowcount
+            claimed = rows_matched(
+                session.execute(
+                    update(EvalRunRow)
+                    .where(EvalRunRow.id == eval_run_id, EvalRunRow.status == "pending")
+                    .values(status="ingested", note=None, ended_at=now)
+                )
+            )
             if not claimed:
                 return None
             session.add(
@@ -158,7 +160,7 @@ def _record(session: Session, row: EvalResultRow, with_samples: bool) -> EvalRes
     assert version is not None
     suite = session.get(EvalSuiteRow, version.suite_id)
     assert suite is not None
-    columns = [
+    columns: list[InstrumentedAttribute[Any]] = [
         EvalResultTaskRow.task,
         EvalResultTaskRow.version,
         EvalResultTaskRow.n_shot,

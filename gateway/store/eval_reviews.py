@@ -18,7 +18,7 @@ from gateway.core.eval.domain import GateRecord, Review, SampleRef
 from gateway.errors import Conflict, NotFound
 from gateway.store.audit import AuditEntry, append
 from gateway.store.datasets import new_id
-from gateway.store.db import Database
+from gateway.store.db import Database, rows_matched
 from gateway.store.models import utcnow
 from gateway.store.models_eval import EvalReviewRow, GateDecisionRow
 
@@ -115,11 +115,13 @@ class ReviewStore:
                 )
             )
             if previous is not None:
-                moved = session.execute(
-                    update(EvalReviewRow)
-                    .where(EvalReviewRow.id == previous, EvalReviewRow.superseded_by.is_(None))
-                    .values(superseded_by=review_id)
-                ).rowcount
+                moved = rows_matched(
+                    session.execute(
+                        update(EvalReviewRow)
+                        .where(EvalReviewRow.id == previous, EvalReviewRow.superseded_by.is_(None))
+                        .values(superseded_by=review_id)
+                    )
+                )
                 if not moved:
                     raise Conflict(f"review {previous} was superseded meanwhile; send the review again")
             row = EvalReviewRow(
@@ -182,9 +184,9 @@ def _review(row: EvalReviewRow) -> Review:
     return Review(
         id=row.id,
         project=row.project,
-        target_type=row.target_type,  # type: ignore[arg-type]
+        target_type=row.target_type,  # type: ignore[arg-type]  # a str column; services write only the Literal's words
         target_id=row.target_id,
-        verdict=row.verdict,  # type: ignore[arg-type]
+        verdict=row.verdict,  # type: ignore[arg-type]  # a str column; services write only the Literal's words
         notes=row.notes,
         samples=tuple(SampleRef(task, ident) for task, ident in row.samples or ()),
         labels=dict(row.labels or {}),

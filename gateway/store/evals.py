@@ -20,7 +20,7 @@ from gateway.core.eval.suite import SuiteVersion
 from gateway.errors import NotFound, StoreError
 from gateway.store.audit import AuditEntry, append
 from gateway.store.datasets import new_id
-from gateway.store.db import Database
+from gateway.store.db import Database, rows_matched
 from gateway.store.lineage import TERMINAL_STATES
 from gateway.store.models import RunRow, utcnow
 from gateway.store.models_eval import (
@@ -305,11 +305,13 @@ class EvalStore:
     def settle(self, eval_run_id: str, status: str, note: str | None, *, audit: AuditEntry) -> bool:
         """Move a pending eval run to ``status`` (failed, refused) with ``note``; False if not pending."""
         with self.db.session() as session:
-            changed = session.execute(
-                update(EvalRunRow)
-                .where(EvalRunRow.id == eval_run_id, EvalRunRow.status == "pending")
-                .values(status=status, note=note, ended_at=utcnow())
-            ).rowcount
+            changed = rows_matched(
+                session.execute(
+                    update(EvalRunRow)
+                    .where(EvalRunRow.id == eval_run_id, EvalRunRow.status == "pending")
+                    .values(status=status, note=note, ended_at=utcnow())
+                )
+            )
             if changed:
                 append(session, audit)
             return bool(changed)
@@ -369,7 +371,7 @@ def _eval_run(session: Session, row: EvalRunRow) -> EvalRun:
         artifact_run_id=row.artifact_run_id,
         submitted_by=row.submitted_by,
         created_at=row.created_at,
-        status=row.status,  # type: ignore[arg-type]
+        status=row.status,  # type: ignore[arg-type]  # a str column; services write only the Literal's words
         note=row.note,
         result_id=result_id,
         ended_at=row.ended_at,

@@ -7,7 +7,7 @@ metrics (replaced by this attempt's) and the mark that it was harvested.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,7 @@ from sqlalchemy import delete, insert, select, update
 from gateway.core.domain import Artifact, RunInput
 from gateway.core.slurm.states import TERMINAL
 from gateway.store.datasets import to_version
-from gateway.store.db import Database
+from gateway.store.db import Database, rows_matched
 from gateway.store.models import AttemptRow, RunRow, utcnow
 from gateway.store.models_lineage import (
     ArtifactRow,
@@ -186,7 +186,7 @@ class LineageStore:
         *,
         files: Iterable[tuple[str, int, str]],
         summary: dict[str, float] | None,
-        series: dict[str, Sequence[tuple[int | None, float]]] | None,
+        series: Mapping[str, Sequence[tuple[int | None, float]]] | None,
         note: str | None,
     ) -> None:
         """Write an attempt's new artifacts (path, size, sha256) and metrics; mark it harvested.
@@ -207,11 +207,13 @@ class LineageStore:
             for p, n, s in files
         ]
         with self.db.session() as session:
-            claimed = session.execute(
-                update(AttemptRow)
-                .where(AttemptRow.id == job.attempt_id, AttemptRow.outputs_at.is_(None))
-                .values(outputs_at=now, outputs_note=(note or None) and note[:1024])
-            ).rowcount
+            claimed = rows_matched(
+                session.execute(
+                    update(AttemptRow)
+                    .where(AttemptRow.id == job.attempt_id, AttemptRow.outputs_at.is_(None))
+                    .values(outputs_at=now, outputs_note=(note or None) and note[:1024])
+                )
+            )
             if not claimed:
                 return  # another harvester got here first
             connection = session.connection()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -14,6 +14,7 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
+    Table,
     Text,
     TypeDecorator,
     UniqueConstraint,
@@ -49,7 +50,10 @@ class UTCDateTime(TypeDecorator):
 
 
 class Base(DeclarativeBase):
-    pass
+    if TYPE_CHECKING:
+        # Every model here maps one Table (none a join or a select); SQLAlchemy types it as the wider
+        # FromClause, which insert() and update() do not take.
+        __table__: ClassVar[Table]
 
 
 class ProjectNamedRow:

@@ -248,8 +248,8 @@ class PromotionStore:
             return self._request(session, row)
 
     def _request(self, session: Session, row: PromotionRequestRow) -> PromotionRequest:
-        model = session.get(ModelRow, row.model_id)
-        release = session.get(ReleaseRow, row.release_id)
+        model = session.get_one(ModelRow, row.model_id)
+        release = session.get_one(ReleaseRow, row.release_id)
         decisions = session.scalars(
             select(PromotionDecisionRow)
             .where(PromotionDecisionRow.request_id == row.id)
@@ -271,11 +271,11 @@ class PromotionStore:
                 PromotionDecision(
                     id=d.id,
                     request_id=d.request_id,
-                    decision=d.decision,
+                    decision=d.decision,  # type: ignore[arg-type]  # a str column; services write only approve or reject
                     decider=d.decider,
                     note=d.note,
                     at=d.at,
-                )  # type: ignore[arg-type]
+                )
                 for d in decisions
             ),
         )

@@ -182,7 +182,7 @@ class ReleaseStore:
             return _status(row)
 
     def _full(self, session: Session, row: ReleaseRow) -> Release:
-        model = session.get(ModelRow, row.model_id)
+        model = session.get_one(ModelRow, row.model_id)
         statuses = session.scalars(
             select(ReleaseStatusRow)
             .where(ReleaseStatusRow.release_id == row.id)
@@ -204,8 +204,13 @@ def _model(row: ModelRow) -> RegisteredModel:
 
 def _status(row: ReleaseStatusRow) -> StatusEvent:
     return StatusEvent(
-        id=row.id, release_id=row.release_id, status=row.status, reason=row.reason, actor=row.actor, at=row.at
-    )  # type: ignore[arg-type]
+        id=row.id,
+        release_id=row.release_id,
+        status=row.status,  # type: ignore[arg-type]  # a str column; services write only these words
+        reason=row.reason,
+        actor=row.actor,
+        at=row.at,
+    )
 
 
 def _release(row: ReleaseRow, model: ModelRow, statuses: Sequence[ReleaseStatusRow]) -> Release:

@@ -170,7 +170,7 @@ class ReportStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def _seconds(self, later: Any, earlier: Any) -> ColumnElement[float]:
+    def _seconds(self, later: Any, earlier: Any) -> ColumnElement[Any]:
         """``later - earlier`` in seconds, in this database's own date arithmetic."""
         if self.db.dialect == "sqlite":
             return (func.julianday(later) - func.julianday(earlier)) * 86400.0
@@ -243,8 +243,7 @@ class ReportStore:
         if overall:
             windows += [func.row_number().over(order_by=wait).label("ra"), func.count().over().label("na")]
         inner = select(key.label("k"), cast(wait, Float).label("w"), *windows).select_from(source)
-        inner = inner.where(*conds).subquery()
-        c = inner.c
+        c = inner.where(*conds).subquery().c
         # ceil(0.5 n) and ceil(0.9 n) in integer arithmetic
         marks = [c.rn == (c.n + 1) // 2, c.rn == (9 * c.n + 9) // 10]
         if overall:

@@ -30,7 +30,7 @@ class TelemetryStore:
             row = session.get(AttemptRow, attempt_id)
             if row is None:
                 return None
-            resources = dict((session.get(RunRow, row.run_id).spec or {}).get("resources") or {})
+            resources = dict((session.get_one(RunRow, row.run_id).spec or {}).get("resources") or {})
             elapsed = row.elapsed_s
             if elapsed is None and row.start_time and row.end_time:
                 elapsed = int((row.end_time - row.start_time).total_seconds())

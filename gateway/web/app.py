@@ -134,13 +134,13 @@ def _error_pages(app: FastAPI) -> None:
     async def gateway_error(request: Request, exc: Exception) -> Response:
         if not _is_web(request):
             assert api_gateway_error is not None
-            return await api_gateway_error(request, exc)
+            return await api_gateway_error(request, exc)  # type: ignore[misc]  # the API's handlers are coroutines
         if isinstance(exc, SignInNeeded):
             target = f"{PREFIX}/login?next={quote(request.url.path)}&why={quote(str(exc)[:300])}"
             if request.headers.get("HX-Request"):
                 return Response(status_code=200, headers={"HX-Redirect": target})
             return RedirectResponse(target, status_code=303)
-        status, kind = status_for(exc)  # type: ignore[arg-type]
+        status, kind = status_for(exc)  # type: ignore[arg-type]  # registered for GatewayError only
         return request.app.state.web_pages.render(
             request, "error.html", _signed_in(request), status_code=status, kind=kind, message=str(exc)[:2000]
         )
@@ -148,10 +148,10 @@ def _error_pages(app: FastAPI) -> None:
     async def validation_error(request: Request, exc: Exception) -> Response:
         if not _is_web(request):
             assert api_validation_error is not None
-            return await api_validation_error(request, exc)
+            return await api_validation_error(request, exc)  # type: ignore[misc]  # the API's handlers are coroutines
         issues = "; ".join(
             f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}"
-            for e in exc.errors()  # type: ignore[attr-defined]
+            for e in exc.errors()  # type: ignore[attr-defined]  # registered for RequestValidationError only
         )
         return request.app.state.web_pages.render(
             request,
@@ -166,10 +166,11 @@ def _error_pages(app: FastAPI) -> None:
         # Starlette's own answers (no such page, a method the page does not take) as pages too
         if not _is_web(request):
             assert api_http_error is not None
-            return await api_http_error(request, exc)
-        status = exc.status_code  # type: ignore[attr-defined]
-        headers = dict(exc.headers or {})  # type: ignore[attr-defined]
-        message = f"there is no page {request.url.path[:300]}" if status == 404 else str(exc.detail)  # type: ignore[attr-defined]
+            return await api_http_error(request, exc)  # type: ignore[misc]  # the API's handlers are coroutines
+        assert isinstance(exc, StarletteHTTPException)  # the handler is registered for it only
+        status = exc.status_code
+        headers = dict(exc.headers or {})
+        message = f"there is no page {request.url.path[:300]}" if status == 404 else str(exc.detail)
         if status == 405:
             headers["Allow"] = ", ".join(allowed_methods(request.app, request.scope))
             message = f"{request.method} is not possible at {request.url.path}"

@@ -102,7 +102,7 @@ async def read_form(form: FormData) -> FormValues:
     that could not be read at all."""
     values = FormValues()
     text = {k: v for k, v in form.items() if isinstance(v, str)}
-    shown = {k: text.get(k, "") for k in _TEXT_FIELDS}
+    shown: dict[str, Any] = {k: text.get(k, "") for k in _TEXT_FIELDS}
     values.shown = shown
     for i in range(MAX_PARAM_ROWS):
         key, val = text.get(f"param_key_{i}", "").strip(), text.get(f"param_value_{i}", "")

@@ -222,7 +222,7 @@ class SlurmRest:
             return []
         _check_job_ids(job_ids)
         wanted = set(job_ids)
-        answers = []
+        answers: list[dict[str, Any]] = []
         for base in dict.fromkeys(j.split("_")[0] for j in job_ids):
             answer = self._get(f"{DB}/job/{base}", "jobs")
             answers.extend(answer.get("jobs") or [])

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Query
 
 from gateway.api.deps import PrincipalDep, ServicesDep
+from gateway.api.responses import Responses
 from gateway.api.schemas import ErrorPublic
 from gateway.api.schemas_admin import (
     AuditEventPublic,
@@ -19,7 +20,7 @@ from gateway.core import names
 from gateway.core.site.schema import SiteConfig
 
 router = APIRouter(tags=["admin"])
-FORBIDDEN = {403: {"model": ErrorPublic, "description": "Site admins only"}}
+FORBIDDEN: Responses = {403: {"model": ErrorPublic, "description": "Site admins only"}}
 
 
 @router.get("/queue", response_model=QueueViewPublic, responses=FORBIDDEN, summary="The admin's queue view")

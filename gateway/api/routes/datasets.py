@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Response, status
 
 from gateway.api.deps import PrincipalDep, ServicesDep
+from gateway.api.responses import Responses
 from gateway.api.schemas import ErrorPublic
 from gateway.api.schemas_lineage import (
     DatasetDiffPublic,
@@ -29,7 +30,7 @@ Name = Annotated[str, Path(pattern=NAME_PATTERN, description="The dataset's name
 VERSION_PATTERN = f"^({VERSION_SELECTOR})$"
 VERSION_HELP = VERSION_SELECTOR_HELP
 Version = Annotated[str, Path(pattern=VERSION_PATTERN, description=VERSION_HELP)]
-ERRORS = {
+ERRORS: Responses = {
     403: {"model": ErrorPublic, "description": "Your role in the project does not allow it"},
     404: {"model": ErrorPublic, "description": "No such dataset or version (or not readable by you)"},
     422: {"model": ErrorPublic, "description": "Invalid request (field paths in detail)"},
@@ -60,8 +61,10 @@ def get_dataset(
     "/{project}/{name}/versions",
     status_code=status.HTTP_201_CREATED,
     response_model=DatasetVersionRegistered,
-    responses={200: {"model": DatasetVersionRegistered, "description": "Same content as an existing version"}}
-    | ERRORS,
+    responses={
+        200: {"model": DatasetVersionRegistered, "description": "Same content as an existing version"},
+        **ERRORS,
+    },
     summary="Register a dataset version",
 )
 def register_version(

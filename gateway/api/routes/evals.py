@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Response, status
 
 from gateway.api.deps import PrincipalDep, ServicesDep
+from gateway.api.responses import Responses
 from gateway.api.routes.runs import IdempotencyKey
 from gateway.api.schemas import ErrorPublic
 from gateway.api.schemas_eval import (
@@ -44,7 +45,7 @@ EvalRunId = Annotated[str, Path(pattern="^ev-[0-9a-f]{16}$", description="An eva
 ResultId = Annotated[str, Path(pattern="^er-[0-9a-f]{16}$", description="An eval result id (er-...)")]
 GateId = Annotated[str, Path(pattern="^gd-[0-9a-f]{16}$", description="A gate decision id (gd-...)")]
 Sha256 = Annotated[str, Path(pattern="^[0-9a-fA-F]{64}$", description="A file's sha256 (64 hex digits)")]
-ERRORS = {
+ERRORS: Responses = {
     403: {"model": ErrorPublic, "description": "Your role in the project does not allow it"},
     404: {"model": ErrorPublic, "description": "Not found (or not readable by you)"},
     409: {"model": ErrorPublic, "description": "Conflict (an Idempotency-Key used for another request ...)"},
@@ -63,8 +64,10 @@ def _number(selector: str) -> int | None:
     "/eval/suites",
     status_code=status.HTTP_201_CREATED,
     response_model=SuiteVersionRegistered,
-    responses={200: {"model": SuiteVersionRegistered, "description": "Same content as an existing version"}}
-    | {k: ERRORS[k] for k in (403, 404, 422)},
+    responses={
+        200: {"model": SuiteVersionRegistered, "description": "Same content as an existing version"},
+        **{k: ERRORS[k] for k in (403, 404, 422)},
+    },
     summary="Register an eval suite version",
 )
 def register_suite(
@@ -135,7 +138,7 @@ def start_eval(
     services: ServicesDep,
     principal: PrincipalDep,
     response: Response,
-    idempotency_key: IdempotencyKey = None,
+    idempotency_key: IdempotencyKey = None,  # type: ignore[assignment]  # a plain string in OpenAPI; absent: None
 ) -> EvalRunStarted:
     """Submit an ordinary run (admission, quotas, failure classes, retries, accounting as any run) that
     scores the artifact with the suite's harness; its results are ingested when it ends. The artifact is

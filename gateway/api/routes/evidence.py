@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from gateway.api.deps import PrincipalDep, ServicesDep
+from gateway.api.responses import Responses
 from gateway.api.routes.evals import ERRORS, Sha256
 from gateway.api.routes.releases import Name, Project, Version
 from gateway.api.routes.runs import RunId
@@ -19,7 +20,7 @@ router = APIRouter(tags=["evidence"])
 Redact = Annotated[
     bool, Query(description="Replace user names, OS users, hosts, path prefixes, env values, tokens")
 ]
-ZIP = {
+ZIP: Responses = {
     200: {
         "content": {"application/zip": {}},
         "description": "evidence.json, index.html and manifest.json (docs/evidence-schema.md)",

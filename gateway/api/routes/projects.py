@@ -7,13 +7,14 @@ from typing import Annotated
 from fastapi import APIRouter, Path
 
 from gateway.api.deps import PrincipalDep, ServicesDep
+from gateway.api.responses import Responses
 from gateway.api.schemas import ErrorPublic
 from gateway.api.schemas_admin import ProjectPublic, UsageReportPublic
 from gateway.core import names
 
 router = APIRouter(prefix="/projects", tags=["projects"])
 ProjectName = Annotated[str, Path(pattern=f"^{names.NAME.pattern}$", description="A project name")]
-NOT_FOUND = {404: {"model": ErrorPublic, "description": "No such project (or not yours)"}}
+NOT_FOUND: Responses = {404: {"model": ErrorPublic, "description": "No such project (or not yours)"}}
 
 
 @router.get("", response_model=list[ProjectPublic], summary="List projects")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, status
 
 from gateway.api.deps import PrincipalDep, ServicesDep
+from gateway.api.responses import Responses
 from gateway.api.routes.evals import ERRORS, NAME_PATTERN, Sha256
 from gateway.api.schemas_release import (
     AliasMove,
@@ -44,7 +46,7 @@ Number = Annotated[str, Path(pattern=anchored(RELEASE_NUMBER), description="A re
 Alias = Annotated[str, Path(pattern=anchored(ALIAS), description=ALIAS_HELP)]
 AtQuery = "ISO 8601 time: a real date, then optionally Thh:mm[:ss[.ffffff]] and Z or ±hh:mm (UTC when none)"
 RequestId = Annotated[str, Path(pattern="^pr-[0-9a-f]{16}$", description="A promotion request id (pr-...)")]
-W = {k: ERRORS[k] for k in (403, 404, 409, 422)}
+W: Responses = {k: ERRORS[k] for k in (403, 404, 409, 422)}
 
 
 def _number(selector: str) -> int | None:
@@ -387,7 +389,7 @@ def artifact_releases(
     )
 
 
-def _at(text: str | None):  # noqa: ANN202 - datetime | None
+def _at(text: str | None) -> datetime | None:
     if text is None:
         return None
     try:

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response
 
 from gateway.api.deps import PrincipalDep, ServicesDep
+from gateway.api.responses import Responses
 from gateway.api.routes.evals import ERRORS
 from gateway.api.schemas_report import ReportPublic
 from gateway.core import names
@@ -15,7 +16,7 @@ from gateway.core.reports.periods import PERIOD_HELP, PERIOD_PATTERN
 
 router = APIRouter(tags=["reports"])
 TEXT = {"schema": {"type": "string"}}
-RESPONSES = {
+RESPONSES: Responses = {
     200: {
         "description": "The report: JSON (ReportPublic), or CSV, a plain-text table, or one HTML page",
         "content": {"text/csv": TEXT, "text/plain": TEXT, "text/html": TEXT},

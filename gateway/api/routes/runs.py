@@ -100,7 +100,7 @@ def submit_run(
     spec: Annotated[RunSpec, Body(openapi_examples=SPEC_EXAMPLES)],
     services: ServicesDep,
     principal: PrincipalDep,
-    idempotency_key: IdempotencyKey = None,
+    idempotency_key: IdempotencyKey = None,  # type: ignore[assignment]  # a plain string in OpenAPI; absent: None
 ) -> Response:
     """Record, render and submit a run to Slurm (exactly once).
 
@@ -219,7 +219,7 @@ def rerun(
     ],
     services: ServicesDep,
     principal: PrincipalDep,
-    idempotency_key: IdempotencyKey = None,
+    idempotency_key: IdempotencyKey = None,  # type: ignore[assignment]  # a plain string in OpenAPI; absent: None
 ) -> Response:
     """A new run derived from this one, with the changes recorded as a diff and a link both ways.
     The original run keeps all its evidence."""

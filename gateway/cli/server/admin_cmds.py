@@ -14,7 +14,8 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from types import TracebackType
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 import yaml
@@ -24,6 +25,10 @@ from gateway.cli import exits
 from gateway.cli.common import spec_error, usage
 from gateway.cli.output import console, err_console
 from gateway.errors import GatewayError, SpecError
+
+if TYPE_CHECKING:
+    from gateway.core.domain import Principal
+    from gateway.services import Services
 
 audit_admin = typer.Typer(no_args_is_help=True, help="The audit log, on the gateway host.")
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Only print what would change.")]
@@ -196,7 +201,7 @@ def write_private(path: Path, text: str) -> None:
         raise
 
 
-def _operator():  # noqa: ANN202 - a Principal; its module (pydantic specs) loads when a command runs
+def _operator() -> Principal:  # its module (pydantic specs) loads when a command runs
     from gateway.core.domain import Principal
 
     return Principal.operator()
@@ -205,7 +210,7 @@ def _operator():  # noqa: ANN202 - a Principal; its module (pydantic specs) load
 class _local:
     """The services, built from GATEWAY_* settings, for operator commands on the gateway host."""
 
-    def __enter__(self):  # noqa: ANN204
+    def __enter__(self) -> Services:
         from pydantic import ValidationError
 
         from gateway.settings import Settings, settings_problems
@@ -222,7 +227,9 @@ class _local:
             raise typer.Exit(exits.UNAVAILABLE) from exc
         return self.services
 
-    def __exit__(self, exc_type, exc, tb) -> None:  # noqa: ANN001
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.services.close()
         if isinstance(exc, GatewayError):
             err_console.print(f"[red]error[/red]: {escape(str(exc))}")

@@ -44,9 +44,9 @@ def link_records(
         by_job.setdefault(attempt.job_id, []).append(attempt)
     links = []
     for record in records:
-        attempt = _attempt_of(record, by_job.get(base_job_id(record), []), siblings.get(record.job_id, ()))
-        if attempt is not None:
-            links.append(RecordLink(attempt.run_id, attempt.attempt_id, attempt.number, attempt.project))
+        linked = _attempt_of(record, by_job.get(base_job_id(record), []), siblings.get(record.job_id, ()))
+        if linked is not None:
+            links.append(RecordLink(linked.run_id, linked.attempt_id, linked.number, linked.project))
         else:
             links.append(RecordLink(project=projects_by_account.get(record.account or "")))
     return links
@@ -62,7 +62,7 @@ def _attempt_of(
     rank = [t for t, _ in known].index(record.submit_time)
     ranked = [a for a in candidates if a.slurm_record == rank]
     exact = [a for a in candidates if a.submit_time == record.submit_time]
-    chosen = (exact or ranked or [None])[0]
+    chosen = exact[0] if exact else ranked[0] if ranked else None
     if chosen is None:
         return None
     if first_comment is not None and first_comment != job_comment(chosen.tag):

@@ -287,6 +287,7 @@ def allocated_gpu_hours(
         return gpus * elapsed_s / 3600.0
     per_task = requested_gpus(resources)
     elapsed = [t.get("elapsed_s") for t in tasks.values() if isinstance(t, dict)]
-    if per_task and elapsed and all(isinstance(e, int | float) for e in elapsed):
-        return per_task * sum(elapsed) / 3600.0
+    known = [e for e in elapsed if isinstance(e, int | float)]
+    if per_task and elapsed and len(known) == len(elapsed):
+        return per_task * sum(known) / 3600.0
     return None

@@ -119,7 +119,7 @@ def decide(
     approving_reviews: int = 0,
 ) -> GateDecision:
     """Gate ``candidate`` on ``suite`` (whose content hash is ``suite_hash``) against ``baseline``."""
-    head = {
+    head: dict[str, Any] = {
         "suite": f"{suite.project}/{suite.name}",
         "suite_hash": suite_hash,
         "candidate": candidate.label,
@@ -184,9 +184,9 @@ def _regression(
     iterations = suite.bootstrap_iterations(index)
     tests: list[tuple[str, bool, PairedTest]] = []
     for name in names:
-        hib = suite.task(name).metric(rule.metric).higher_is_better  # type: ignore[union-attr]
+        hib = suite.task(name).metric(rule.metric).higher_is_better  # type: ignore[union-attr]  # rule_tasks checked the metric exists
         c, b = candidate.results.tasks[name], baseline.results.tasks[name]
-        base, cand = aligned(c.samples, b.samples, rule.metric)  # type: ignore[arg-type]
+        base, cand = aligned(c.samples, b.samples, rule.metric)  # type: ignore[arg-type]  # own_problems refused results without them
         if rule.method == "mcnemar":
             test = mcnemar(base, cand, alpha=rule.alpha, power=rule.power)
         else:

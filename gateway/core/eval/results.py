@@ -150,7 +150,7 @@ def json_lines(lines: Iterable[str | bytes], source: str | None) -> Iterator[tup
             raise refuse(
                 f"line is {len(raw)} bytes; at most {MAX_LINE_BYTES}", f"line {number}", None, source
             )
-        ended = raw.endswith(b"\n" if isinstance(raw, bytes) else "\n")
+        ended = raw.endswith(b"\n") if isinstance(raw, bytes) else raw.endswith("\n")
         if not raw.strip():
             continue
         try:

@@ -130,10 +130,10 @@ class SuiteVersion(_Strict):
         gated: dict[tuple[str, str], int] = {}
         for i, reg in enumerate(self.gate.regression):
             for task in self.rule_tasks(reg.tasks, reg.metric, f"gate.regression.{i}"):
-                if self.task(task).metric(reg.metric).aggregation != "mean":  # type: ignore[union-attr]
+                if self.task(task).metric(reg.metric).aggregation != "mean":  # type: ignore[union-attr]  # rule_tasks checked the metric exists
                     raise ValueError(
                         f"gate.regression.{i}: metric {reg.metric!r} of task {task!r} aggregates by "
-                        f"{self.task(task).metric(reg.metric).aggregation!r}; paired tests need "  # type: ignore[union-attr]
+                        f"{self.task(task).metric(reg.metric).aggregation!r}; paired tests need "  # type: ignore[union-attr]  # as above
                         "'mean' (the task's value is the mean of its per-sample scores)"
                     )
                 if (task, reg.metric) in gated:

@@ -13,6 +13,7 @@ an addition.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -88,8 +89,11 @@ class Redactor:
             for word in sorted(words, key=len, reverse=True):
                 if word in value:
                     pattern = rf"(?<![A-Za-z0-9_.-]){re.escape(word)}(?![A-Za-z0-9_-])"
-                    value = re.sub(pattern, lambda m, w=word, k=kind: self.pseudonym(k, w), value)
+                    value = re.sub(pattern, functools.partial(self._named, kind, word), value)
         return value
+
+    def _named(self, kind: str, word: str, _match: re.Match[str]) -> str:
+        return self.pseudonym(kind, word)
 
     def _path(self, match: re.Match[str]) -> str:
         path = match.group(1)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from gateway.core.explain.model import Explanation, NodeState, QuotaUse, WaitContext
@@ -59,7 +59,13 @@ def explain_wait(ctx: WaitContext) -> Explanation:
     return replace(found, code=raw, summary=" ".join(found.summary.split()), details=found.details + start)
 
 
-def _result(category: str, summary: str, details=(), actions=(), blocking=None) -> Explanation:
+def _result(
+    category: str,
+    summary: str,
+    details: Iterable[str] = (),
+    actions: Iterable[str] = (),
+    blocking: QuotaUse | None = None,
+) -> Explanation:
     return Explanation("", category, summary, tuple(details), tuple(actions), blocking)
 
 
@@ -234,7 +240,7 @@ def _per_job(ctx: WaitContext, head: str, limit: LimitCode) -> Explanation:
 # ---- resources, priority, nodes -----------------------------------------------------------------
 
 
-def _out_of_service(nodes) -> list[str]:
+def _out_of_service(nodes: Iterable[NodeState]) -> list[str]:
     out = [(n, node_trouble(n.state)) for n in nodes]
     words = [f"{n.name} {why}" + (f" ({n.reason})" if n.reason else "") for n, why in out if why]
     return ["Out of service: " + ", ".join(words) + "."] if words else []

@@ -13,7 +13,7 @@ environment).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 ABSENT = "(absent)"  # how a value one run lacks is shown
 _MISSING = object()  # how it is known inside, so that a param whose value is "(absent)" still compares
@@ -126,9 +126,13 @@ def _metrics(a: dict[str, float], b: dict[str, float]) -> list[dict[str, Any]]:
     rows = []
     for name in sorted(set(a) | set(b)):
         va, vb = a.get(name, _MISSING), b.get(name, _MISSING)
-        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (va, vb))
-        rows.append({"name": name, "a": _shown(va), "b": _shown(vb), "delta": vb - va if numbers else None})
+        delta = vb - va if _is_number(va) and _is_number(vb) else None
+        rows.append({"name": name, "a": _shown(va), "b": _shown(vb), "delta": delta})
     return rows
+
+
+def _is_number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _side_by_side(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any]:

@@ -316,11 +316,11 @@ def _log_hint(facts: _Facts, code: int, dataset_paths: Sequence[str]) -> Failure
                 missing_path=path,
             )
     for pattern, words in _ENV_HINTS:
-        match = pattern.search(tail)
-        if match:
+        hint = pattern.search(tail)
+        if hint:
             return facts.info(
                 FailureClass.ENVIRONMENT,
-                f"The command failed with exit code {code}: {words.format(match.group(1).strip())} "
+                f"The command failed with exit code {code}: {words.format(hint.group(1).strip())} "
                 "(a guess from the log).",
                 "add what is missing to the container image, venv or modules, then rerun",
             )

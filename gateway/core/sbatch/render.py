@@ -126,7 +126,7 @@ def template_version(env: jinja2.Environment, name: str) -> str:
         if current in sources:
             continue
         try:
-            source, _, _ = env.loader.get_source(env, current)  # type: ignore[union-attr]
+            source, _, _ = env.loader.get_source(env, current)  # type: ignore[union-attr]  # build_template_env always sets a loader
         except jinja2.TemplateNotFound as exc:
             raise TemplateError(f"sbatch template {current!r} not found in {_search(env)}") from exc
         sources[current] = source

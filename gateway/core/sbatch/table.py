@@ -38,7 +38,9 @@ class Option:
     canonical: str | None = None  # for an alias: the option it stands for
 
 
-_R, _O, _N = "required", "optional", "none"
+_R: Arg = "required"
+_O: Arg = "optional"
+_N: Arg = "none"
 
 # fmt: off
 _TABLE: tuple[tuple[str, str | None, Arg, Handling], ...] = (

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from gateway.core.domain import KEEP, Attempt, AttemptFacts, AttemptUpdate
+from gateway.core.domain import KEEP, Attempt, AttemptFacts, AttemptUpdate, Keep
 from gateway.core.slurm.array_state import array_state
 from gateway.core.slurm.records import AccountingRecord, JobStatus
 from gateway.core.slurm.states import TERMINAL, RunState
@@ -146,7 +146,7 @@ def array_update(
         state=state,
         slurm_state=None,
         reason=reason,
-        event_at=facts.end_time if state in TERMINAL and facts.end_time is not KEEP else None,
+        event_at=facts.end_time if state in TERMINAL and not isinstance(facts.end_time, Keep) else None,
         source="sacct" if records else "squeue",
         facts=facts,
     )
@@ -190,7 +190,7 @@ def _array_facts(
     submit_time = min((r.submit_time for r in records if r.submit_time), default=None)
     if not ended:
         return AttemptFacts(tasks=tasks, submit_time=submit_time, start_time=min(starts) if starts else None)
-    codes = [t.get("exit_code") for t in tasks.values() if t.get("exit_code") is not None]
+    codes = [code for t in tasks.values() if (code := t.get("exit_code")) is not None]
     return AttemptFacts(
         tasks=tasks,
         submit_time=submit_time,

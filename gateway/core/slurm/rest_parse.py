@@ -58,6 +58,7 @@ def parse_jobs(answer: Mapping[str, Any]) -> list[JobStatus]:
         array_id = job.get("array_job_id") or 0
         task = job.get("array_task_id")
         pending_tasks = job.get("array_task_string") or ""
+        ids: list[tuple[str, str | None]]
         if array_id and task is None and pending_tasks:
             ids = [(f"{array_id}_{t}", t) for t in expand_tasks(pending_tasks)]
         elif array_id and task is not None:

@@ -163,7 +163,8 @@ class Sweep(_Strict):
             if not values:
                 raise ValueError(f"grid key {key!r} has no values")
         # Count before expanding: a grid of a few long lists is a huge product.
-        count = len(self.params) if self.params is not None else math.prod(map(len, self.grid.values()))
+        grid = self.grid or {}
+        count = len(self.params) if self.params is not None else math.prod(len(v) for v in grid.values())
         if count == 0:
             raise ValueError("the sweep has no param sets; give at least one")
         if count > MAX_ARRAY_TASKS:

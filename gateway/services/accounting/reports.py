@@ -77,7 +77,7 @@ class ReportService:
         except ValueError as exc:
             raise _bad("period", f"{exc}", text) from None
         scope = self._scope(principal, span, project)
-        return self._build(kind, by, scope, charts=charts)  # type: ignore[arg-type]
+        return self._build(kind, by, scope, charts=charts)
 
     def _scope(self, principal: Principal, period: Period, project: str | None) -> Scope:
         if project is not None:

@@ -14,6 +14,7 @@ of its artifact.
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections.abc import Mapping, Sequence
 
@@ -123,7 +124,7 @@ class ReviewService:
         require(principal, "eval.read", project)
         return [r for r in self.store.reviews(kind, [key]) if allowed(principal, "eval.read", r.project)]
 
-    def approving(self, result: EvalResultRecord) -> list[Review]:
+    def approving(self, result: EvalResultRecord) -> builtins.list[Review]:
         """The approving reviews that count for ``result``: per reviewer their newest current review of
         the result or of its artifact, when that one approves."""
         reviews = self.store.reviews("eval_result", [result.id]) + self.store.reviews(

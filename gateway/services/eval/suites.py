@@ -10,6 +10,7 @@ Access follows the suite's project: its viewers read, its members register.
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from gateway.core.access.policy import allowed, require, visible_projects
@@ -124,7 +125,7 @@ class EvalSuiteService:
 
     def get(
         self, project: str, name: str, *, principal: Principal
-    ) -> tuple[EvalSuite, list[SuiteVersionRecord]]:
+    ) -> tuple[EvalSuite, builtins.list[SuiteVersionRecord]]:
         """The suite and all its versions, oldest first; NotFound unless the caller may read its project."""
         suite = self._suite(project, name, principal)
         return suite, self.store.versions(suite.id)

@@ -13,6 +13,7 @@ version's digest over it itself.
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 
 from gateway.core import names
@@ -166,7 +167,7 @@ class DatasetService:
             raise NotFound(f"no dataset {project}/{name}")
         return dataset
 
-    def versions(self, project: str, name: str, *, principal: Principal) -> list[DatasetVersion]:
+    def versions(self, project: str, name: str, *, principal: Principal) -> builtins.list[DatasetVersion]:
         """Every version of ``project/name``, oldest first; NotFound as ``get``."""
         return self.store.versions(self.get(project, name, principal=principal).id)
 
@@ -182,7 +183,7 @@ class DatasetService:
         self.get(version.project, version.name, principal=principal)
         return version
 
-    def files(self, version: DatasetVersion) -> list[FileEntry]:
+    def files(self, version: DatasetVersion) -> builtins.list[FileEntry]:
         """The manifest of ``version``: every file, sorted by path (the caller may read ``version``)."""
         return self.store.files(version.id)
 
@@ -196,9 +197,10 @@ class DatasetService:
         b = self.version(project, name, new, principal=principal)
         return a, b, diff_manifests(self.store.files(a.id), self.store.files(b.id))
 
-    def parents(self, version: DatasetVersion, limit: int = 50) -> list[DatasetVersion]:
+    def parents(self, version: DatasetVersion, limit: int = 50) -> builtins.list[DatasetVersion]:
         """The chain of parent versions, nearest first (the caller may read ``version``)."""
-        chain, seen = [], {version.id}
+        chain: builtins.list[DatasetVersion] = []
+        seen = {version.id}
         current = version
         while current.parent_id and current.parent_id not in seen and len(chain) < limit:
             current = self.store.version(current.parent_id)

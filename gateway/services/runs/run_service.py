@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import jinja2
 
@@ -264,7 +265,7 @@ class RunService:
         first = run.attempts[0]
         if first.state is RunState.NEVER_SUBMITTED and first.reason and len(run.attempts) == 1:
             rejected = SubmitRejected(first.reason)
-            rejected.run_id = run.id  # type: ignore[attr-defined]
+            rejected.run_id = run.id  # type: ignore[attr-defined]  # the interfaces read it (getattr) to name the run
             raise rejected
         return Submitted(run, replayed=True)
 
@@ -362,7 +363,7 @@ def _submit_audit(
     inputs: list[ResolvedInput],
     derived_from: tuple[str, list[dict]] | None,
 ) -> AuditEntry:
-    after = {
+    after: dict[str, Any] = {
         "queue": new.spec.queue,
         "partition": admitted.target.partition,
         "account": admitted.target.account,

@@ -45,7 +45,9 @@ def _project_dict(project: Project) -> dict[str, Any]:
         slurm_account=project.slurm_account,
         quota=QuotaSpec(**project.quota.__dict__),
         members=[
-            MemberSpec(user=m.user, role=m.role, quota=QuotaSpec(**m.quota.__dict__)) for m in project.members
+            # a stored role is one of ROLES; MemberSpec checks it again
+            MemberSpec(user=m.user, role=m.role, quota=QuotaSpec(**m.quota.__dict__))  # type: ignore[arg-type]  # str, checked
+            for m in project.members
         ],
         queues=[
             QueueSpec(
@@ -75,7 +77,7 @@ class SiteChanges:
 @dataclass(frozen=True)
 class _Step:
     line: str
-    write: Callable[[], None]
+    write: Callable[[], object]  # what it returns is not used
 
 
 class SiteService:

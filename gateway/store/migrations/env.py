@@ -22,6 +22,11 @@ def run() -> None:
     connection = config.attributes.get("connection")
     if connection is None:
         url = config.get_main_option("sqlalchemy.url")
+        if url is None:
+            raise SystemExit(
+                "no database: the gateway hands Alembic its connection (store/db.py upgrade_schema); "
+                "run by hand, set sqlalchemy.url in the Alembic config"
+            )
         with create_engine(url).begin() as conn:
             context.configure(connection=conn, target_metadata=target_metadata, render_as_batch=True)
             with context.begin_transaction():
