@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from starlette.applications import Starlette
 from starlette.routing import Match
+from starlette.types import Scope
 
 from gateway.errors import (
     Conflict,
@@ -60,7 +61,7 @@ def status_for(exc: GatewayError) -> tuple[int, str]:
 HTTP_KINDS = {404: "not_found", 405: "method_not_allowed"}
 
 
-def allowed_methods(app: Starlette, scope: dict) -> list[str]:
+def allowed_methods(app: Starlette, scope: Scope) -> list[str]:
     """Every method some route of ``app`` answers at this request's path (for a 405's ``Allow``)."""
     methods: set[str] = set()
     for route in app.router.routes:
