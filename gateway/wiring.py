@@ -47,6 +47,7 @@ from gateway.services.ops.prometheus import MetricsService
 from gateway.services.ops.ssh_submit_host import SubmitHostService
 from gateway.services.releases.alias_policies import AliasPolicyService
 from gateway.services.releases.evidence import EvidenceService
+from gateway.services.releases.policy_gate import PolicyGate
 from gateway.services.releases.promotions import PromotionService
 from gateway.services.releases.registry import ReleaseService
 from gateway.services.runs.admission import Admission
@@ -244,7 +245,8 @@ def _releases(
     gates: GateService = evals["gates"]
     releases = ReleaseService(release_store, lineage, evals["eval_trace"], gates.store, gates.gates, store)
     promotion_store = PromotionStore(db)
-    promotions = PromotionService(promotion_store, releases)
+    policy_gate = PolicyGate(gates.store, gates, promotion_store, release_store)
+    promotions = PromotionService(promotion_store, releases, policy_gate)
     return {
         "releases": releases,
         "alias_policies": AliasPolicyService(promotion_store, releases),

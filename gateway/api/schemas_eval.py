@@ -85,6 +85,12 @@ class EvalSuitePublic(BaseModel):
     created_at: datetime
     version_count: int
     latest_version: int | None
+    versions_by: Literal["lead", "member"] = Field(
+        description="The least role that may register a new version (the suite's setting)"
+    )
+    count_self_reviews: bool = Field(
+        description="Whether reviews by the run's submitter or the release's requester count for its gates"
+    )
 
     @classmethod
     def of(cls, suite: EvalSuite) -> EvalSuitePublic:
@@ -97,7 +103,21 @@ class EvalSuitePublic(BaseModel):
             created_at=suite.created_at,
             version_count=suite.version_count,
             latest_version=suite.latest_number,
+            versions_by=suite.versions_by,  # type: ignore[arg-type]
+            count_self_reviews=suite.count_self_reviews,
         )
+
+
+class SuiteSettingsSet(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    versions_by: Literal["lead", "member"] | None = Field(
+        None, description="The least role that may register a new version; none: unchanged"
+    )
+    count_self_reviews: bool | None = Field(
+        None,
+        description="Whether reviews by the run's submitter or the release's requester count; none: as is",
+    )
 
 
 class EvalSuiteDetail(EvalSuitePublic):
@@ -238,12 +258,24 @@ class GatePublic(BaseModel):
     suite_version_id: str
     candidate_id: str
     baseline_id: str | None
-    baseline_source: str = Field(description="explicit, or none")
+    baseline_source: str = Field(
+        description="explicit, none, default (a person's gate); alias NAME or first release (the gateway's)"
+    )
     verdict: Literal["pass", "fail", "not_comparable"]
     decision: dict[str, Any] = Field(description="The rule, every number and the reasons (GateDecision)")
     review_ids: list[str] = Field(description="The approving reviews that counted")
-    decided_by: str
+    decided_by: str = Field(description="Who asked for it, or gateway (a protected alias's gate)")
     decided_at: datetime
+    made_for: dict[str, Any] | None = Field(
+        None,
+        description="The gateway's decision for an alias move: model, alias, release, suite version, "
+        "baseline alias and release, policy; null: a person's gate, which no protected alias counts",
+    )
+    reviews_not_counted: list[dict[str, str]] = Field(
+        default_factory=list,
+        description="Approving reviews left out (id, reviewer, why): by the run's submitter or the "
+        "release's requester, unless the suite counts them",
+    )
 
     @classmethod
     def of(cls, gate: GateRecord) -> GatePublic:

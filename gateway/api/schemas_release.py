@@ -110,7 +110,9 @@ class AliasMovePublic(BaseModel):
     reason: str
     request_id: str | None
     approvals: list[str] = Field(description="Users whose approvals allowed the move")
-    gate_id: str | None = Field(description="The passing gate decision the policy asked for")
+    gate_id: str | None = Field(
+        description="The gate decision the gateway made for this move on the policy's terms (the one counted)"
+    )
     override: bool = Field(description="A failed or missing gate was overridden (reason says why)")
     policy: dict[str, Any] | None = Field(description="The policy in force then")
 
@@ -171,7 +173,15 @@ class PolicySet(_Body):
     gate_suite: str | None = Field(
         None,
         pattern=f"^{NAME.pattern}/{NAME.pattern}$",
-        description="PROJECT/NAME of a suite whose gate must pass",
+        description="PROJECT/NAME of a suite whose gate, decided by the gateway at the move, must pass",
+    )
+    gate_version: Annotated[int, Field(ge=1, le=MAX_RELEASE_NUMBER)] | Literal["latest"] | None = Field(
+        None,
+        description="The suite version the gate is decided on: a number, or latest (the newest at each "
+        "move); none: the suite's newest version now, pinned",
+    )
+    gate_baseline: AliasName | None = Field(
+        None, description="The alias whose release is the baseline; none: the alias itself"
     )
 
 
@@ -183,6 +193,10 @@ class PolicyPublic(BaseModel):
     roles: list[str]
     approvals: int
     gate_suite: str | None
+    gate_version: int | Literal["latest"] | None = Field(
+        description="The suite version the gate is decided on (latest: the newest at each move)"
+    )
+    gate_baseline: str | None = Field(description="The alias whose release is the gate's baseline")
     updated_by: str
     updated_at: datetime
 
@@ -196,6 +210,10 @@ class PolicyPublic(BaseModel):
             roles=list(p.roles),
             approvals=p.approvals,
             gate_suite=p.gate_suite,
+            gate_version=(p.gate_version if p.gate_version is not None else "latest")
+            if p.gate_suite
+            else None,
+            gate_baseline=p.baseline_alias if p.gate_suite else None,
             updated_by=p.updated_by,
             updated_at=p.updated_at,
         )

@@ -130,9 +130,46 @@ def suite_show(
         print_json(found)
         return
     console.print(f"[bold]{found['project']}/{found['name']}[/bold]  {found['description']}", markup=False)
+    console.print(eval_view.settings_line(found), markup=False)
     for version in found["versions"]:
         for line in eval_view.version_lines(version):
             console.print(line)
+
+
+@suite_app.command("settings")
+def suite_settings(
+    suite: Annotated[str, typer.Argument(help="PROJECT/NAME")],
+    versions_by: Annotated[
+        str | None,
+        typer.Option(help="The least role that may register a new version: lead or member."),
+    ] = None,
+    self_reviews: Annotated[
+        str | None,
+        typer.Option(
+            help="count: reviews by the run's submitter or the release's requester count for its gates; "
+            "exclude: they do not (the default)."
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Change a suite's settings (its project's leads); what is not given stays."""
+    project, _, name = suite.partition("/")
+    if not (names.NAME.fullmatch(project) and names.NAME.fullmatch(name)):
+        usage(f"suite {suite!r}: give PROJECT/NAME")
+    if versions_by is not None and versions_by not in ("lead", "member"):
+        usage(f"--versions-by {versions_by!r}: use lead or member")
+    if self_reviews is not None and self_reviews not in ("count", "exclude"):
+        usage(f"--self-reviews {self_reviews!r}: use count or exclude")
+    body: dict[str, Any] = {}
+    if versions_by is not None:
+        body["versions_by"] = versions_by
+    if self_reviews is not None:
+        body["count_self_reviews"] = self_reviews == "count"
+    found = call("set_suite_settings", project, name, body)
+    if as_json:
+        print_json(found)
+    else:
+        console.print(f"{found['project']}/{found['name']}: {eval_view.settings_line(found)}", markup=False)
 
 
 def _suite_ref(text: str) -> SuiteRef:

@@ -39,6 +39,15 @@ def num(value: float | None, fmt: str = ".4g") -> str:
     return "-" if value is None else format(value, fmt)
 
 
+def settings_line(suite: dict[str, Any]) -> str:
+    """A suite's settings in words."""
+    selves = "count" if suite.get("count_self_reviews") else "do not count"
+    return (
+        f"new versions by: {suite.get('versions_by', 'lead')} (and up); "
+        f"reviews by the run's submitter or the release's requester {selves} for its gates"
+    )
+
+
 def suites_table(suites: list[dict[str, Any]]) -> Table:
     """The table ``gw eval suite list`` prints: one row per suite with its latest version."""
     table = Table(show_edge=False, header_style="bold")
@@ -140,6 +149,27 @@ def review_line(r: dict[str, Any]) -> str:
     )
 
 
+def _gate_provenance(g: dict[str, Any]) -> list[str]:
+    """Whom a gate was decided for (the gateway's, for an alias move) and the reviews it left out."""
+    lines = []
+    made_for = g.get("made_for")
+    if made_for:
+        lines.append(
+            f"  [dim]decided by the gateway for[/dim] {escape(made_for['alias'])} -> "
+            f"{escape(made_for['release'])} on {escape(made_for['suite_version'])}, baseline "
+            f"{escape(made_for.get('baseline_release') or 'none (first release)')}"
+        )
+    else:
+        lines.append("  [dim]a person's gate: no protected alias counts it[/dim]")
+    if g.get("review_ids"):
+        lines.append(f"  [dim]reviews counted[/dim] {escape(', '.join(g['review_ids']))}")
+    for r in g.get("reviews_not_counted") or []:
+        lines.append(
+            f"  [dim]not counted[/dim] {escape(r['id'])} by {escape(r['reviewer'])}: {escape(r['why'])}"
+        )
+    return lines
+
+
 def gate_lines(g: dict[str, Any]) -> list[str]:
     """The lines of a gate decision: verdict, candidate, baseline, reviews, then each rule."""
     d = g["decision"]
@@ -150,6 +180,7 @@ def gate_lines(g: dict[str, Any]) -> list[str]:
         f"[dim]by[/dim] {escape(g['decided_by'])} {when(g['decided_at'])}",
         f"  approving reviews {d.get('approving_reviews', 0)} of {d.get('reviews_required', 0)} required",
     ]
+    lines += _gate_provenance(g)
     for t in d.get("thresholds") or []:
         mark = "[green]ok[/green]" if t["passed"] else "[red]fails[/red]"
         lines.append(

@@ -115,11 +115,7 @@ def model_show(model: Annotated[str, typer.Argument(help="PROJECT/NAME")], as_js
     for a in found["aliases"]:
         console.print(f"{a['alias']} -> v{a['version'] or '-'} since {a['since']}")
     for p in found["policies"]:
-        console.print(
-            f"policy {p['alias']} ({p['scope']}): roles {', '.join(p['roles'])}, {p['approvals']} approval(s)"
-            + (f", gate {p['gate_suite']}" if p["gate_suite"] else ""),
-            markup=False,
-        )
+        console.print(f"policy {p['alias']} ({p['scope']}): {policy_text(p)}", markup=False)
 
 
 # -- releases -----------------------------------------------------------------------------------
@@ -301,27 +297,49 @@ def policy(
     ] = None,
     approvals: Annotated[int, typer.Option(help="Approvers needed besides the requester.")] = 0,
     gate_suite: Annotated[
-        str | None, typer.Option(help="PROJECT/NAME of a suite whose gate must pass.")
+        str | None,
+        typer.Option(
+            help="PROJECT/NAME of a suite whose gate, decided by the gateway at the move, must pass."
+        ),
+    ] = None,
+    gate_version: Annotated[
+        str | None,
+        typer.Option(
+            help="The suite version the gate is decided on: a number, or latest. Default: the newest now."
+        ),
+    ] = None,
+    gate_baseline: Annotated[
+        str | None,
+        typer.Option(help="The alias whose release is the gate's baseline. Default: --alias itself."),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Protect an alias: who may move it, how many approvals, which gate must have passed (leads)."""
+    """Protect an alias: who may move it, how many approvals, which gate must pass (leads)."""
     if "/" in target:
         path = f"{_model_path(target)}/policies/{_alias(alias)}"
     elif names.NAME.fullmatch(target):
         path = f"/projects/{target}/alias-policies/{_alias(alias)}"
     else:
         usage(f"{target!r}: give PROJECT/NAME for a model or PROJECT for the project's default")
-    body = {"roles": roles or ["member"], "approvals": approvals, "gate_suite": gate_suite}
+    body: dict[str, Any] = {"roles": roles or ["member"], "approvals": approvals, "gate_suite": gate_suite}
+    if gate_version is not None:
+        if gate_version != "latest" and not re.fullmatch(r"v?[1-9][0-9]{0,8}", gate_version):
+            usage(f"--gate-version {gate_version!r}: a version number (3 or v3) or latest")
+        body["gate_version"] = gate_version if gate_version == "latest" else int(gate_version.lstrip("v"))
+    if gate_baseline is not None:
+        body["gate_baseline"] = _alias(gate_baseline)
     found = call("registry", "PUT", path, body)
-    _show(
-        found,
-        as_json,
-        lambda p: [
-            f"{p['alias']} protected ({p['scope']}): roles {', '.join(p['roles'])}, "
-            f"{p['approvals']} approval(s), gate {p['gate_suite'] or '-'}"
-        ],
-    )
+    _show(found, as_json, lambda p: [f"{p['alias']} protected ({p['scope']}): {policy_text(p)}"])
+
+
+def policy_text(p: dict[str, Any]) -> str:
+    """A policy in words: roles, approvals, and the gate with its version and baseline."""
+    gate = "no gate"
+    if p.get("gate_suite"):
+        version = p.get("gate_version")
+        at = f"@{version}" if isinstance(version, int) else "@latest"
+        gate = f"gate {p['gate_suite']}{at} against {p.get('gate_baseline') or p['alias']}'s release"
+    return f"roles {', '.join(p['roles'])}, {p['approvals']} approval(s), {gate}"
 
 
 @release_app.command("history")

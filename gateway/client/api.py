@@ -225,6 +225,11 @@ class GatewayClient:
         """``GET /eval/suites/{project}/{name}``: one suite with its versions."""
         return self._call("GET", f"/eval/suites/{project}/{name}")
 
+    def set_suite_settings(self, project: str, name: str, settings: dict) -> dict:
+        """``PUT /eval/suites/{project}/{name}/settings``: who may register new versions, whether
+        self-reviews count (leads)."""
+        return self._call("PUT", f"/eval/suites/{project}/{name}/settings", json_body=settings)
+
     def eval_suite_version(self, project: str, name: str, version: str) -> dict:
         """``GET /eval/suites/{project}/{name}/versions/{version}``: one immutable suite version."""
         return self._call("GET", f"/eval/suites/{project}/{name}/versions/{version}")

@@ -119,11 +119,16 @@ def _release_refused_then_overridden(world: World, sc: Scenario, weak: dict[str,
         bare and f"{bare.status} {bare.detail}",
     )
     moved = world.call("POST", path, body={"version": release["version"], "override": True, "reason": REASON})
+    # the gate that counted: the gateway's own, the weak result against staging's release (the strong one)
+    counted = world.call("GET", f"/eval/gates/{moved.get('gate_id')}") if moved.get("gate_id") else {}
     sc.check(
         "override on record",
-        moved.get("override") is True and moved.get("gate_id") == gate["id"],
-        f"override true with gate_id {gate['id']}",
-        {k: moved.get(k) for k in ("override", "gate_id", "reason")},
+        moved.get("override") is True
+        and counted.get("verdict") == "fail"
+        and counted.get("candidate_id") == gate["candidate_id"]
+        and counted.get("baseline_id") == gate["baseline_id"],
+        f"override true, the gateway's failed gate of {gate['candidate_id']} against {gate['baseline_id']}",
+        {k: moved.get(k) for k in ("override", "gate_id", "reason")} | {"verdict": counted.get("verdict")},
     )
     history = world.call("GET", f"/models/{model}/history", params={"alias": "staging"})
     sc.check(

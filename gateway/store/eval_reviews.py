@@ -34,6 +34,8 @@ class NewGate:
     decision: dict[str, Any]
     review_ids: tuple[str, ...]
     decided_by: str
+    made_for: dict[str, Any] | None = None
+    reviews_not_counted: tuple[dict[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,8 @@ class ReviewStore:
             review_ids=list(new.review_ids),
             decided_by=new.decided_by,
             decided_at=utcnow(),
+            made_for=new.made_for,
+            reviews_not_counted=[dict(r) for r in new.reviews_not_counted],
         )
         with self.db.session() as session:
             session.add(row)
@@ -177,6 +181,8 @@ def _gate(row: GateDecisionRow) -> GateRecord:
         review_ids=tuple(row.review_ids or ()),
         decided_by=row.decided_by,
         decided_at=row.decided_at,
+        made_for=dict(row.made_for) if row.made_for else None,
+        reviews_not_counted=tuple(dict(r) for r in row.reviews_not_counted or ()),
     )
 
 

@@ -10,7 +10,7 @@ status moves once, from pending to where it ended.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
@@ -192,6 +192,32 @@ class EvalStore:
             ).one()
             return _suite(row, count, latest)
 
+    def version_by_hash(self, suite_id: str, content_hash: str) -> SuiteVersionRecord | None:
+        """The suite's version with this content hash, or None."""
+        with self.db.session() as session:
+            row = session.scalar(
+                select(EvalSuiteVersionRow).where(
+                    EvalSuiteVersionRow.suite_id == suite_id, EvalSuiteVersionRow.content_hash == content_hash
+                )
+            )
+            return _version(session, row) if row is not None else None
+
+    def set_settings(
+        self, suite_id: str, *, versions_by: str, count_self_reviews: bool, audit: AuditEntry
+    ) -> EvalSuite:
+        """Change a suite's settings, audited with before and after; returns the suite."""
+        with self.db.session() as session:
+            row = session.get(EvalSuiteRow, suite_id)
+            if row is None:
+                raise NotFound(f"no eval suite {suite_id!r}")
+            before = {"versions_by": row.versions_by, "count_self_reviews": bool(row.count_self_reviews)}
+            row.versions_by, row.count_self_reviews = versions_by, count_self_reviews
+            session.flush()
+            after = {"versions_by": versions_by, "count_self_reviews": count_self_reviews}
+            append(session, replace(audit, target_id=row.id, before=before, after=after))
+            project, name = row.project, row.name
+        return self.suite(project, name)
+
     def versions(self, suite_id: str) -> list[SuiteVersionRecord]:
         """Every version of a suite, oldest first."""
         with self.db.session() as session:
@@ -327,6 +353,8 @@ def _suite(row: EvalSuiteRow, count: int, latest: int | None) -> EvalSuite:
         created_at=row.created_at,
         version_count=int(count or 0),
         latest_number=latest,
+        versions_by=row.versions_by or "lead",
+        count_self_reviews=bool(row.count_self_reviews),
     )
 
 

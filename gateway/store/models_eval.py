@@ -21,12 +21,14 @@ from datetime import datetime
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     ForeignKey,
     Integer,
     LargeBinary,
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -34,7 +36,13 @@ from gateway.store.models import Base, ProjectNamedRow, UTCDateTime, utcnow
 
 
 class EvalSuiteRow(ProjectNamedRow, Base):
+    """A suite and its owner's settings: the least role that may register a new version (lead or
+    member), and whether reviews by the run's submitter or the release's requester count for its gates."""
+
     __tablename__ = "eval_suites"
+
+    versions_by: Mapped[str] = mapped_column(String(16), default="lead", server_default="lead")
+    count_self_reviews: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     __table_args__ = (UniqueConstraint("project", "name", name="uq_eval_suite_name"),)
 
@@ -171,6 +179,11 @@ class GateDecisionRow(Base):
     review_ids: Mapped[list] = mapped_column(JSON)
     decided_by: Mapped[str] = mapped_column(String(128))
     decided_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # the gateway's decision for a protected alias: {model, alias, release, baseline_release, ...}; NULL:
+    # a person's gate
+    made_for: Mapped[dict | None] = mapped_column(JSON)
+    # approving reviews left out (self-reviews): [{id, reviewer, why}]
+    reviews_not_counted: Mapped[list | None] = mapped_column(JSON)
 
 
 class EvalReviewRow(Base):

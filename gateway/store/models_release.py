@@ -86,6 +86,8 @@ class AliasPolicyRow(Base):
     roles: Mapped[list] = mapped_column(JSON)
     approvals: Mapped[int] = mapped_column(Integer)
     gate_suite: Mapped[str | None] = mapped_column(String(160))
+    gate_version: Mapped[str | None] = mapped_column(String(16))  # "N" or "latest"; NULL: latest
+    gate_baseline: Mapped[str | None] = mapped_column(String(32))  # an alias; NULL: the policy's own
     updated_by: Mapped[str] = mapped_column(String(128))
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

@@ -90,4 +90,5 @@ def model_page(
         releases=releases,
         aliases=aliases,
         events=history["events"],
+        policies=services.alias_policies.policies(project, name, principal=principal),
     )

@@ -22,6 +22,11 @@ def eval_expectations(ev: dict, in_project: dict, read_all: dict) -> dict[str, t
         ),
         "GET /eval/suites": ({}, read_all),
         "GET /eval/suites/{project}/{name}": ({"path": suite}, in_project),
+        # nothing to change: refused after the eval.suite.settings check (leads)
+        "PUT /eval/suites/{project}/{name}/settings": (
+            {"path": suite, "json": {}},
+            {**write, "admin": 422, "lead": 422, "member": 403},
+        ),
         "GET /eval/suites/{project}/{name}/versions/{version}": (
             {"path": {**suite, "version": "1"}},
             in_project,

@@ -107,8 +107,16 @@ SERVER_ONLY_RULES: dict[str, list[tuple[str, str]]] = {
             r"has weeks W01 to W5|not a date of the calendar|before it starts|at most \d+ days|out of range",
         )
     ],
-    "PUT /models/{project}/{name}/policies/{alias}": [(r"body\.gate_suite", r"no such eval suite")],
-    "PUT /projects/{project}/alias-policies/{alias}": [(r"body\.gate_suite", r"no such eval suite")],
+    # a suite, its versions and the gate's terms are the registry's to know (alias_policies.py)
+    "PUT /models/{project}/{name}/policies/{alias}": [
+        (r"body\.gate_suite", r"no such eval suite|has no version yet"),
+        (r"body\.(gate_version|gate_baseline)", r"a version of the suite|only with gate_suite"),
+    ],
+    "PUT /projects/{project}/alias-policies/{alias}": [
+        (r"body\.gate_suite", r"no such eval suite|has no version yet"),
+        (r"body\.(gate_version|gate_baseline)", r"a version of the suite|only with gate_suite"),
+    ],
+    "PUT /eval/suites/{project}/{name}/settings": [(r"body\.versions_by", r"nothing to change")],
     "POST /eval/suites": [
         (
             r"body\.resources",

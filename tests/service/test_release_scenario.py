@@ -117,6 +117,8 @@ def test_release_protected_prod_approved_by_a_second_user_then_traced_from_the_f
             "1",
             "--gate-suite",
             suite,
+            "--gate-version",
+            "1",
         )
     )
     created = ok(
@@ -147,7 +149,12 @@ def test_release_protected_prod_approved_by_a_second_user_then_traced_from_the_f
     moved = json.loads(
         ok(gw("release", "promote", f"{model}@1", "--alias", "prod", "--reason", "go", "--json"))
     )
-    assert moved["approvals"] == ["rita"] and moved["gate_id"] == trained["gate"] and not moved["override"]
+    assert moved["approvals"] == ["rita"] and not moved["override"]
+    # the gate that counted is the gateway's own, made for this move (not the one gated above)
+    counted = json.loads(ok(gw("eval", "show", moved["gate_id"], "--json")))
+    assert moved["gate_id"] != trained["gate"] and counted["verdict"] == "pass"
+    assert counted["decided_by"] == "gateway" and counted["candidate_id"] == trained["result"]
+    assert counted["made_for"]["alias"] == "prod" and counted["made_for"]["baseline_release"] is None
 
     # scenario 5: the model file alone, traced back
     traced = json.loads(ok(gw("trace", str(trained["file"]), "--json")))
@@ -223,15 +230,32 @@ def test_a_failed_gate_blocks_promotion_and_the_override_is_on_record(
             "lead",
             "--gate-suite",
             trained["suite"],
+            "--gate-version",
+            "1",
+            "--gate-baseline",
+            "prod",
         )
     )
+    # release 1, the strong model, is prod (unprotected here); release 2, the weak one, is compared with it
+    ok(
+        gw(
+            "release",
+            "create",
+            model,
+            "--artifact",
+            world.artifacts["strong"],
+            "--run",
+            world.training["strong"],
+        )
+    )
+    ok(gw("release", "promote", f"{model}@1", "--alias", "prod"))
     ok(gw("release", "create", model, "--artifact", world.artifacts["weak"], "--run", world.training["weak"]))
-    refused = gw("release", "promote", f"{model}@1", "--alias", "staging")
-    assert refused.returncode == 5 and "its newest gate decision is fail" in refused.stderr
+    refused = gw("release", "promote", f"{model}@2", "--alias", "staging")
+    assert refused.returncode == 5 and f"against {model}@1 (prod now) is fail" in refused.stderr
     assert "--override --reason" in refused.stderr
-    assert gw("release", "promote", f"{model}@1", "--alias", "staging", "--override").returncode == 2
+    assert gw("release", "promote", f"{model}@2", "--alias", "staging", "--override").returncode == 2
     by_member = gw(
-        "release", "promote", f"{model}@1", "--alias", "staging", "--override", "--reason", "x", user="mia"
+        "release", "promote", f"{model}@2", "--alias", "staging", "--override", "--reason", "x", user="mia"
     )
     # a member may not move staging at all: an override stands in for the gate only, never for a role
     assert by_member.returncode == 5
@@ -241,7 +265,7 @@ def test_a_failed_gate_blocks_promotion_and_the_override_is_on_record(
             gw(
                 "release",
                 "promote",
-                f"{model}@1",
+                f"{model}@2",
                 "--alias",
                 "staging",
                 "--override",
@@ -251,14 +275,18 @@ def test_a_failed_gate_blocks_promotion_and_the_override_is_on_record(
             )
         )
     )
-    assert moved["override"] and moved["gate_id"] == gate.id
+    counted = services.gates.gate_record(moved["gate_id"], principal=principal)
+    assert moved["override"] and counted.verdict == "fail" and counted.baseline_id == world.results["strong"]
+    assert (
+        counted.made_for["baseline_release"] == f"{model}@1" and counted.candidate_id == world.results["weak"]
+    )
     history = ok(gw("release", "history", model, "--alias", "staging"))
     assert "OVERRIDE" in history and "known regression" in history
-    shown = ok(gw("release", "show", f"{model}@1"))
+    shown = ok(gw("release", "show", f"{model}@2"))
     assert "override" in shown
     audit = services.audit.events(principal, project=PROJECT, action="release.override").items
     assert audit[-1].after["move"] == moved["id"] and audit[-1].after["gate_verdict"] == "fail"
-    bundle = services.evidence.bundle(f"{model}@1", principal=principal)
+    bundle = services.evidence.bundle(f"{model}@2", principal=principal)
     doc = json.loads(bundle.files["evidence.json"])
     assert doc["alias_events"][0]["override"] and "release.override" in {
         e["action"] for e in doc["audit"]["events"]

@@ -146,7 +146,7 @@ def test_a_missing_gate_is_refused_and_overridden_only_with_a_reason_on_record(w
     services.alias_policies.set_policy(
         project, name, "prod", principal=lead, roles=["member"], gate_suite=f"{project}/{suite.name}"
     )
-    with pytest.raises(Conflict, match="no gate decision recorded") as refused:
+    with pytest.raises(Conflict, match=r"no eval result of \S+@1 on the release's artifact") as refused:
         services.promotions.promote(project, name, 1, "prod", principal=who["member"])
     assert "--override --reason" in str(refused.value)
     with pytest.raises(SpecError, match="reason"):

@@ -207,3 +207,21 @@ def test_the_page_is_self_contained_and_escapes_everything():
     page = render_index(doc)
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert "http://" not in page and "https://" not in page and "src=" not in page
+
+
+def test_a_gated_policy_records_its_suite_version_and_baseline_and_the_gateways_words():
+    pinned = policy(gate_version=3)
+    assert pinned.as_dict()["gate_version"] == 3 and pinned.as_dict()["gate_baseline"] == "prod"
+    latest = policy(gate_baseline="staging")
+    assert latest.as_dict()["gate_version"] == "latest" and latest.baseline_alias == "staging"
+    assert "gate_version" not in policy(gate_suite=None).as_dict()
+    check = missing_for_move(
+        pinned,
+        role="lead",
+        is_admin=False,
+        approvers=["b"],
+        gate_verdict="fail",
+        release_status="active",
+        gate_detail="the gateway's gate gd-1 on p/suite@3 against p/m@1 (prod now) is fail: t: regressed",
+    )
+    assert check.gate_failed and "against p/m@1 (prod now) is fail" in check.missing[0]

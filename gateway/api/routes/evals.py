@@ -24,6 +24,7 @@ from gateway.api.schemas_eval import (
     GatePublic,
     ReviewCreate,
     ReviewPublic,
+    SuiteSettingsSet,
     SuiteVersionDetail,
     SuiteVersionPublic,
     SuiteVersionRegistered,
@@ -121,6 +122,28 @@ def get_suite_version(
     """One version: its definition, prompt template hash, the dataset versions and digests it pins."""
     found = services.eval_suites.version(project, name, _number(version), principal=principal)
     return SuiteVersionDetail.of(found)
+
+
+@router.put(
+    "/eval/suites/{project}/{name}/settings",
+    response_model=EvalSuitePublic,
+    responses={k: ERRORS[k] for k in (403, 404, 422)},
+    summary="Change an eval suite's settings",
+)
+def set_suite_settings(
+    project: Project, name: SuiteName, body: SuiteSettingsSet, services: ServicesDep, principal: PrincipalDep
+) -> EvalSuitePublic:
+    """Who may register new versions (lead or member) and whether self-reviews count for the suite's
+    gates (the project's leads; audited). A field left out stays as it is."""
+    return EvalSuitePublic.of(
+        services.eval_suites.set_settings(
+            project,
+            name,
+            principal=principal,
+            versions_by=body.versions_by,
+            count_self_reviews=body.count_self_reviews,
+        )
+    )
 
 
 # -- eval runs --------------------------------------------------------------------------------

@@ -277,6 +277,8 @@ def set_policy(
             roles=body.roles,
             approvals=body.approvals,
             gate_suite=body.gate_suite,
+            gate_version=body.gate_version,
+            gate_baseline=body.gate_baseline,
         )
     )
 
@@ -301,6 +303,8 @@ def set_project_policy(
             roles=body.roles,
             approvals=body.approvals,
             gate_suite=body.gate_suite,
+            gate_version=body.gate_version,
+            gate_baseline=body.gate_baseline,
         )
     )
 

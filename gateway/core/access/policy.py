@@ -28,6 +28,8 @@ ACTIONS: dict[str, str | None] = {
     "audit.read": "lead",  # the project's audit events
     "eval.read": "viewer",  # eval suites, eval runs and results, gate decisions, reviews
     "eval.suite.register": "member",  # register a version of one of the project's eval suites
+    # who may register new versions of a suite, whether self-reviews count for its gates
+    "eval.suite.settings": "lead",
     "eval.run": "member",  # run a suite on an artifact (an ordinary run: run.submit is checked too)
     "eval.gate": "member",  # record a gate decision on one of the project's eval results
     "eval.review": "lead",  # record a human review (and a reviewer: ROLE_GRANTS)

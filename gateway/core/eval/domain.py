@@ -52,6 +52,8 @@ class EvalSuite:
     created_at: datetime
     version_count: int = 0
     latest_number: int | None = None
+    versions_by: str = "lead"  # the least role that may register a new version: lead | member
+    count_self_reviews: bool = False  # reviews by the run's submitter or the release's requester count
 
 
 @dataclass(frozen=True)
@@ -150,12 +152,16 @@ class GateRecord:
     suite_version_id: str
     candidate_id: str
     baseline_id: str | None
-    baseline_source: str  # explicit | none (later: the release an alias points at)
+    baseline_source: str  # explicit | none | alias (the release an alias points at) | first release
     verdict: str
     decision: dict[str, Any]
     review_ids: tuple[str, ...]  # the approving reviews that counted
     decided_by: str
     decided_at: datetime
+    # the gateway's decision for a protected alias (model, alias, release, baseline release, policy
+    # terms); None: a person asked for this gate
+    made_for: dict[str, Any] | None = None
+    reviews_not_counted: tuple[dict[str, str], ...] = ()  # approving reviews left out: id, reviewer, why
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,7 @@ class AliasEvent:
     reason: str
     request_id: str | None = None
     approvals: tuple[str, ...] = ()  # users whose approvals allowed it
-    gate_id: str | None = None  # the passing gate decision the policy asked for
+    gate_id: str | None = None  # the gate decision the gateway made for this move (the one that counted)
     override: bool = False  # a failed or missing gate was overridden (reason says why)
     policy: dict[str, Any] | None = None  # the policy in force, as it was then
 
@@ -133,8 +133,10 @@ class AliasPolicy:
     """Who may move ``alias`` and on what evidence. ``model_id`` None: the project's default.
 
     ``roles``: the least roles that may move it (member, lead, admin); ``approvals``: distinct approvers
-    needed besides the requester; ``gate_suite``: ``project/name`` of an eval suite whose newest gate
-    decision on the release's artifact must have passed (None: no gate needed).
+    needed besides the requester; ``gate_suite``: ``project/name`` of an eval suite whose gate, decided
+    by the gateway at the move, must pass (None: no gate needed): on version ``gate_version`` of the
+    suite (None: its newest version), on the release's artifact, against the release that alias
+    ``gate_baseline`` points at then (None: this alias; no baseline only while it points at nothing).
     """
 
     project: str
@@ -145,15 +147,29 @@ class AliasPolicy:
     gate_suite: str | None
     updated_by: str
     updated_at: datetime
+    gate_version: int | None = None
+    gate_baseline: str | None = None
+
+    @property
+    def baseline_alias(self) -> str:
+        """The alias whose release the gate compares with: ``gate_baseline``, else this one."""
+        return self.gate_baseline or self.alias
 
     def as_dict(self) -> dict[str, Any]:
         """The policy as it is recorded in an alias move (JSON-ready)."""
+        gate = {}
+        if self.gate_suite is not None:
+            gate = {
+                "gate_version": self.gate_version if self.gate_version is not None else "latest",
+                "gate_baseline": self.baseline_alias,
+            }
         return {
             "scope": "model" if self.model_id else "project",
             "alias": self.alias,
             "roles": list(self.roles),
             "approvals": self.approvals,
             "gate_suite": self.gate_suite,
+            **gate,
         }
 
 
@@ -296,10 +312,12 @@ def missing_for_move(
     approvers: Sequence[str],
     gate_verdict: str | None,
     release_status: str,
+    gate_detail: str = "",
 ) -> MoveCheck:
     """What the move of an alias to a release lacks. ``approvers``: distinct approvers besides the
-    requester; ``gate_verdict``: the newest gate decision's verdict of the policy's suite on the
-    release's artifact (None: none recorded). A withdrawn release is never promoted."""
+    requester; ``gate_verdict``: the verdict of the gate the gateway decided for this move on the
+    policy's terms (None: it could not decide one; ``gate_detail`` says why, or what it decided).
+    A withdrawn release is never promoted."""
     missing: list[str] = []
     if release_status == "withdrawn":
         missing.append("the release is withdrawn: a withdrawn release cannot be promoted")
@@ -319,7 +337,9 @@ def missing_for_move(
     gate_missing = False
     if policy.gate_suite is not None and gate_verdict != "pass":
         gate_missing = True
-        seen = f"its newest gate decision is {gate_verdict}" if gate_verdict else "no gate decision recorded"
+        seen = gate_detail or (
+            f"the gateway's gate decision is {gate_verdict}" if gate_verdict else "no gate decision recorded"
+        )
         missing.append(f"a passing gate of suite {policy.gate_suite} on the release's artifact ({seen})")
     only_gate = gate_missing and len(missing) == 1
     return MoveCheck(tuple(missing), only_gate)

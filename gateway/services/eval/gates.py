@@ -3,10 +3,13 @@
 ``gate`` decides a candidate eval result against a baseline on the
 candidate's suite version (``gateway.core.eval.gate.decide``) and records the
 decision with every number, the baseline, the approving reviews that
-counted and the verdict. The baseline is an explicit eval result, or, when
-none is given, whatever the ``BaselineFinder`` names (none yet: "the result
-of the release alias prod points at" comes with releases); without one the
-regression rules are not evaluated and the decision says so.
+counted (self-reviews left out unless the suite counts them: ``ReviewService.counted``)
+and the verdict. The baseline is an explicit eval result, or, when none is
+given, whatever the ``BaselineFinder`` names; without one the regression
+rules are not evaluated and the decision says so. Such a decision is a
+person's: a protected alias never counts it. ``decide_for_alias`` is the
+gateway's own decision for an alias move, on the policy's terms
+(``services.releases.policy_gate``), recorded with what it was made for.
 
 A candidate and a baseline of different suites are refused outright
 (nothing is recorded); of different versions of one suite, the decision is
@@ -30,6 +33,8 @@ from gateway.services.eval.reviews import ReviewService
 from gateway.store.eval_results import EvalResultStore
 from gateway.store.eval_reviews import NewGate, ReviewStore
 from gateway.store.evals import EvalStore
+
+GATEWAY = "gateway"  # who decides a protected alias's gate: the gateway itself, never a person
 
 
 class BaselineFinder(Protocol):
@@ -129,7 +134,7 @@ class GateService:
         if baseline_id is not None:
             baseline = self.result(baseline_id, principal=principal, with_samples=True)
             self._same_suite(version, baseline, "baseline")
-        approving = self.reviews.approving(candidate)
+        approving, left_out = self.reviews.counted(candidate, count_self=self._count_self(version))
         decision = self._decide(version, candidate, baseline, len(approving))
         record = self.gates.record_gate(
             NewGate(
@@ -142,6 +147,7 @@ class GateService:
                 decision=decision.to_dict(),
                 review_ids=tuple(r.id for r in approving),
                 decided_by=principal.user,
+                reviews_not_counted=tuple(left_out),
             ),
             audit=AuditEntry(
                 actor=principal.user,
@@ -156,10 +162,86 @@ class GateService:
                     "suite_version": version.ref,
                     "verdict": decision.verdict,
                     "approving_reviews": [r.id for r in approving],
+                    "reviews_not_counted": left_out,
                 },
             ),
         )
         return record
+
+    def decide_for_alias(
+        self,
+        version: SuiteVersionRecord,
+        candidate_id: str,
+        baseline_id: str | None,
+        *,
+        baseline_source: str,
+        made_for: dict[str, Any],
+        also_makers: dict[str, str],
+        actor: Principal,
+    ) -> GateRecord:
+        """The gateway's gate decision for an alias move (``made_for`` says which move and on which
+        terms): ``candidate_id`` against ``baseline_id`` on ``version``, reviews counted as for any gate
+        and with ``also_makers`` (the release's creator, the requester) left out too. The same decision
+        recorded before (same terms, results and counted reviews) is returned, not written again.
+
+        No access check: the caller (``PolicyGate``) has checked the move; the results are read as the
+        gateway."""
+        candidate = self.results.result(candidate_id, with_samples=True)
+        baseline = self.results.result(baseline_id, with_samples=True) if baseline_id else None
+        approving, left_out = self.reviews.counted(
+            candidate, count_self=self._count_self(version), also=also_makers
+        )
+        review_ids = tuple(r.id for r in approving)
+        for earlier in self.gates.gates_of([candidate.id]):  # newest first
+            if (
+                earlier.made_for == made_for
+                and earlier.suite_version_id == version.id
+                and earlier.baseline_id == baseline_id
+                and earlier.review_ids == review_ids
+                and list(earlier.reviews_not_counted) == left_out
+            ):
+                return earlier
+        decision = self._decide(version, candidate, baseline, len(approving))
+        return self.gates.record_gate(
+            NewGate(
+                project=candidate.project,
+                suite_version_id=version.id,
+                candidate_id=candidate.id,
+                baseline_id=baseline_id,
+                baseline_source=baseline_source,
+                verdict=decision.verdict,
+                decision=decision.to_dict(),
+                review_ids=review_ids,
+                decided_by=GATEWAY,
+                made_for=made_for,
+                reviews_not_counted=tuple(left_out),
+            ),
+            audit=AuditEntry(
+                actor=GATEWAY,
+                action="eval.gate",
+                target_type="gate_decision",
+                target_id="",
+                project=candidate.project,
+                source=actor.source,
+                after={
+                    "candidate": candidate.id,
+                    "baseline": baseline_id,
+                    "suite_version": version.ref,
+                    "verdict": decision.verdict,
+                    "approving_reviews": list(review_ids),
+                    "reviews_not_counted": left_out,
+                    "made_for": made_for,
+                    "asked_by": actor.user,
+                },
+            ),
+        )
+
+    def _count_self(self, version: SuiteVersionRecord) -> bool:
+        """The suite's setting: whether reviews by those who made a result count for its gates."""
+        try:
+            return self.store.suite(version.project, version.name).count_self_reviews
+        except NotFound:
+            return False
 
     def compare(self, a_id: str, b_id: str, *, principal: Principal) -> dict[str, Any]:
         """``a`` against ``b`` per task and metric (``gateway.core.eval.gate_table``); nothing is recorded."""
@@ -167,7 +249,8 @@ class GateService:
         b = self.result(b_id, principal=principal, with_samples=True)
         version = self.store.version_by_id(a.suite_version_id)
         self._same_suite(version, b, "b")
-        decision = self._decide(version, a, b, len(self.reviews.approving(a)))
+        counted, _ = self.reviews.counted(a, count_self=self._count_self(version))
+        decision = self._decide(version, a, b, len(counted))
         table = compare_table(version.suite, decision, a.results, b.results)
         return {
             "a": a.id,

@@ -138,6 +138,37 @@ class ReviewService:
                 newest[review.reviewer] = review
         return sorted((r for r in newest.values() if r.verdict == "approve"), key=lambda r: r.created_at)
 
+    def counted(
+        self, result: EvalResultRecord, *, count_self: bool, also: Mapping[str, str] | None = None
+    ) -> tuple[builtins.list[Review], builtins.list[dict[str, str]]]:  # the class has a list method
+        """The approving reviews a gate of ``result`` counts, and those it leaves out (id, reviewer, why).
+
+        A review by someone who made the result cannot vouch for it: the eval run's submitter, the
+        submitter of any run that wrote the artifact, and whoever ``also`` names (user -> why: the
+        release's creator, the promotion's requester) are left out unless ``count_self`` (the suite's
+        setting). Everyone else counts as :meth:`approving` says.
+        """
+        makers = self.makers(result) | dict(also or {})
+        counted, left_out = [], []
+        for review in self.approving(result):
+            why = makers.get(review.reviewer)
+            if why is None or count_self:
+                counted.append(review)
+            else:
+                left_out.append({"id": review.id, "reviewer": review.reviewer, "why": why})
+        return counted, left_out
+
+    def makers(self, result: EvalResultRecord) -> dict[str, str]:
+        """Who made ``result`` (user -> in which way): its eval run's submitter, and the submitters of
+        the runs that wrote its artifact."""
+        found: dict[str, str] = {}
+        for artifact in self.lineage.artifacts_by_sha256(result.artifact_sha256):
+            run = self.runs.get_run(artifact.run_id)
+            found.setdefault(run.submitter, f"submitted run {run.id}, which wrote the artifact")
+        eval_job = self.runs.get_run(result.run_id)
+        found[eval_job.submitter] = f"submitted the eval run's job {eval_job.id}"
+        return found
+
     def _target(
         self, target: str, principal: Principal, *, with_samples: bool = True
     ) -> tuple[str, str, str, EvalResultRecord | None]:

@@ -5,7 +5,11 @@ registered (``tiny-cloze@latest`` becomes the exact version and its digest),
 through ``DatasetService``, so a suite can only name data its project may
 read; its content hash covers the definition, the prompt template and those
 digests. Registering the same content again returns the existing version.
-Access follows the suite's project: its viewers read, its members register.
+Access follows the suite's project: its viewers read, its members register
+a new suite. A new version of an existing suite needs the suite's
+``versions_by`` role (leads by default; the suite's owners, its project's
+leads, may let members do it): the suite's versions are what alias policies
+gate on. The same content again is always answered with the existing version.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from gateway.core.access.policy import allowed, require, visible_projects
+from gateway.core.access.policy import allowed, rank, require, visible_projects
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal
 from gateway.core.eval.domain import EvalSuite, SuiteRef, SuiteVersionRecord, parse_suite_ref
@@ -22,6 +26,8 @@ from gateway.errors import Forbidden, NotFound, SpecError, SpecIssue
 from gateway.services.lineage.datasets import DatasetService
 from gateway.store.access import AccessStore
 from gateway.store.evals import EvalStore, ResolvedDataset
+
+VERSIONS_BY: tuple[str, ...] = ("lead", "member")  # the least role that may register a new version
 
 
 class EvalSuiteService:
@@ -55,6 +61,7 @@ class EvalSuiteService:
         self._may_register(suite.project, principal)
         resolved = self._datasets(suite, principal)
         content_hash = suite.content_hash({d.ref: d.digest for d in resolved})
+        self._may_add_version(suite, content_hash, principal)
         return self.store.register_version(
             suite,
             content_hash=content_hash,
@@ -78,6 +85,65 @@ class EvalSuiteService:
         except NotFound:
             raise NotFound(f"no project {project!r}") from None
         require(principal, "eval.suite.register", project)
+
+    def _may_add_version(self, suite: SuiteVersion, content_hash: str, principal: Principal) -> None:
+        """Forbidden when ``suite`` exists, has no version with this content, and the caller's role is
+        below the suite's ``versions_by``."""
+        try:
+            found = self.store.suite(suite.project, suite.name)
+        except NotFound:
+            return  # a new suite: its first version
+        if self.store.version_by_hash(found.id, content_hash) is not None:
+            return  # the same content again: the existing version, nothing written
+        if principal.is_admin or rank(principal.role(suite.project)) >= rank(found.versions_by):
+            return
+        raise Forbidden(
+            f"a new version of eval suite {suite.project}/{suite.name} needs the role {found.versions_by} "
+            f"(the suite's setting; {principal.user} is {principal.role(suite.project)}): ask a lead of "
+            f"{suite.project} to register it, or to let members do it (`gw eval suite settings "
+            f"{suite.project}/{suite.name} --versions-by member`)"
+        )
+
+    # -- settings ---------------------------------------------------------------------------------
+
+    def set_settings(
+        self,
+        project: str,
+        name: str,
+        *,
+        principal: Principal,
+        versions_by: str | None = None,
+        count_self_reviews: bool | None = None,
+    ) -> EvalSuite:
+        """Change a suite's settings (its project's leads); what is not given stays. Audited."""
+        suite = self._suite(project, name, principal)
+        require(principal, "eval.suite.settings", project)
+        issues = []
+        if versions_by is not None and versions_by not in VERSIONS_BY:
+            issues.append(SpecIssue("versions_by", f"one of {', '.join(VERSIONS_BY)}", versions_by))
+        if count_self_reviews is not None and not isinstance(count_self_reviews, bool):
+            issues.append(SpecIssue("count_self_reviews", "true or false", count_self_reviews))
+        if versions_by is None and count_self_reviews is None:
+            issues.append(
+                SpecIssue("versions_by", "nothing to change: give versions_by or count_self_reviews")
+            )
+        if issues:
+            raise SpecError(issues, what="eval suite settings")
+        return self.store.set_settings(
+            suite.id,
+            versions_by=versions_by if versions_by is not None else suite.versions_by,
+            count_self_reviews=(
+                count_self_reviews if count_self_reviews is not None else suite.count_self_reviews
+            ),
+            audit=AuditEntry(
+                actor=principal.user,
+                action="eval.suite.settings",
+                target_type="eval_suite",
+                target_id="",
+                project=project,
+                source=principal.source,
+            ),
+        )
 
     def _datasets(self, suite: SuiteVersion, principal: Principal) -> list[ResolvedDataset]:
         """Each dataset reference resolved to the exact version the suite's project may read."""

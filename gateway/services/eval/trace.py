@@ -88,8 +88,13 @@ class EvalTraceService:
             if eval_run.result_id is not None:
                 results[eval_run.result_id] = self.gates.result(eval_run.result_id, principal=principal)
         gates = self.reviews.gates_of(list(results))
+        # reviews of the artifact and of each of its results: a gate counts both kinds, so evidence
+        # that lists the gate lists the reviews it counted
         reviews = [
-            r for r in self.reviews.reviews("artifact", [sha]) if allowed(principal, "eval.read", r.project)
+            r
+            for r in self.reviews.reviews("artifact", [sha])
+            + self.reviews.reviews("eval_result", list(results))
+            if allowed(principal, "eval.read", r.project)
         ]
         return {
             "sha256": sha,

@@ -2,9 +2,12 @@
 
 A policy says which least roles may move the alias (member, lead, admin),
 how many distinct approvers besides the requester a move needs, and which
-eval suite's newest gate decision on the release's artifact must have
-passed. Leads set them (``release.policy``); each change is audited with the
-policy before and after. ``services.promotions`` enforces them.
+eval suite's gate must pass: on which version of it (pinned: the suite's
+newest version when the policy is set, unless it names one; or ``latest``)
+and against which alias's release (by default the alias itself). The
+gateway decides that gate at the move (``services.releases.policy_gate``).
+Leads set them (``release.policy``); each change is audited with the policy
+before and after. ``services.promotions`` enforces them.
 """
 
 from __future__ import annotations
@@ -39,13 +42,20 @@ class AliasPolicyService:
         roles: Sequence[str] = ("member",),
         approvals: int = 0,
         gate_suite: str | None = None,
+        gate_version: int | str | None = None,
+        gate_baseline: str | None = None,
     ) -> AliasPolicy:
-        """Protect ``alias`` of model ``project/model`` (``model`` None: the project's default). Leads."""
+        """Protect ``alias`` of model ``project/model`` (``model`` None: the project's default). Leads.
+
+        ``gate_version``: the suite version the gate is decided on: a number, or ``latest`` (the newest
+        version at each move); None pins the suite's newest version now. ``gate_baseline``: the alias
+        whose release is the baseline (None: ``alias`` itself)."""
         model_id = self.releases.model(project, model, principal=principal).id if model else None
         if model is None:
             require(principal, "release.read", project, hide=True)
         require(principal, "release.policy", project)
         issues = alias_issues(alias)
+        pinned: int | None = None
         bad_roles = [r for r in roles if r not in POLICY_ROLES]
         if not roles or bad_roles:
             issues.append(SpecIssue("roles", f"one or more of {', '.join(POLICY_ROLES)}", list(roles)))
@@ -63,11 +73,24 @@ class AliasPolicyService:
                 )
             else:
                 try:
-                    self.releases.evals.suite(suite_project, suite_name)
+                    suite = self.releases.evals.suite(suite_project, suite_name)
                 except NotFound:
                     issues.append(SpecIssue("gate_suite", "no such eval suite", gate_suite))
+                else:
+                    pinned, issue = _gate_version(gate_version, suite.latest_number, suite.version_count)
+                    if issue is not None:
+                        issues.append(issue)
+            if gate_baseline is not None:
+                issues.extend(
+                    SpecIssue("gate_baseline", i.message, gate_baseline) for i in alias_issues(gate_baseline)
+                )
+        else:
+            for field, value in (("gate_version", gate_version), ("gate_baseline", gate_baseline)):
+                if value is not None:
+                    issues.append(SpecIssue(field, "only with gate_suite: the suite whose gate it is", value))
         if issues:
             raise SpecError(issues, what="alias policy")
+        pinned = pinned if gate_suite is not None else None
         policy = AliasPolicy(
             project=project,
             alias=alias,
@@ -77,6 +100,8 @@ class AliasPolicyService:
             gate_suite=gate_suite,
             updated_by=principal.user,
             updated_at=utcnow(),
+            gate_version=pinned if gate_suite is not None else None,
+            gate_baseline=gate_baseline if gate_suite is not None else None,
         )
         target = f"{project}/{model}:{alias}" if model else f"{project}/*:{alias}"
         return self.store.set_policy(
@@ -97,3 +122,27 @@ class AliasPolicyService:
             require(principal, "release.read", project, hide=True)
             return self.store.policies(project, None)
         return self.store.policies(project, self.releases.model(project, model, principal=principal).id)
+
+
+def _gate_version(
+    given: int | str | None, latest: int | None, count: int
+) -> tuple[int | None, SpecIssue | None]:
+    """The version a policy pins (None: ``latest``, the newest at each move) and an issue when ``given``
+    is not one of the suite's versions. Nothing given: the suite's newest version now."""
+    if given == "latest":
+        return None, None
+    if given is None:
+        if latest is None:
+            return None, SpecIssue("gate_suite", "the suite has no version yet: register one first")
+        return latest, None
+    number = given
+    if isinstance(given, str) and given.removeprefix("v").isdigit():
+        number = int(given.removeprefix("v"))
+    if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= (latest or 0):
+        valid = f"1-{latest}" if latest else "none yet"
+        return None, SpecIssue(
+            "gate_version",
+            f"a version of the suite (its versions: {valid}; {count} in all), or latest",
+            given,
+        )
+    return number, None

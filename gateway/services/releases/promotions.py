@@ -8,9 +8,11 @@ alias stands at any time is its newest move at or before that time
 
 A policy (per model, or the project's default for an alias) says which roles
 may move the alias, how many distinct approvers besides the requester are
-needed, and which suite's gate must have passed on the release's artifact. A
-move that misses any of it is refused (Conflict) with every missing piece
-listed. Only a failed or missing gate can be overridden, by a lead or admin,
+needed, and which suite's gate must pass on the release's artifact: a gate
+the gateway decides at the move on the policy's terms (``PolicyGate``), never
+a person's. A move that misses any of it is refused (Conflict) with every
+missing piece listed; the move and its audit event name the decision that
+counted. Only a failed or missing gate can be overridden, by a lead or admin,
 with ``override`` and a reason: the override is its own audit event
 (``release.override``) and marks the move, so every view of the release
 shows it. Approvals are promotion requests and decisions on record.
@@ -41,6 +43,7 @@ from gateway.core.releases.domain import (
 )
 from gateway.core.releases.views import move_dict, release_dict, request_dict
 from gateway.errors import Conflict, Forbidden, NotFound, SpecError, SpecIssue
+from gateway.services.releases.policy_gate import PolicyGate
 from gateway.services.releases.registry import ReleaseService, text_issue
 from gateway.store.promotions import NewMove, PromotionStore
 
@@ -55,9 +58,10 @@ class AliasState:
 
 
 class PromotionService:
-    def __init__(self, store: PromotionStore, releases: ReleaseService) -> None:
+    def __init__(self, store: PromotionStore, releases: ReleaseService, gate: PolicyGate) -> None:
         self.store = store
         self.releases = releases
+        self.gate = gate
 
     # -- promotion requests -----------------------------------------------------------------------
 
@@ -174,6 +178,8 @@ class PromotionService:
             "to_version": release.version,
             "approvals": approvers,
             "gate": gate.id if gate else None,
+            "gate_verdict": gate.verdict if gate else None,
+            "gate_made_for": gate.made_for if gate else None,
             "override": override,
             "reason": reason,
         }
@@ -184,7 +190,7 @@ class PromotionService:
                     principal,
                     "release.override",
                     project,
-                    after | {"gate_verdict": gate.verdict if gate else None, "missing": list(check.missing)},
+                    after | {"missing": list(check.missing)},
                     target_type="release",
                     target_id=release.id,
                 )
@@ -215,11 +221,12 @@ class PromotionService:
         project = release.project
         request = self._request_for(release, alias, request_id, principal)
         policy = self.store.policy(project, release.model_id, alias)
-        gate = (
-            self.releases.gate_on(release.artifact_sha256, policy.gate_suite)
+        decided = (
+            self.gate.decide(release, alias, policy, request, actor=principal)
             if policy and policy.gate_suite
             else None
         )
+        gate = decided.gate if decided is not None else None
         approvers = request.approvers() if request is not None else []
         check = missing_for_move(
             policy,
@@ -228,6 +235,7 @@ class PromotionService:
             approvers=approvers,
             gate_verdict=gate.verdict if gate else None,
             release_status=release.status,
+            gate_detail=decided.detail if decided is not None else "",
         )
         if override and not check.gate_failed:
             if check.ok:

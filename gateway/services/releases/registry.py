@@ -10,8 +10,8 @@ decisions and reviews, as they stood then. A release is never edited or
 deleted; ``set_status`` appends a status event (deprecated, withdrawn,
 active) with its reason. Every write is audited.
 
-``gate_on(sha256, suite)`` is the newest gate decision of a suite on an
-artifact, which protection policies ask for (``services.promotions``).
+The gate a protected alias counts is not looked up here: the gateway decides
+it at the move (``services.releases.policy_gate``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from typing import Any
 from gateway.core.access.policy import allowed, require, visible_projects
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal
-from gateway.core.eval.domain import GateRecord
 from gateway.core.names import NAME, NAME_HELP
 from gateway.core.releases.domain import NOTES_MAX, REASON_MAX, RELEASE_STATUSES, RegisteredModel, Release
 from gateway.core.slurm.states import RunState
@@ -251,25 +250,6 @@ class ReleaseService:
             allowed(principal, "run.read", self.runs.get_run(a.run_id).project)
             for a in self.lineage.store.artifacts_by_sha256(sha256)
         )
-
-    # -- gates ------------------------------------------------------------------------------------
-
-    def gate_on(self, sha256: str, suite: str) -> GateRecord | None:
-        """The newest gate decision of suite ``project/name`` (any of its versions) whose candidate is an
-        eval result of the artifact ``sha256``; None when there is none (or no such suite)."""
-        project, _, name = suite.partition("/")
-        try:
-            suite_id = self.evals.suite(project, name).id
-        except NotFound:
-            return None
-        results = [e.result_id for e in self.evals.eval_runs(None, artifact_sha256=sha256) if e.result_id]
-        for gate in self.gates.gates_of(results):  # newest first
-            if (
-                gate.candidate_id in results
-                and self.evals.version_by_id(gate.suite_version_id).suite_id == suite_id
-            ):
-                return gate
-        return None
 
     @staticmethod
     def _audit(

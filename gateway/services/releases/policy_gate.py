@@ -1,0 +1,144 @@
+"""The gate decision a protected alias counts: made by the gateway, at the move, on the policy's terms.
+
+A person's gate (``gw eval gate``) is theirs: its baseline, its suite
+version and its moment are the gater's choice, so a protected alias never
+counts it. For a move of an alias whose policy names a ``gate_suite``, the
+gateway decides the gate itself (``GateService.decide_for_alias``):
+
+- on the policy's **suite version**: ``gate_version`` pinned when the policy
+  was set (a number), or the suite's newest version (``latest``; who may
+  register a new version is the suite's ``versions_by`` setting, leads by
+  default);
+- on the **release's own artifact**: the newest eval result of that version
+  on the release's sha256;
+- against the **policy's baseline**: the newest result of that version on
+  the artifact of the release that alias ``gate_baseline`` (by default the
+  alias being moved) points at now; no baseline only while that alias points
+  at nothing (the first release);
+- with the approving reviews of the candidate, leaving out reviews by those
+  who made it (the runs' submitters, the release's creator, the promotion's
+  requester) unless the suite counts them.
+
+The decision is recorded with what it was made for (model, alias, release,
+baseline release, policy terms) and the move names it. A later decision of
+anyone under other thresholds or another baseline is another record and is
+never read here. The same terms, results and reviews give the decision
+recorded before (not a second record).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.core.domain import Principal
+from gateway.core.eval.domain import EvalRun, GateRecord, SuiteVersionRecord
+from gateway.core.releases.domain import AliasPolicy, PromotionRequest, Release
+from gateway.errors import NotFound
+from gateway.services.eval.gates import GateService
+from gateway.store.evals import EvalStore
+from gateway.store.promotions import PromotionStore
+from gateway.store.releases import ReleaseStore
+
+
+@dataclass(frozen=True)
+class AliasGate:
+    """The gateway's gate for one move: the decision (None when it could not make one) and, in words,
+    what it decided or what is missing to decide."""
+
+    gate: GateRecord | None
+    detail: str
+
+
+class PolicyGate:
+    def __init__(
+        self, evals: EvalStore, gates: GateService, promotions: PromotionStore, releases: ReleaseStore
+    ) -> None:
+        self.evals = evals
+        self.gates = gates
+        self.promotions = promotions
+        self.releases = releases
+
+    def version_of(self, policy: AliasPolicy) -> SuiteVersionRecord | str:
+        """The suite version the policy's gate is decided on, or why there is none (text)."""
+        assert policy.gate_suite is not None
+        project, _, name = policy.gate_suite.partition("/")
+        try:
+            suite = self.evals.suite(project, name)
+            return self.evals.version(suite.id, policy.gate_version)
+        except NotFound:
+            which = f"version {policy.gate_version}" if policy.gate_version is not None else "a version"
+            return f"the policy's suite {policy.gate_suite} has no {which}"
+
+    def decide(
+        self,
+        release: Release,
+        alias: str,
+        policy: AliasPolicy,
+        request: PromotionRequest | None,
+        *,
+        actor: Principal,
+    ) -> AliasGate:
+        """The gateway's gate decision for moving ``alias`` to ``release`` under ``policy``."""
+        version = self.version_of(policy)
+        if isinstance(version, str):
+            return AliasGate(None, version)
+        candidate = self._result_on(version, release.artifact_sha256)
+        if candidate is None:
+            return AliasGate(
+                None,
+                f"no eval result of {version.ref} on the release's artifact: "
+                f"`gw eval run {version.ref} --artifact {release.artifact_sha256}`",
+            )
+        baseline_alias = policy.baseline_alias
+        moves = self.promotions.alias_events(release.model_id, baseline_alias)
+        now_at = moves[-1].to_release if moves else None
+        baseline_release = self.releases.release_by_id(now_at) if now_at else None
+        baseline = None
+        if baseline_release is not None:
+            baseline = self._result_on(version, baseline_release.artifact_sha256)
+            if baseline is None:
+                return AliasGate(
+                    None,
+                    f"no eval result of {version.ref} on the baseline, {baseline_release.ref} "
+                    f"({baseline_alias} now): `gw eval run {version.ref} --artifact "
+                    f"{baseline_release.artifact_sha256}`",
+                )
+        makers = {release.created_by: f"created release {release.ref}"}
+        if request is not None:
+            makers.setdefault(request.requested_by, f"requested the promotion ({request.id})")
+        made_for = {
+            "model": f"{release.project}/{release.model}",
+            "alias": alias,
+            "release": release.ref,
+            "release_id": release.id,
+            "suite_version": version.ref,
+            "baseline_alias": baseline_alias,
+            "baseline_release": baseline_release.ref if baseline_release else None,
+            "baseline_release_id": baseline_release.id if baseline_release else None,
+            "policy": policy.as_dict(),
+        }
+        # issue 27 item 8 (results imported from outside): where a result's origin is recorded, the
+        # policy's flag on whether imported results may count is checked here, on ``candidate`` and
+        # ``baseline``, before the decision is made.
+        gate = self.gates.decide_for_alias(
+            version,
+            candidate.result_id or "",
+            baseline.result_id if baseline else None,
+            baseline_source=f"alias {baseline_alias}" if baseline_release else "first release",
+            made_for=made_for,
+            also_makers=makers,
+            actor=actor,
+        )
+        against = (
+            f"against {baseline_release.ref} ({baseline_alias} now)"
+            if baseline_release
+            else f"with no baseline ({baseline_alias} points at nothing yet)"
+        )
+        reasons = "; ".join(str(r) for r in gate.decision.get("reasons", [])[:3])
+        detail = f"the gateway's gate {gate.id} on {version.ref} {against} is {gate.verdict}"
+        return AliasGate(gate, detail + (f": {reasons}" if reasons and gate.verdict != "pass" else ""))
+
+    def _result_on(self, version: SuiteVersionRecord, sha256: str) -> EvalRun | None:
+        """The newest ingested eval run of ``version`` on the artifact ``sha256`` (None: none)."""
+        runs = self.evals.eval_runs(None, artifact_sha256=sha256, suite_version_id=version.id)
+        return next((e for e in runs if e.result_id), None)  # newest first
