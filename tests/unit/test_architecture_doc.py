@@ -36,6 +36,7 @@ CLAIMS = {
     "the three services handed the sbatch environment": "jinja2-templates",
     'says "only", "never" or "the one place" is mapped': "tests/unit/test_architecture_doc.py",
     "is the one place a program\n  starts (`subprocess-runner`)": "subprocess-runner",
+    "`send` is the only writer of job ids besides the\nrefresh": "tests/service/test_crash.py",
 }
 
 
