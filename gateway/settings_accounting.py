@@ -62,7 +62,7 @@ class AccountingSettings(BaseSettings):
     accounting_dir: Path | None = Field(
         default=None,
         description="The site's accounting/ directory (the GPU sampler) as compute nodes see it; default: "
-        "the one the installed gateway carries (gateway/accounting_files).",
+        "the one the installed gateway carries (gateway/resources.py).",
     )
     gpu_idle_threshold_pct: float = Field(
         default=5.0, ge=0, le=100, description="A GPU sample below this utilisation (percent) counts as idle."

@@ -17,12 +17,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-# accounting/ at the top of a checkout; the wheel carries it as gateway/accounting_files (a link here).
-BUILTIN_ACCOUNTING_DIR = Path(__file__).resolve().parents[2] / "accounting_files"
-SAMPLER_FILE = "gpu_sampler.py"
+SAMPLER_FILE = "gpu_sampler.py"  # below the accounting/ folder (gateway.resources.ACCOUNTING)
 
 MAX_SERIES_POINTS = 500  # per GPU, what is kept for plotting (evenly thinned)
 STATUSES = ("ok", "no_nvml", "no_gpus", "mismatch", "crashed", "no_telemetry", "unreadable")
