@@ -54,7 +54,7 @@ ACCOUNTING = Builtin(
     "the built-in accounting/ folder (the GPU telemetry sampler)",
     "accounting",
     "accounting",
-    "gpu_sampler.py",
+    "telemetry/gpu_sampler.py",
 )
 ALL = (SBATCH_TEMPLATES, EVAL, ACCOUNTING)
 
