@@ -152,7 +152,7 @@ class Settings(AccountingSettings):
     eval_dir: Path | None = Field(
         default=None,
         description="The site's eval/ directory (suite task YAMLs and the eval job's programs) as the "
-        "compute nodes see it; default: the one the installed gateway carries (gateway/eval_files).",
+        "compute nodes see it; default: the one the installed gateway carries (gateway/resources.py).",
     )
     eval_python: str = Field(
         default="python3",

@@ -42,8 +42,8 @@ class AccountingSettings(BaseSettings):
     )
     gpu_telemetry: bool = Field(
         default=True,
-        description="Start the NVML GPU sampler (accounting/gpu_sampler.py) on every node of a job that asks "
-        "for GPUs, and harvest its samples when the attempt ends (docs/telemetry.md).",
+        description="Start the NVML GPU sampler (accounting/telemetry/gpu_sampler.py) on every node of a job "
+        "that asks for GPUs, and harvest its samples when the attempt ends (docs/telemetry.md).",
     )
     gpu_sample_interval_s: float = Field(
         default=10.0, ge=0.5, le=3600, description="Seconds between GPU samples."
@@ -51,7 +51,8 @@ class AccountingSettings(BaseSettings):
     gpu_nvml: Literal["real", "fake"] = Field(
         default="real",
         description="real: the sampler reads GPUs through pynvml (nvidia-ml-py). fake: through "
-        "accounting/fake_nvml.py, the test double of the test cluster's gpu:fake devices (never with GPUs).",
+        "accounting/telemetry/fake_nvml.py, the test double of the test cluster's gpu:fake devices "
+        "(never with GPUs).",
     )
     gpu_sampler_python: str = Field(
         default="/usr/bin/python3",
@@ -61,8 +62,8 @@ class AccountingSettings(BaseSettings):
     )
     accounting_dir: Path | None = Field(
         default=None,
-        description="The site's accounting/ directory (the GPU sampler) as compute nodes see it; default: "
-        "the one the installed gateway carries (gateway/accounting_files).",
+        description="The site's accounting/ directory (the GPU sampler: telemetry/gpu_sampler.py) as compute "
+        "nodes see it; default: the one the installed gateway carries (gateway/resources.py).",
     )
     gpu_idle_threshold_pct: float = Field(
         default=5.0, ge=0, le=100, description="A GPU sample below this utilisation (percent) counts as idle."

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway import resources
 from gateway.adapters.anchor import AnchorFile
 from gateway.adapters.prometheus import GatewayMetrics
 from gateway.adapters.runhost import RunHost
@@ -24,7 +25,6 @@ from gateway.adapters.slurm.restd import RestDaemons
 from gateway.adapters.ssh import SshPool
 from gateway.adapters.ssh_hop import SubmitHop
 from gateway.adapters.ssh_login import SshTarget
-from gateway.core.eval.suite import BUILTIN_EVAL_DIR
 from gateway.core.sbatch.render import build_template_env
 from gateway.services import Services
 from gateway.services.accounting.ledger import AccountingService
@@ -216,7 +216,8 @@ def _evals(
     """The evaluation services, by their field names in ``Services``."""
     eval_store, results, review_store = EvalStore(db), EvalResultStore(db), ReviewStore(db)
     suites = EvalSuiteService(eval_store, datasets, access)
-    job = EvalJobSettings(python=settings.eval_python, eval_dir=str(settings.eval_dir or BUILTIN_EVAL_DIR))
+    eval_dir = resources.chosen(settings.eval_dir, resources.EVAL)
+    job = EvalJobSettings(python=settings.eval_python, eval_dir=str(eval_dir))
     reviews = ReviewService(review_store, results, lineage_store, store)
     gates = GateService(eval_store, results, review_store, reviews, NoDefaultBaseline())
     return {

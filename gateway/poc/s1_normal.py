@@ -12,11 +12,11 @@ from gateway.poc.checks import Scenario
 from gateway.poc.world import World, env_name
 
 STRONG = "--order 4 --epochs 3"  # examples/tiny_lm: the model scenario 4's weaker one is compared with
-SUITE_FILE = Path("gateway") / "eval_files" / "suites" / "tiny_lm.yaml"
+SUITE_FILE = Path("eval") / "suites" / "tiny_lm.yaml"
 
 
 def suite_definition(world: World, dataset: str) -> dict[str, Any]:
-    """The example suite (gateway/eval_files) for the POC's project, its prompt inline, its data ours."""
+    """The example suite (eval/suites/tiny_lm.yaml) for the POC project, its prompt inline, its data ours."""
     path = world.site.code_root / SUITE_FILE
     data = yaml.safe_load(path.read_text())
     data["prompt_template"] = (path.parents[1] / data.pop("prompt_template_file")).read_text()

@@ -83,7 +83,7 @@ class PocSite(BaseModel):
 
     @property
     def code_root(self) -> Path:
-        """The folder with ``examples/tiny_lm`` (and, for the suite, ``gateway/eval_files``)."""
+        """The folder with ``examples/tiny_lm`` (and, for the suite, ``eval/``): a checkout."""
         return Path(self.code_dir) if self.code_dir else REPO
 
 

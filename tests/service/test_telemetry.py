@@ -26,7 +26,8 @@ from tests.service.gw_serve import GW, gw_serve
 pytestmark = pytest.mark.slurm
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("gw_fake_nvml_for_tests", ROOT / "accounting" / "fake_nvml.py")
+FAKE_NVML = ROOT / "accounting" / "telemetry" / "fake_nvml.py"
+_spec = importlib.util.spec_from_file_location("gw_fake_nvml_for_tests", FAKE_NVML)
 fake_nvml = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = fake_nvml
 _spec.loader.exec_module(fake_nvml)

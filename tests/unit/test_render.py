@@ -108,7 +108,7 @@ def test_golden(env, case):
 
 
 SAMPLER = TelemetryLaunch(
-    sampler_path="/opt/gateway/accounting/gpu_sampler.py",
+    sampler_path="/opt/gateway/accounting/telemetry/gpu_sampler.py",
     python="/usr/bin/python3",
     interval_s=10.0,
     nvml="real",

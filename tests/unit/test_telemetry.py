@@ -25,7 +25,7 @@ from gateway.core.accounting.telemetry import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-SAMPLER = ROOT / "accounting" / "gpu_sampler.py"
+SAMPLER = ROOT / "accounting" / "telemetry" / "gpu_sampler.py"
 
 
 def _load(name: str, path: Path):
@@ -208,7 +208,7 @@ def test_the_sampler_with_the_fake_nvml_writes_the_scripted_samples(tmp_path):
     lines = run_sampler(tmp_path, env, "--nvml", "fake", "--interval-s", "0.2", "--stop-after-s", "0.9")
     start, *rest, end = lines
     assert [g["index"] for g in start["gpus"]] == [1, 3] and [g["minor"] for g in start["gpus"]] == [5, 7]
-    fake = _load("gw_test_fake_nvml", ROOT / "accounting" / "fake_nvml.py")
+    fake = _load("gw_test_fake_nvml", SAMPLER.with_name("fake_nvml.py"))
     assert [g["uuid"] for g in start["gpus"]] == [fake.device_uuid("g2", 1), fake.device_uuid("g2", 3)]
     gpu1 = [s["util_pct"] for s in rest if s["gpu"] == 1]
     assert gpu1[:4] == [0, 100, 0, 100] and {s["util_pct"] for s in rest if s["gpu"] == 3} == {100}

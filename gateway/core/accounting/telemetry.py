@@ -1,6 +1,6 @@
 """GPU telemetry: what the sampler's JSON lines say about an attempt's GPUs (pure, no I/O).
 
-The sampler (``accounting/gpu_sampler.py``, docs/telemetry.md) writes one file per node of a job.
+The sampler (``accounting/telemetry/gpu_sampler.py``, docs/telemetry.md) writes one file per node of a job.
 ``parse_lines`` reads one file's text into a ``NodeTelemetry``; ``summarise_gpu`` turns one GPU's
 samples into a ``GpuSummary``; ``attempt_telemetry`` folds an attempt's nodes into an
 ``AttemptTelemetry`` with its idle GPU-hours. The math:
@@ -17,12 +17,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-# accounting/ at the top of a checkout; the wheel carries it as gateway/accounting_files (a link here).
-BUILTIN_ACCOUNTING_DIR = Path(__file__).resolve().parents[2] / "accounting_files"
-SAMPLER_FILE = "gpu_sampler.py"
+SAMPLER_FILE = "telemetry/gpu_sampler.py"  # below the accounting/ folder (gateway.resources.ACCOUNTING)
 
 MAX_SERIES_POINTS = 500  # per GPU, what is kept for plotting (evenly thinned)
 STATUSES = ("ok", "no_nvml", "no_gpus", "mismatch", "crashed", "no_telemetry", "unreadable")
@@ -32,7 +29,7 @@ STATUSES = ("ok", "no_nvml", "no_gpus", "mismatch", "crashed", "no_telemetry", "
 class TelemetryLaunch:
     """How the sbatch script starts the sampler (from the settings): None in a render: no sampler."""
 
-    sampler_path: str  # accounting/gpu_sampler.py as compute nodes see it
+    sampler_path: str  # accounting/telemetry/gpu_sampler.py as compute nodes see it
     python: str  # the interpreter (it needs pynvml for the real NVML)
     interval_s: float
     nvml: str  # "real" or "fake"

@@ -20,7 +20,6 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
@@ -45,12 +44,7 @@ from gateway.core.spec.lineage import DATASET_REF_HELP, DATASET_REF_PATTERN, par
 from gateway.core.spec.parts import MAX_TEXT, Resources, _check_name, _check_text, _Strict
 from gateway.errors import SpecError, SpecIssue
 
-# The site-editable eval/ directory (suites, task YAMLs, prompts, job-side programs): at the top of
-# a checkout, and carried inside the wheel as gateway/eval_files (a link to it in the checkout).
-BUILTIN_EVAL_DIR = Path(__file__).resolve().parents[2] / "eval_files"
-
 __all__ = [
-    "BUILTIN_EVAL_DIR",
     "Gate",
     "Harness",
     "Metric",

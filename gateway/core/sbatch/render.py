@@ -27,7 +27,7 @@ from typing import Any
 import jinja2
 import jinja2.meta
 
-from gateway import __version__
+from gateway import __version__, resources
 from gateway.core import names
 from gateway.core.accounting.telemetry import TelemetryLaunch
 from gateway.core.sbatch import preflight
@@ -35,7 +35,6 @@ from gateway.core.spec.run_spec import MAX_TEXT, RunSpec
 from gateway.errors import SpecError, SpecIssue, TemplateError
 
 TEMPLATE_SUFFIX = ".sbatch.j2"
-BUILTIN_TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "sbatch_templates"
 
 
 @dataclass(frozen=True)
@@ -80,10 +79,12 @@ def build_template_env(site_dir: str | Path | None = None) -> jinja2.Environment
     """The Jinja2 environment for sbatch templates.
 
     A site's directory (``site_dir``) comes first, so a site can override one
-    template and keep the rest; the built-in templates come after.
+    template and keep the rest; the built-in templates (``templates/sbatch/``,
+    found by ``gateway.resources``) come after. FileNotFoundError when the
+    built-in templates are missing (a broken install).
     """
     search = [str(Path(site_dir))] if site_dir else []
-    search.append(str(BUILTIN_TEMPLATE_DIR))
+    search.append(str(resources.builtin_dir(resources.SBATCH_TEMPLATES)))
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(search),
         undefined=jinja2.StrictUndefined,

@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
+from gateway import resources
 from gateway.adapters.runhost import RunHost
 from gateway.core.access.policy import allowed
 from gateway.core.accounting.telemetry import (
-    BUILTIN_ACCOUNTING_DIR,
     SAMPLER_FILE,
     AttemptTelemetry,
     NodeTelemetry,
@@ -49,7 +49,7 @@ def telemetry_launch(settings: Settings) -> TelemetryLaunch | None:
     """How GPU jobs start the sampler, from the settings; None when telemetry is off."""
     if not settings.gpu_telemetry:
         return None
-    directory = settings.accounting_dir or BUILTIN_ACCOUNTING_DIR
+    directory = resources.chosen(settings.accounting_dir, resources.ACCOUNTING)
     return TelemetryLaunch(
         sampler_path=os.path.join(str(directory), SAMPLER_FILE),
         python=settings.gpu_sampler_python,
