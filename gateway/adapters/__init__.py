@@ -12,6 +12,6 @@
   anchor file (``anchor.py``), ``gw``'s file reads and git/image provenance (``files.py``,
   ``provenance.py``), and the kept-alive rule of both HTTP clients (``kept_alive.py``).
 
-The database is ``gateway.store``; GPU telemetry is read inside jobs (``accounting/telemetry/gpu_sampler.py``),
-not here.
+The database is ``gateway.store``; GPU telemetry is read inside jobs
+(``accounting/telemetry/gpu_sampler.py``), not here.
 """
