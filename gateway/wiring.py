@@ -244,7 +244,7 @@ def _releases(
     gates: GateService = evals["gates"]
     releases = ReleaseService(release_store, lineage, evals["eval_trace"], gates.store, gates.gates, store)
     promotion_store = PromotionStore(db)
-    promotions = PromotionService(promotion_store, releases)
+    promotions = PromotionService(promotion_store, releases, access)
     return {
         "releases": releases,
         "alias_policies": AliasPolicyService(promotion_store, releases),
