@@ -245,6 +245,7 @@ def to_run(row: RunRow, *, with_events: bool = False) -> Run:
         code=row.code,
         environment=row.environment,
         os_user=row.os_user,
+        requested_by=row.requested_by,
     )
 
 
@@ -267,6 +268,7 @@ def run_values(new: NewRun, now: datetime) -> dict[str, Any]:
         "queue": spec.queue,
         "submitter": new.submitter,
         "os_user": new.os_user,
+        "requested_by": new.requested_by,
         "state": RunState.SUBMITTING.value,
         "spec": spec.model_dump(mode="json"),
         "spec_sha256": spec.spec_hash(),
@@ -354,4 +356,5 @@ def new_run_value(new: NewRun, *, attempt_id: int, event: StateEvent, tags: list
         code=new.code,
         environment=new.environment,
         os_user=new.os_user,
+        requested_by=new.requested_by,
     )
