@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from gateway.core.spec.errors import unknown_field_message
+from gateway.core.spec.fields import secret_input
 from gateway.errors import (
     Conflict,
     Forbidden,
@@ -198,7 +199,8 @@ def install_error_handlers(app: FastAPI) -> None:
                 {
                     "loc": [safe_text(p) if isinstance(p, str) else p for p in loc],
                     "msg": safe_text(message, MAX_MESSAGE_CHARS),
-                    "input": safe_input(err.get("input")),
+                    # a secret-looking param's refusal never echoes the would-be secret
+                    "input": None if secret_input(message) else safe_input(err.get("input")),
                 }
             )
         return JSONResponse({"error": "invalid_request", "detail": issues}, status_code=422)
