@@ -247,7 +247,7 @@ def _releases(
     releases = ReleaseService(release_store, lineage, evals["eval_trace"], gates.store, gates.gates, store)
     promotion_store = PromotionStore(db)
     policy_gate = PolicyGate(gates.store, gates, promotion_store, release_store)
-    promotions = PromotionService(promotion_store, releases, policy_gate)
+    promotions = PromotionService(promotion_store, releases, policy_gate, access)
     return {
         "releases": releases,
         "alias_policies": AliasPolicyService(promotion_store, releases),

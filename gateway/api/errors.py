@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gateway.core.spec.errors import unknown_field_message
+from gateway.core.spec.fields import secret_input
 from gateway.error_status import HTTP_KINDS, allowed_methods, status_for
 from gateway.errors import GatewayError, SpecError
 
@@ -147,7 +148,8 @@ def install_error_handlers(app: FastAPI) -> None:
                 {
                     "loc": [safe_text(p) if isinstance(p, str) else p for p in loc],
                     "msg": safe_text(message, MAX_MESSAGE_CHARS),
-                    "input": safe_input(err.get("input")),
+                    # a secret-looking param's refusal never echoes the would-be secret
+                    "input": None if secret_input(message) else safe_input(err.get("input")),
                 }
             )
         return JSONResponse({"error": "invalid_request", "detail": issues}, status_code=422)

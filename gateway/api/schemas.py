@@ -137,6 +137,11 @@ class RunPublic(RunSummary):
     spec: dict[str, Any] = Field(description="The run spec as submitted, with every default filled in")
     spec_sha256: str
     os_user: str | None = Field(default=None, description="The OS account its jobs run as")
+    requested_by: str | None = Field(
+        default=None,
+        description="Who asked for the run when not its submitter: a lead's rerun of another person's run "
+        "runs as that person (the submitter, their OS user) and names the lead here",
+    )
     script: str = Field(description="The rendered sbatch script, exactly as submitted")
     script_sha256: str
     template_name: str
@@ -163,6 +168,7 @@ class RunPublic(RunSummary):
             spec=run.spec.model_dump(mode="json"),
             spec_sha256=run.spec_sha256,
             os_user=run.os_user,
+            requested_by=run.requested_by,
             script=run.script,
             script_sha256=run.script_sha256,
             template_name=run.template_name,
@@ -192,6 +198,13 @@ class RerunRequest(BaseModel):
         description="KEY.PATH=VALUE edits, e.g. resources.mem_gb=4, params.lr=0.01 (values read as YAML)",
     )
     spec: RunSpec | None = Field(default=None, description="A whole spec instead of edits")
+    as_me: bool = Field(
+        default=False,
+        description="Rerun another person's run under your own identity (your OS user), running their "
+        "command as you; audited with the command. Without it a rerun of someone else's run runs as its "
+        "owner (a lead's right; only resources, queue, qos, hold, requeue, resumable, retry, tags, name "
+        "and comment may change), and is refused (403) otherwise",
+    )
 
 
 class RunCheckPublic(BaseModel):

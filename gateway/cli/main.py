@@ -268,9 +268,23 @@ def rerun(
     spec_file: Annotated[
         Path | None, typer.Option("--spec", help="A whole new spec instead of --set.")
     ] = None,
+    as_me: Annotated[
+        bool,
+        typer.Option(
+            "--as-me",
+            help="Run another person's run under your own OS user (shows its command and asks first). "
+            "Without it, a rerun of someone else's run runs as its owner (leads only).",
+        ),
+    ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="With --as-me: do not ask (the command is still shown).")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Fix and rerun: a new run from RUN's spec with changes, linked both ways."""
+    """Fix and rerun: a new run from RUN's spec with changes, linked both ways.
+
+    Your own run reruns as you. Someone else's runs as its owner (their OS user; you are recorded
+    as the one who asked), or with --as-me under your identity."""
     body: dict[str, Any] = {"set": list(set_ or [])}
     if spec_file is not None:
         from gateway.adapters.files import load_spec_file
@@ -280,6 +294,9 @@ def rerun(
         except SpecError as exc:
             common.spec_error(exc)
     client = common.client()
+    if as_me:
+        _confirm_as_me(client, run_id, body, yes)
+        body["as_me"] = True
     try:
         run = client.rerun(run_id, body)
     except ApiError as exc:
@@ -288,10 +305,37 @@ def rerun(
         print_json(run)
         return
     _submitted(run, False)
+    if run.get("requested_by"):
+        console.print(
+            f"  runs as its owner {run['submitter']} (OS user {run.get('os_user')}); "
+            f"requested by {run['requested_by']}",
+            markup=False,
+        )
     for change in run.get("derived_diff") or []:
         console.print(
             f"  changed {change['path']}: {change['before']!r} -> {change['after']!r}", markup=False
         )
+
+
+def _confirm_as_me(client: Any, run_id: str, body: dict[str, Any], yes: bool) -> None:
+    """Show what an "as me" rerun of ``run_id`` runs under the caller's OS user; ask unless ``yes``."""
+    from gateway.core.runs.rerun import command_text
+    from gateway.core.spec.run_spec import build_spec
+
+    try:
+        parent = client.run(run_id)
+    except ApiError as exc:
+        common.fail(exc)
+    spec = build_spec(body["spec"]) if body.get("spec") else build_spec(parent["spec"])
+    console.print(
+        f"run {run_id} is {parent['submitter']}'s; --as-me runs this under your own OS user:", markup=False
+    )
+    console.print(command_text(spec), markup=False, highlight=False)
+    if body.get("set"):
+        console.print(f"with changes: {', '.join(body['set'])}", markup=False)
+    if not yes and not typer.confirm("Run it as you?", default=False):
+        console.print("not rerun", markup=False)
+        raise typer.Exit(1)
 
 
 @app.command()

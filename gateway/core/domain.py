@@ -86,6 +86,9 @@ class Run:
     code: dict[str, Any] | None = None  # git repo, commit, branch, dirty, diff_sha256 (at submission)
     environment: dict[str, Any] | None = None  # container image and digest, venv packages, modules
     os_user: str | None = None  # the OS account its jobs run as (None: recorded before the gateway kept it)
+    # who asked for it when that is not ``submitter``: a lead's rerun of another person's run, which
+    # runs as its owner (the submitter) and names the lead here
+    requested_by: str | None = None
 
     @property
     def latest(self) -> Attempt | None:
@@ -125,6 +128,7 @@ class NewRun:
     code: dict[str, Any] | None = None
     environment: dict[str, Any] | None = None
     inputs: tuple[NewInput, ...] = ()
+    requested_by: str | None = None  # a rerun on the owner's behalf: the caller who asked for it
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,8 @@ class RunRow(Base):
     submitter: Mapped[str] = mapped_column(String(128), index=True)
     # The OS account the run's jobs run as, fixed at submission (None for runs from before 0005).
     os_user: Mapped[str | None] = mapped_column(String(32))
+    # Who asked for the run when not its submitter: a rerun on the owner's behalf (0012).
+    requested_by: Mapped[str | None] = mapped_column(String(128))
     state: Mapped[str] = mapped_column(String(32), index=True)
     spec: Mapped[dict] = mapped_column(JSON)
     spec_sha256: Mapped[str] = mapped_column(String(64))

@@ -245,6 +245,7 @@ def to_run(row: RunRow, *, with_events: bool = False) -> Run:
         code=row.code,
         environment=row.environment,
         os_user=row.os_user,
+        requested_by=row.requested_by,
     )
 
 
@@ -252,7 +253,8 @@ def stored_spec(row: RunRow) -> RunSpec:
     """A run's spec as submitted. It was validated then; spec fields only ever gain defaults, so an
     old spec still validates (StoreError, not a crash, should one ever not)."""
     try:
-        return RunSpec.model_validate(row.spec)
+        # context "stored": rules added since (secret-looking param names) do not unread an old run
+        return RunSpec.model_validate(row.spec, context={"stored": True})
     except ValidationError as exc:
         raise StoreError(f"the stored spec of run {row.id} no longer validates: {exc}") from exc
 
@@ -267,6 +269,7 @@ def run_values(new: NewRun, now: datetime) -> dict[str, Any]:
         "queue": spec.queue,
         "submitter": new.submitter,
         "os_user": new.os_user,
+        "requested_by": new.requested_by,
         "state": RunState.SUBMITTING.value,
         "spec": spec.model_dump(mode="json"),
         "spec_sha256": spec.spec_hash(),
@@ -354,4 +357,5 @@ def new_run_value(new: NewRun, *, attempt_id: int, event: StateEvent, tags: list
         code=new.code,
         environment=new.environment,
         os_user=new.os_user,
+        requested_by=new.requested_by,
     )

@@ -12,8 +12,9 @@ from fastapi.responses import RedirectResponse, Response
 from gateway.core import names
 from gateway.core.access.policy import allowed
 from gateway.core.domain import Principal, Run
+from gateway.core.runs.rerun import command_text
 from gateway.core.slurm.states import LIVE
-from gateway.errors import GatewayError, NotFound, SpecError
+from gateway.errors import Forbidden, GatewayError, NotFound, SpecError
 from gateway.web import svg
 from gateway.web.deps import PREFIX, FormDep, PagesDep, PrincipalDep, services_of
 from gateway.web.run_usage import usage_sections
@@ -72,6 +73,10 @@ def _status_context(request: Request, principal: Principal, run_id: str) -> dict
         "timeline": svg.timeline(run.attempts),
         "may_cancel": may_cancel(principal, run),
         "may_rerun": allowed(principal, "run.submit", run.project),
+        # someone else's run: the form shows what it runs and asks whose identity it runs under
+        "rerun_other": run.submitter != principal.user,
+        "rerun_as_owner": allowed(principal, "run.rerun.any", run.project),
+        "rerun_command": command_text(run.spec),
     }
 
 
@@ -151,12 +156,14 @@ def rerun(
     request: Request, run_id: RunId, pages: PagesDep, principal: PrincipalDep, form: FormDep
 ) -> Response:
     """A derived run with the form's ``key.path=value`` changes (one a line); its page on success,
-    this page with the error next to the changes otherwise."""
+    this page with the error next to the changes otherwise. Another person's run reruns as its owner,
+    or, with the form's ``as_me`` box ticked (next to the command it runs), as the caller."""
     changes = [line.strip() for line in str(form.get("changes") or "").splitlines() if line.strip()]
+    as_me = form.get("as_me") == "yes"
     services = services_of(request)
     try:
-        new = services.runs.rerun(run_id, principal=principal, changes=changes)
-    except (SpecError, ValueError) as exc:
+        new = services.runs.rerun(run_id, principal=principal, changes=changes, as_me=as_me)
+    except (SpecError, ValueError, Forbidden) as exc:
         message = "; ".join(str(i) for i in exc.issues) if isinstance(exc, SpecError) else str(exc)
         context = _status_context(request, principal, run_id)
         lineage = _lineage(request, principal, context["run"])
@@ -164,7 +171,7 @@ def rerun(
             request,
             "run.html",
             principal,
-            status_code=422,
+            status_code=403 if isinstance(exc, Forbidden) else 422,
             **context,
             **usage_sections(services, principal, context["run"]),
             lineage=lineage,

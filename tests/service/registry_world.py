@@ -61,7 +61,13 @@ def ended_run(services: Services, project: str, *, state: RunState = RunState.SU
 
 
 def add_project(services: Services, project: str) -> None:
-    """Project ``project`` in the access store (no Slurm account is made: nothing here submits)."""
-    from gateway.core.domain import Project, Quota
+    """Project ``project`` in the access store with the users of ``principals(project)`` as its members
+    (approvals are re-checked against the roles on record); no Slurm account is made: nothing here
+    submits."""
+    from gateway.core.domain import Member, Project, Quota, User
 
-    services.access.put_project(Project(project, "", f"acct-{project}", Quota(), [], []))
+    who = principals(project)
+    for p in who.values():
+        services.access.put_user(User(p.user, None, p.is_admin, False))
+    members = [Member(p.user, p.roles[project], Quota()) for p in who.values() if project in p.roles]
+    services.access.put_project(Project(project, "", f"acct-{project}", Quota(), members, []))

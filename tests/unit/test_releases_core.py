@@ -225,3 +225,34 @@ def test_a_gated_policy_records_its_suite_version_and_baseline_and_the_gateways_
         gate_detail="the gateway's gate gd-1 on p/suite@3 against p/m@1 (prod now) is fail: t: regressed",
     )
     assert check.gate_failed and "against p/m@1 (prod now) is fail" in check.missing[0]
+
+
+def test_redaction_keeps_the_gateways_own_words_when_a_user_shares_one_of_them():
+    """issue 26: a user called admin turned the note's `gw admin audit verify` into `gw <user-1> ...`."""
+    doc = {
+        "schema": "gateway.evidence",
+        "runs": [{"submitter": "admin", "os_user": "root", "script": "#!/bin/bash\necho admin\n"}],
+        "audit": {
+            "note": "every audit event about these records; check the chain with `gw admin audit verify`",
+            "events": [{"actor": "admin", "action": "run.submit"}],
+        },
+    }
+    out = redact(doc, people=["admin", "root"])
+    assert out["audit"]["note"] == doc["audit"]["note"]
+    assert out["audit"]["events"][0]["actor"] == "<user-1>" and out["runs"][0]["submitter"] == "<user-1>"
+    assert out["audit"]["events"][0]["action"] == "run.submit"
+    assert "admin" not in out["runs"][0]["script"]  # machine text naming the user is still redacted
+
+
+def test_redaction_hides_secret_looking_params_of_runs_stored_before_they_were_refused():
+    doc = {
+        "runs": [
+            {
+                "spec": {"params": {"password": "hunter22", "lr": 0.1}},
+                "script": 'export GW_PARAMS=\'{"password":"hunter22"}\'\nexport GW_PARAM_PASSWORD=hunter22\n',
+            }
+        ]
+    }
+    out = redact(doc)
+    assert "hunter22" not in json.dumps(out)
+    assert out["runs"][0]["spec"]["params"]["lr"] == 0.1

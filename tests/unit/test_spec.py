@@ -193,3 +193,60 @@ def test_sweep_indices():
 def test_sweep_runs_with_the_single_launcher_only():
     found = issues_of(sweep={"params": [{}]}, launcher="torchrun")
     assert "launcher 'single'" in found[""]
+
+
+# -- secrets are no params (issue 26, item 1) ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("params", "paths"),
+    [
+        ({"password": "hunter22"}, ["params.password"]),
+        ({"api_token": "t0k3n", "lr": 0.1}, ["params.api_token"]),
+        ({"hfToken": "x"}, ["params.hfToken"]),
+        ({"db": {"passwd": "x"}}, ["params.db.passwd"]),
+        (
+            {"AWS_SECRET_ACCESS_KEY": "x", "private-key": "y"},
+            ["params.AWS_SECRET_ACCESS_KEY", "params.private-key"],
+        ),
+    ],
+)
+def test_params_whose_names_look_secret_are_refused_pointing_to_secrets_without_echoing(params, paths):
+    from gateway.core.spec.run_spec import build_spec
+    from gateway.errors import SpecError
+
+    with pytest.raises(SpecError) as refused:
+        build_spec({"name": "a", "project": "p", "queue": "q", "command": "true", "params": params})
+    (issue,) = refused.value.issues
+    assert issue.path == "params" and issue.value is None
+    for path in paths:
+        assert path in issue.message
+    assert "docs/run-spec.md#secrets" in issue.message
+    for value in ("hunter22", "t0k3n"):
+        assert value not in str(refused.value)
+
+
+def test_a_sweep_cannot_carry_a_secret_looking_param_either():
+    from gateway.core.spec.run_spec import build_spec
+    from gateway.errors import SpecError
+
+    with pytest.raises(SpecError, match="sweep.params.0.token"):
+        build_spec(
+            {
+                "name": "a",
+                "project": "p",
+                "queue": "q",
+                "command": "true",
+                "sweep": {"params": [{"token": "x"}]},
+            }
+        )
+
+
+def test_ordinary_params_that_only_contain_such_words_are_kept():
+    from gateway.core.spec.run_spec import RunSpec, build_spec
+
+    ok = {"max_tokens": 5, "keyword": "k", "num_keys": 2, "monkey": 1, "lr": 0.1}
+    spec = build_spec({"name": "a", "project": "p", "queue": "q", "command": "true", "params": ok})
+    assert spec.params == ok
+    old = {"name": "a", "project": "p", "queue": "q", "command": "true", "params": {"password": "x"}}
+    assert RunSpec.model_validate(old, context={"stored": True}).params == {"password": "x"}  # read back

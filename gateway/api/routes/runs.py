@@ -208,7 +208,15 @@ def cancel_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep) ->
     "/{run_id}/rerun",
     status_code=status.HTTP_201_CREATED,
     response_model=RunPublic,
-    responses={404: ERRORS[404], 409: ERRORS[409], 422: ERRORS[422]},
+    responses={
+        403: {
+            "model": ErrorPublic,
+            "description": "Not allowed: another person's run needs a lead (it runs as its owner) or as_me",
+        },
+        404: ERRORS[404],
+        409: ERRORS[409],
+        422: ERRORS[422],
+    },
     summary="Fix and rerun",
 )
 def rerun(
@@ -222,9 +230,16 @@ def rerun(
     idempotency_key: IdempotencyKey = None,  # type: ignore[assignment]  # a plain string in OpenAPI; absent: None
 ) -> Response:
     """A new run derived from this one, with the changes recorded as a diff and a link both ways.
-    The original run keeps all its evidence."""
+    The original run keeps all its evidence. A rerun of another person's run runs as its owner
+    (their OS user; ``requested_by`` names the caller; leads only, and only resources and scheduling
+    may change), or with ``as_me`` under the caller's own identity (audited with the command)."""
     submitted = services.runs.rerun_keyed(
-        run_id, principal=principal, changes=body.set, spec=body.spec, idempotency_key=idempotency_key
+        run_id,
+        principal=principal,
+        changes=body.set,
+        spec=body.spec,
+        idempotency_key=idempotency_key,
+        as_me=body.as_me,
     )
     return _submitted(submitted)
 

@@ -21,6 +21,8 @@ ACTIONS: dict[str, str | None] = {
     "run.submit": "member",
     "run.cancel.own": "member",
     "run.cancel.any": "lead",
+    # rerun another person's run as its owner (their OS user; the caller recorded as requested_by)
+    "run.rerun.any": "lead",
     "dataset.read": "viewer",  # datasets of the project, and those shared with it (read-only)
     "dataset.register": "member",  # register a version of one of the project's datasets
     "dataset.share": "lead",  # let another project read one of the project's datasets

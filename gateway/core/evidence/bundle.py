@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.core.spec.fields import secret_like
+
 SCHEMA = "gateway.evidence"
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
@@ -36,6 +38,10 @@ PERSON_KEYS = frozenset(
 )  # fmt: skip
 HOST_KEYS = frozenset({"node_list", "host", "hostname", "source", "submit_host", "nodes"})
 ENV_KEYS = frozenset({"env", "environment_variables"})
+# The gateway's own words in a document, by path: no value of the document is in them, so redaction
+# leaves them as written (issue 26: "check the chain with `gw admin audit verify`" became
+# "gw <user-1> audit verify" where a user is called admin).
+PROSE_PATHS = (("audit", "note"),)
 TOKEN = re.compile(r"\bgwt_[A-Za-z0-9_-]{8,}")
 BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}")
 # An absolute path: its directory is replaced and its file name kept; a one-part path (/root) is replaced.
@@ -67,6 +73,13 @@ class Redactor:
             for key, value in doc.items():
                 if key in ENV_KEYS and isinstance(value, Mapping):
                     self.env_values.update(str(v) for v in value.values() if str(v))
+                if key == "params" and isinstance(value, Mapping):
+                    # a run stored before secret-looking params were refused: hide those values too
+                    self.env_values.update(
+                        str(v)
+                        for k, v in value.items()
+                        if secret_like(str(k)) and isinstance(v, str | int) and str(v)
+                    )
                 self.collect(value, str(key))
         elif isinstance(doc, list | tuple):
             for item in doc:
@@ -77,8 +90,15 @@ class Redactor:
             elif parent in HOST_KEYS:
                 self.hosts.add(doc)
 
-    def text(self, value: str) -> str:
-        """``value`` with every token, environment value, person, host and path prefix replaced."""
+    def text(self, value: str, key: str = "") -> str:
+        """``value`` (held under ``key``) with tokens, environment values, path prefixes, people and
+        hosts replaced: a field that holds a person or a host (``PERSON_KEYS``, ``HOST_KEYS``) as one
+        whole value, other text word by word (a script, a log line naming its user). The gateway's own
+        prose (``PROSE_PATHS``) is never passed here."""
+        if key in PERSON_KEYS and value in self.people:
+            return self.pseudonym("user", value)
+        if key in HOST_KEYS and value in self.hosts:
+            return self.pseudonym("host", value)
         value = TOKEN.sub(lambda m: self.pseudonym("token", m.group(0)), value)
         value = BEARER.sub(lambda m: "Bearer " + self.pseudonym("token", m.group(0)), value)
         for secret in sorted(self.env_values, key=len, reverse=True):
@@ -109,7 +129,7 @@ class Redactor:
         if isinstance(doc, list | tuple):
             return [self.walk(v, key) for v in doc]
         if isinstance(doc, str):
-            return self.text(doc)
+            return self.text(doc, key)
         return doc
 
 
@@ -124,6 +144,12 @@ def redact(doc: dict[str, Any], *, people: Iterable[str] = (), hosts: Iterable[s
     redactor.people.update(p for p in people if p)
     redactor.hosts.update(h for h in hosts if h)
     out = redactor.walk({k: v for k, v in doc.items() if k not in ("redaction", "schema")})
+    for path in PROSE_PATHS:  # the gateway's own words, as written
+        source, target = doc, out
+        for part in path[:-1]:
+            source, target = source.get(part) or {}, target.get(part) or {}
+        if isinstance(source, Mapping) and path[-1] in source and isinstance(target, dict):
+            target[path[-1]] = source[path[-1]]
     if "schema" in doc:  # the format's name, never a person's: the operator is called "gateway"
         out["schema"] = doc["schema"]
     out["redaction"] = {

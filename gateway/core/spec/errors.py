@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from gateway.core.spec.fields import secret_input
 from gateway.errors import SpecIssue
 
 _UNION_TAG = re.compile(r"(str|int|float|bool|none|list\[.*\]|dict\[.*\])")
@@ -23,7 +24,8 @@ def spec_issues(exc: ValidationError, root: type[BaseModel]) -> list[SpecIssue]:
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             message = unknown_field_message(err["loc"][:-1], root)
-        issues.append(SpecIssue(path=path, message=message, value=err.get("input")))
+        value = None if secret_input(message) else err.get("input")  # never echo a would-be secret
+        issues.append(SpecIssue(path=path, message=message, value=value))
     return issues
 
 

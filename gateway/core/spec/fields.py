@@ -8,6 +8,7 @@ JSON-schema keywords, are on the fields' annotations (gateway/core/described.py)
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from gateway.core import names
@@ -102,8 +103,54 @@ def check_image(value: str | None) -> str | None:
     return value
 
 
-def check_params(value: dict[str, Any]) -> dict[str, Any]:
-    """Plain JSON values, at most ``MAX_TEXT`` characters as JSON."""
+# Words that make a param's name look like a secret's (its name split at _ - . and case changes).
+SECRET_WORDS = frozenset(
+    {"password", "passwd", "pwd", "passphrase", "token", "secret", "key", "apikey", "credential",
+     "credentials", "auth", "cookie", "session"}
+)  # fmt: skip
+SECRET_MARK = "look(s) like a secret by name"  # an error with it never echoes its input (secret_input)
+SECRET_HELP = (
+    "params are stored in the database and reach the rendered script (GW_PARAMS, GW_PARAM_*), the "
+    "job's params.json, the pages and evidence bundles, so a secret must not be one; keep the value in a "
+    "file only you can read and have the job read it at run time (docs/run-spec.md#secrets), or rename "
+    "the param if it is no secret"
+)
+
+
+def secret_input(message: str) -> bool:
+    """Whether an error ``message`` is the secret-looking-param refusal, whose input (the would-be
+    secret) an answer must not echo."""
+    return SECRET_MARK in message
+
+
+def secret_like(name: str) -> bool:
+    """Whether a param's name looks like a secret's (a word of it is in ``SECRET_WORDS``):
+    ``password``, ``api_token``, ``hfToken``, ``private-key``; not ``max_tokens`` or ``keyword``."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return any(word in SECRET_WORDS for word in re.split(r"[^A-Za-z0-9]+|\s+", spaced.lower()) if word)
+
+
+def secret_param_paths(value: Any, path: str = "params") -> list[str]:
+    """The paths of ``params`` (and their nested mappings) whose names look like secrets'."""
+    found = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            sub = f"{path}.{key}"
+            if secret_like(str(key)):
+                found.append(sub)
+            found += secret_param_paths(item, sub)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found += secret_param_paths(item, f"{path}.{i}")
+    return found
+
+
+def check_params(value: dict[str, Any], *, stored: bool = False) -> dict[str, Any]:
+    """Plain JSON values, at most ``MAX_TEXT`` characters as JSON, and no name that looks like a
+    secret's (``secret_like``; a ``stored`` spec, read back from before the rule, is let be)."""
+    secrets = [] if stored else secret_param_paths(value)
+    if secrets:
+        raise ValueError(f"{', '.join(secrets)} {SECRET_MARK}; {SECRET_HELP}")
     try:
         size = len(json.dumps(value, allow_nan=False))
     except (TypeError, ValueError) as exc:

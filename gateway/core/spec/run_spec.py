@@ -18,6 +18,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -193,7 +194,13 @@ class RunSpec(_Strict):
     )
     _env = field_validator("env")(classmethod(lambda cls, v: spec_fields.check_env(v)))
     _image = field_validator("container_image")(classmethod(lambda cls, v: spec_fields.check_image(v)))
-    _params = field_validator("params")(classmethod(lambda cls, v: spec_fields.check_params(v)))
+
+    @field_validator("params")
+    @classmethod
+    def _params(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        stored = bool(info.context and info.context.get("stored"))
+        return spec_fields.check_params(value, stored=stored)
+
     _datasets = field_validator("datasets")(classmethod(lambda cls, v: spec_fields.check_datasets(v)))
     _outputs = field_validator("outputs")(classmethod(lambda cls, v: spec_fields.check_outputs(v)))
     _metrics = field_validator("metrics")(classmethod(lambda cls, v: spec_fields.check_metrics(v)))
@@ -231,6 +238,16 @@ class RunSpec(_Strict):
                 json.dumps(self.sweep.expand(), allow_nan=False)
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"sweep values must be plain JSON values: {exc}") from exc
+        return self
+
+    @model_validator(mode="after")
+    def _sweep_secrets(self, info: ValidationInfo) -> RunSpec:
+        # a sweep's param sets reach the script as params do: the same rule (not for a stored spec)
+        if self.sweep is not None and not (info.context and info.context.get("stored")):
+            found = spec_fields.secret_param_paths(self.sweep.params or [], "sweep.params")
+            found += spec_fields.secret_param_paths(self.sweep.grid or {}, "sweep.grid")
+            if found:
+                raise ValueError(f"{', '.join(found)} {spec_fields.SECRET_MARK}; {spec_fields.SECRET_HELP}")
         return self
 
     def dataset_paths(self) -> list[str]:

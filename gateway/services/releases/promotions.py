@@ -15,7 +15,11 @@ missing piece listed; the move and its audit event name the decision that
 counted. Only a failed or missing gate can be overridden, by a lead or admin,
 with ``override`` and a reason: the override is its own audit event
 (``release.override``) and marks the move, so every view of the release
-shows it. Approvals are promotion requests and decisions on record.
+shows it. Approvals are promotion requests and decisions on record, and are
+re-checked when the move happens: an approver who has since lost the role that
+may approve (``release.approve``), left the project or was disabled no longer
+counts, and the move says so (``approvals_not_counted`` in its audit event, and
+the refusal names them).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from gateway.core.releases.views import move_dict, release_dict, request_dict
 from gateway.errors import Conflict, Forbidden, NotFound, SpecError, SpecIssue
 from gateway.services.releases.policy_gate import PolicyGate
 from gateway.services.releases.registry import ReleaseService, text_issue
+from gateway.store.access import AccessStore
 from gateway.store.promotions import NewMove, PromotionStore
 
 
@@ -58,10 +63,13 @@ class AliasState:
 
 
 class PromotionService:
-    def __init__(self, store: PromotionStore, releases: ReleaseService, gate: PolicyGate) -> None:
+    def __init__(
+        self, store: PromotionStore, releases: ReleaseService, gate: PolicyGate, access: AccessStore
+    ) -> None:
         self.store = store
         self.releases = releases
         self.gate = gate
+        self.access = access  # the approvers' roles as they are now, re-checked at each move
 
     # -- promotion requests -----------------------------------------------------------------------
 
@@ -166,7 +174,9 @@ class PromotionService:
             issues.append(issue)
         if issues:
             raise SpecError(issues, what="alias move")
-        request, policy, gate, approvers, check = self._check(release, alias, request_id, override, principal)
+        request, policy, gate, approvers, dropped, check = self._check(
+            release, alias, request_id, override, principal
+        )
         current = self.store.alias_events(release.model_id, alias)
         expected = current[-1].seq if current else 0
         if current and current[-1].to_release == release.id:
@@ -177,6 +187,7 @@ class PromotionService:
             "from_version": current[-1].to_version if current else None,
             "to_version": release.version,
             "approvals": approvers,
+            "approvals_not_counted": dropped,
             "gate": gate.id if gate else None,
             "gate_verdict": gate.verdict if gate else None,
             "gate_made_for": gate.made_for if gate else None,
@@ -215,9 +226,17 @@ class PromotionService:
 
     def _check(
         self, release: Release, alias: str, request_id: str | None, override: bool, principal: Principal
-    ) -> tuple[PromotionRequest | None, AliasPolicy | None, GateRecord | None, list[str], MoveCheck]:
-        """The request, policy, gate and approvers of a move, and what it misses; raises when it may
-        not go ahead (Conflict listing the missing pieces, Forbidden for an override below lead)."""
+    ) -> tuple[
+        PromotionRequest | None,
+        AliasPolicy | None,
+        GateRecord | None,
+        list[str],
+        list[dict[str, str]],
+        MoveCheck,
+    ]:
+        """The request, policy, gate, the approvers that count now and those that no longer do (with
+        why), and what the move misses; raises when it may not go ahead (Conflict listing the missing
+        pieces and the approvals not counted, Forbidden for an override below lead)."""
         project = release.project
         request = self._request_for(release, alias, request_id, principal)
         policy = self.store.policy(project, release.model_id, alias)
@@ -227,7 +246,7 @@ class PromotionService:
             else None
         )
         gate = decided.gate if decided is not None else None
-        approvers = request.approvers() if request is not None else []
+        approvers, dropped = self._approvers_now(request, project)
         check = missing_for_move(
             policy,
             role=principal.role(project),
@@ -253,13 +272,46 @@ class PromotionService:
             raise Conflict(
                 f"cannot move {alias} to {release.ref}; missing:\n"
                 + "\n".join(f"  - {m}" for m in check.missing)
+                + "".join(f"\n  (the approval by {d['user']} no longer counts: {d['why']})" for d in dropped)
                 + (
                     "\n(a lead or admin may override the gate with --override --reason)"
                     if check.gate_failed
                     else ""
                 )
             )
-        return request, policy, gate, approvers, check
+        return request, policy, gate, approvers, dropped, check
+
+    def _approvers_now(
+        self, request: PromotionRequest | None, project: str
+    ) -> tuple[list[str], list[dict[str, str]]]:
+        """The request's approvers who may still approve in ``project`` now (their role today, not the
+        one they had when they approved), and each one who may not, with why."""
+        if request is None:
+            return [], []
+        counted, dropped = [], []
+        for user in request.approvers():
+            why = self._why_not_approver(user, project)
+            if why is None:
+                counted.append(user)
+            else:
+                dropped.append({"user": user, "why": why})
+        return counted, dropped
+
+    def _why_not_approver(self, user: str, project: str) -> str | None:
+        """Why ``user`` may not approve a move in ``project`` now; None when they may."""
+        try:
+            account = self.access.user(user)
+            now = self.access.principal(user)
+        except NotFound:
+            return "the user no longer exists"
+        if account.disabled:
+            return "the user is disabled"
+        if allowed(now, "release.approve", project):
+            return None
+        role = now.role(project)
+        if role is None:
+            return f"{user} is no longer a member of project {project}"
+        return f"{user} is now {role} in project {project}, which may not approve"
 
     def _request_for(
         self, release: Release, alias: str, request_id: str | None, principal: Principal

@@ -48,6 +48,7 @@ from gateway.services.ops.prometheus import refusal_reason
 from gateway.services.runs.admission import Admission, Admitted
 from gateway.services.runs.check import RunCheck, RunChecker
 from gateway.services.runs.inputs import ResolvedInput, environment_of, resolve_inputs, write_manifests
+from gateway.services.runs.rerun import RerunIdentity, rerun_identity
 from gateway.services.runs.submission import Submission
 from gateway.services.runs.waiting import WaitingService
 from gateway.settings import Settings
@@ -112,8 +113,12 @@ class RunService:
         principal: Principal,
         derived_from: tuple[str, list[dict]] | None = None,
         idempotency_key: str | None = None,
+        identity: RerunIdentity | None = None,
     ) -> Submitted:
         """Check, record, render and submit a run; returns it with its first attempt.
+
+        ``identity`` (a rerun, ``rerun_identity``): whose run it is; admission, the inputs, the OS
+        user and ``submitter`` are that principal's, the audit event and idempotency key the caller's.
 
         Raises SpecError (bad queue, GPU type, walltime, output path), QuotaExceeded (can never
         fit), Forbidden (role, no OS user), Conflict (the idempotency key was used for another
@@ -122,7 +127,7 @@ class RunService:
         Each new run counts as a submission, each refusal by its error class (``GatewayMetrics``).
         """
         try:
-            submitted = self._submit_keyed(spec, principal, derived_from, idempotency_key)
+            submitted = self._submit_keyed(spec, principal, derived_from, idempotency_key, identity)
         except GatewayError as exc:
             self.metrics.refused(refusal_reason(exc))
             raise
@@ -136,14 +141,18 @@ class RunService:
         principal: Principal,
         derived_from: tuple[str, list[dict]] | None,
         idempotency_key: str | None,
+        identity: RerunIdentity | None = None,
     ) -> Submitted:
         operation = f"run.rerun of {derived_from[0]}" if derived_from else "run.submit"
+        owner = identity.runs_as if identity is not None else principal
+        if identity is not None and (identity.as_me or identity.requested_by):
+            operation += " as me" if identity.as_me else f" as {owner.user}"
         claim = self._claim(principal, idempotency_key, operation, spec)
         if claim is not None:
             earlier = self.store.claimed_key(claim.user, claim.key)
             if earlier is not None:
                 return self._replay(claim, earlier)
-        admitted = self.admission.admit(spec, principal)
+        admitted = self.admission.admit(spec, owner)
         run_id = new_run_id()
         # sbatch starts now and waits for the script: its start-up overlaps the recording below, and
         # it can queue nothing before the attempt is committed (_send hands it the script).
@@ -152,9 +161,11 @@ class RunService:
         )
         with submission.abandoned_on_error():
             run_dir = str(self.settings.runs_dir / run_id)
-            inputs = resolve_inputs(spec, run_dir, principal=principal, datasets=self.datasets)
-            new = self._new_run(spec, run_id, run_dir, principal, admitted, inputs, derived_from)
-            audit = _submit_audit(new, principal, admitted, inputs, derived_from)
+            inputs = resolve_inputs(spec, run_dir, principal=owner, datasets=self.datasets)
+            new = self._new_run(spec, run_id, run_dir, owner, admitted, inputs, derived_from)
+            if identity is not None and identity.requested_by is not None:
+                new = replace(new, requested_by=identity.requested_by)
+            audit = _submit_audit(new, principal, admitted, inputs, derived_from, identity)
             run = self.store.create_run(new, audit=audit, claim=claim)
         if run is None:  # a concurrent request with the same key won the race
             submission.abandon()
@@ -270,10 +281,16 @@ class RunService:
         return Submitted(run, replayed=True)
 
     def rerun(
-        self, run_id: str, *, principal: Principal, changes: Sequence[str] = (), spec: RunSpec | None = None
+        self,
+        run_id: str,
+        *,
+        principal: Principal,
+        changes: Sequence[str] = (),
+        spec: RunSpec | None = None,
+        as_me: bool = False,
     ) -> Run:
         """``rerun_keyed`` without an idempotency key: the new run."""
-        return self.rerun_keyed(run_id, principal=principal, changes=changes, spec=spec).run
+        return self.rerun_keyed(run_id, principal=principal, changes=changes, spec=spec, as_me=as_me).run
 
     def rerun_keyed(
         self,
@@ -283,11 +300,15 @@ class RunService:
         changes: Sequence[str] = (),
         spec: RunSpec | None = None,
         idempotency_key: str | None = None,
+        as_me: bool = False,
     ) -> Submitted:
         """A new run derived from ``run_id``: its spec with ``changes`` (``key.path=value``), or ``spec``.
 
         The new run records its parent and the changes as a diff against the
-        parent's spec; the parent keeps all its evidence untouched.
+        parent's spec; the parent keeps all its evidence untouched. A rerun of
+        someone else's run runs as its owner (``requested_by`` names the caller),
+        or, with ``as_me``, under the caller's own identity, audited with the
+        command it runs (``gateway.services.runs.rerun``); Forbidden otherwise.
         """
         parent = self.get(run_id, principal=principal)
         base = parent.spec.model_dump(mode="json")
@@ -300,8 +321,15 @@ class RunService:
                 data = set_path(data, path, value)
         new_spec = build_spec(data, source=f"rerun of {run_id}")
         changed = diff(base, new_spec.model_dump(mode="json"))
+        identity = rerun_identity(
+            parent, new_spec, changed, principal=principal, access=self.admission.access, as_me=as_me
+        )
         return self.submit_keyed(
-            new_spec, principal=principal, derived_from=(parent.id, changed), idempotency_key=idempotency_key
+            new_spec,
+            principal=principal,
+            derived_from=(parent.id, changed),
+            idempotency_key=idempotency_key,
+            identity=identity,
         )
 
     # -- cancelling ---------------------------------------------------------------
@@ -362,6 +390,7 @@ def _submit_audit(
     admitted: Admitted,
     inputs: list[ResolvedInput],
     derived_from: tuple[str, list[dict]] | None,
+    identity: RerunIdentity | None = None,
 ) -> AuditEntry:
     after: dict[str, Any] = {
         "queue": new.spec.queue,
@@ -375,6 +404,8 @@ def _submit_audit(
         after["datasets"] = [i.version.ref for i in inputs]
     if derived_from:
         after |= {"parent_run_id": derived_from[0], "changes": derived_from[1]}
+    if identity is not None:
+        after |= identity.audit()
     return AuditEntry(
         actor=principal.user,
         action="run.rerun" if derived_from else "run.submit",
