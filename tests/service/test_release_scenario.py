@@ -68,21 +68,16 @@ def trained(services, principal, eval_world, gw, tmp_path_factory):  # noqa: F81
         time.sleep(0.5)
     sha = arts["outputs/model.json"]
     suite = eval_world.suites["v1"]
-    # Results of this suite version only: training is deterministic, so the same content may already
-    # have results of another suite (the eval world's native one), whose gate the policy does not read.
-    done = [
-        e
-        for e in services.evals.store.eval_runs(None, artifact_sha256=sha)
-        if e.result_id and e.suite_version_id == suite.id
-    ]
-    if not done:  # no result of this suite on this content yet: evaluate it here
-        started = services.evals.start(suite.ref, ArtifactChoice(sha256=sha), principal=principal).eval_run
-        deadline = time.monotonic() + 240
-        while (found := services.evals.store.eval_run(started.id)).status == "pending":
-            assert time.monotonic() < deadline, "the eval run did not settle"
-            cycle(services)
-            time.sleep(0.5)
-        done = [found]
+    # Its own eval run, always: training is deterministic, so the same content may already have a
+    # result of this suite in the shared eval world, and the review below must not land on one that
+    # other test files gate as unreviewed (test_evals.py).
+    started = services.evals.start(suite.ref, ArtifactChoice(sha256=sha), principal=principal).eval_run
+    deadline = time.monotonic() + 240
+    while (found := services.evals.store.eval_run(started.id)).status == "pending":
+        assert time.monotonic() < deadline, "the eval run did not settle"
+        cycle(services)
+        time.sleep(0.5)
+    done = [found]
     result = done[0].result_id
     rita = services.access.principal("rita", source="pytest")
     services.reviews.record(result, verdict="approve", principal=rita, notes="read twenty endings")
