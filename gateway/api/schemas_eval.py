@@ -323,7 +323,6 @@ class ArtifactEvalsPublic(BaseModel):
     eval_runs: list[EvalRunTracePublic]
     gates: list[GatePublic]
     reviews: list[ReviewPublic]
-    hidden: int = Field(description="Eval runs in projects you are not a member of")
 
 
 class TracedArtifactPublic(BaseModel):
@@ -342,4 +341,3 @@ class EvalResultTracePublic(BaseModel):
     reviews: list[ReviewPublic]
     approving_reviews: list[str]
     gates: list[GatePublic]
-    hidden: int
