@@ -19,6 +19,7 @@ from starlette.routing import Match
 
 from gateway.core.spec.errors import unknown_field_message
 from gateway.errors import (
+    BadRequest,
     Conflict,
     Forbidden,
     GatewayError,
@@ -33,6 +34,7 @@ from gateway.errors import (
     StoreUnavailable,
     SubmitRejected,
     TemplateError,
+    Throttled,
     Unauthorized,
 )
 
@@ -42,7 +44,9 @@ log = logging.getLogger(__name__)
 STATUS_TABLE: list[tuple[type[GatewayError], int, str]] = [
     (SpecError, 422, "invalid_request"),
     (SubmitRejected, 422, "submit_rejected"),
+    (BadRequest, 400, "bad_request"),
     (Unauthorized, 401, "unauthorized"),
+    (Throttled, 429, "too_many_attempts"),
     (Forbidden, 403, "forbidden"),
     (QuotaExceeded, 422, "quota_exceeded"),
     (NotFound, 404, "not_found"),
@@ -181,6 +185,8 @@ def install_error_handlers(app: FastAPI) -> None:
         if status >= 500:
             log.error("request failed: %s", exc, exc_info=status == 500)
         headers = {"Retry-After": "5"} if status == 503 else None
+        if isinstance(exc, Throttled):
+            headers = {"Retry-After": str(exc.retry_after_s)}
         return JSONResponse(body, status_code=status, headers=headers)
 
     @app.exception_handler(RequestValidationError)

@@ -2,6 +2,7 @@
 
 ``gw serve`` builds the API (``gateway.api.create_app``) and calls
 ``mount_web`` on it, so pages and API share one process and one ``Services``.
+Behind a TLS proxy the pages' cookies are Secure (``gateway.api.forwarded``).
 Every /ui answer carries a Content-Security-Policy that allows scripts and
 styles from this origin only (no inline script anywhere), and frames none.
 """
@@ -20,6 +21,7 @@ from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.api.errors import HTTP_KINDS, allowed_methods, status_for
+from gateway.api.forwarded import ForwardedScheme
 from gateway.core.access.web_session import new_nonce
 from gateway.core.domain import Principal
 from gateway.errors import GatewayError
@@ -56,6 +58,8 @@ def mount_web(app: FastAPI) -> FastAPI:
     ):
         app.include_router(module.router, prefix=PREFIX, include_in_schema=False)
     app.add_middleware(WebPathsOnly)
+    # Outermost (added last): every cookie the pages set sees the public scheme (a TLS proxy's word).
+    app.add_middleware(ForwardedScheme)
     _error_pages(app)
     return app
 
