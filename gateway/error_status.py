@@ -13,6 +13,7 @@ from starlette.routing import Match
 from starlette.types import Scope
 
 from gateway.errors import (
+    BadRequest,
     Conflict,
     Forbidden,
     GatewayError,
@@ -27,6 +28,7 @@ from gateway.errors import (
     StoreUnavailable,
     SubmitRejected,
     TemplateError,
+    Throttled,
     Unauthorized,
 )
 
@@ -34,7 +36,9 @@ from gateway.errors import (
 STATUS_TABLE: list[tuple[type[GatewayError], int, str]] = [
     (SpecError, 422, "invalid_request"),
     (SubmitRejected, 422, "submit_rejected"),
+    (BadRequest, 400, "bad_request"),
     (Unauthorized, 401, "unauthorized"),
+    (Throttled, 429, "too_many_attempts"),
     (Forbidden, 403, "forbidden"),
     (QuotaExceeded, 422, "quota_exceeded"),
     (NotFound, 404, "not_found"),

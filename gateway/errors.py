@@ -7,7 +7,9 @@ interfaces (API, CLI) map these classes to HTTP statuses or exit codes.
     GatewayError
      ├── SpecError            a run spec (or a value bound for a script) is invalid
      ├── TemplateError        an sbatch template is missing or does not render
+     ├── BadRequest           the request itself is malformed (a header that must be single sent twice)
      ├── Unauthorized         no valid credentials (missing, unknown, expired or revoked token)
+     ├── Throttled            too many failed sign-ins from this address or for this account: wait
      ├── Forbidden            the caller may not do this (their role does not allow it)
      ├── NotFound             no such run (or attempt, log file ...), or not visible to the caller
      ├── QuotaExceeded        the run can never fit the project's or user's caps
@@ -86,8 +88,20 @@ class TemplateError(GatewayError):
     """An sbatch template is missing, or fails to render."""
 
 
+class BadRequest(GatewayError):
+    """The request itself is malformed in a way no field path names (a header sent twice)."""
+
+
 class Unauthorized(GatewayError):
     """No valid credentials came with the request."""
+
+
+class Throttled(GatewayError):
+    """Too many failed sign-ins lately from this address or for this account; ``retry_after_s`` to wait."""
+
+    def __init__(self, message: str, *, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class Forbidden(GatewayError):

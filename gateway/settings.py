@@ -66,18 +66,35 @@ class Settings(AccountingSettings):
             "sends. Required in that mode; `gw serve` refuses to start without it."
         ),
     )
-    metrics_allow: Annotated[list[IPvAnyNetwork], NoDecode] = Field(
-        default_factory=lambda: [ipaddress.ip_network("127.0.0.1/32"), ipaddress.ip_network("::1/128")],
+    forwarded_allow_ips: Annotated[list[IPvAnyNetwork], NoDecode] = Field(
+        default_factory=list,
         description=(
-            "Who may scrape GET /metrics without a token: addresses or networks, comma-separated "
-            "(10.0.0.7,10.0.2.0/24); empty: nobody. The TCP peer's address counts, never X-Forwarded-For."
+            "The TLS proxies in front of `gw serve` whose X-Forwarded-Proto counts (addresses or networks, "
+            "comma-separated, like uvicorn's forwarded-allow-ips); empty: nobody's. A request they mark "
+            "https gets Secure cookies. Only the scheme is taken, never X-Forwarded-For."
+        ),
+    )
+    public_https: bool = Field(
+        default=False,
+        description=(
+            "The gateway's public URL is https (a TLS proxy in front): every request counts as https, so the "
+            "web session and CSRF cookies are always Secure, whoever forwarded it."
+        ),
+    )
+    metrics_allow: Annotated[list[IPvAnyNetwork], NoDecode] = Field(
+        default_factory=list,
+        description=(
+            "Where the metrics token may be used from: addresses or networks, comma-separated "
+            "(10.0.0.7,10.0.2.0/24); empty: any address. An address alone never opens GET /metrics (on a "
+            "host where jobs run, any job can connect from 127.0.0.1). The TCP peer counts, never "
+            "X-Forwarded-For."
         ),
     )
     metrics_token: SecretStr | None = Field(
         default=None,
         description=(
-            "A token a scraper sends as `Authorization: Bearer <token>` to read GET /metrics from any "
-            "address (at least 16 characters). Not a user token: user tokens do not open /metrics."
+            "The token a scraper sends as `Authorization: Bearer <token>` to read GET /metrics (at least 16 "
+            "characters); unset: nobody reads it. Not a user token: user tokens do not open /metrics."
         ),
     )
     refresh_interval_s: float = Field(
@@ -250,7 +267,7 @@ class Settings(AccountingSettings):
         default=8 * 3600, gt=0, le=30 * 86400, description="How long a web sign-in lasts, in seconds."
     )
 
-    @field_validator("trusted_proxies", "metrics_allow", mode="before")
+    @field_validator("trusted_proxies", "metrics_allow", "forwarded_allow_ips", mode="before")
     @classmethod
     def _networks(cls, value: Any) -> Any:
         items = value.split(",") if isinstance(value, str) else value
@@ -278,7 +295,7 @@ class Settings(AccountingSettings):
         if value is not None and len(value.get_secret_value()) < 16:
             raise ValueError(
                 f"the metrics token has {len(value.get_secret_value())} characters; give at least 16 "
-                "(e.g. `openssl rand -hex 24`), or leave it unset to allow only GATEWAY_METRICS_ALLOW"
+                "(e.g. `openssl rand -hex 24`), or leave it unset to close GET /metrics"
             )
         return value
 

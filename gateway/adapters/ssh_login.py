@@ -77,11 +77,24 @@ def connect(target: SshTarget, login: Login, key: paramiko.PKey, deadline: float
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     client = paramiko.SSHClient()
     try:
+        _refuse_markers(target.known_hosts)
         client.load_system_host_keys(str(target.known_hosts))  # read-only: never written back
     except OSError as exc:
         sock.close()
         raise CommandError(
             f"cannot read the submit host's known_hosts file {target.known_hosts}: {_why(exc)}"
+        ) from exc
+    except CommandError:
+        sock.close()
+        raise
+    except (
+        paramiko.SSHException,
+        ValueError,
+    ) as exc:  # InvalidHostKey and friends: a line paramiko cannot read
+        sock.close()
+        raise CommandError(
+            f"the submit host's known_hosts file {target.known_hosts} has a line the gateway cannot read "
+            f"({type(exc).__name__}: {exc}); fix or remove it"
         ) from exc
     client.set_missing_host_key_policy(_RefuseUnknown(target))
     try:
@@ -159,6 +172,26 @@ class KeyFiles:
             raise CommandError(f"the SSH key file {path} holds no usable private key: {exc}") from exc
         self._keys[path] = (info.st_mtime, key)
         return key
+
+
+def _refuse_markers(path: Path) -> None:
+    """CommandError naming the file and line of the first ``@revoked`` or ``@cert-authority`` line.
+
+    paramiko does not know these markers: it raises InvalidHostKey on ``@revoked`` (issue 26 item 8)
+    and would skip a revocation silently if it read past it. A revoked key must never be trusted by
+    accident, so the gateway refuses to log in until such a line is replaced by removing the key's
+    own line (ssh-keygen -R). OSError when the file cannot be read.
+    """
+    with open(path, encoding="utf-8", errors="replace") as lines:
+        for number, line in enumerate(lines, start=1):
+            marker = line.strip().split(maxsplit=1)[0] if line.strip() else ""
+            if marker in ("@revoked", "@cert-authority"):
+                raise CommandError(
+                    f"{path} line {number} is a {marker} line, which the gateway's SSH client cannot "
+                    f"check: it refuses to log in to the submit host rather than overlook it. Remove the "
+                    f"host's untrusted key line instead (ssh-keygen -R HOST -f {path}) and drop line "
+                    f"{number}"
+                )
 
 
 def _why(exc: OSError) -> str:

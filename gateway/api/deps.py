@@ -44,7 +44,7 @@ def get_principal(
     source = request.client.host if request.client else None
     if services.settings.auth_mode == "trusted_proxy":
         return services.auth.trusted(
-            request.headers.get(services.settings.trusted_user_header), source=source
+            request.headers.getlist(services.settings.trusted_user_header), source=source
         )
     if credentials is None:
         raise Unauthorized("no token: send `Authorization: Bearer <token>` (gw reads GW_TOKEN or its config)")

@@ -23,7 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from gateway.core.spec.errors import unknown_field_message
 from gateway.core.spec.fields import secret_input
 from gateway.error_status import HTTP_KINDS, allowed_methods, status_for
-from gateway.errors import GatewayError, SpecError
+from gateway.errors import GatewayError, SpecError, Throttled
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +131,8 @@ def install_error_handlers(app: FastAPI) -> None:
         if status >= 500:
             log.error("request failed: %s", exc, exc_info=status == 500)
         headers = {"Retry-After": "5"} if status == 503 else None
+        if isinstance(exc, Throttled):
+            headers = {"Retry-After": str(exc.retry_after_s)}
         return JSONResponse(body, status_code=status, headers=headers)
 
     @app.exception_handler(RequestValidationError)

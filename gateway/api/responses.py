@@ -3,7 +3,10 @@
 ``document_errors`` runs over the generated description and adds, by one
 rule each (docs/api.md, "The description and the server agree"):
 
-- **401** to every operation that takes a token (it has ``security``);
+- **401** to every operation that takes a token (it has ``security``), with
+  **429** (failed sign-ins from this address or for this account: wait
+  Retry-After seconds) and **400** (trusted-proxy mode: the user header sent
+  more than once);
 - **422** with the gateway's error shape (``ErrorPublic``: ``{"error":
   "invalid_request", "detail": [{loc, msg, input}, ...]}``) to every
   operation with parameters or a body, in place of FastAPI's default
@@ -34,6 +37,14 @@ UNAUTHORIZED = _error(
     "(trusted-proxy mode: not from a trusted proxy, or no such user)"
 )
 INVALID = "Invalid request: `detail` lists each issue with its field path (`loc`), what is valid (`msg`)"
+THROTTLED = {
+    **_error(
+        "Too many failed token checks lately from this address or for this token's account; the request "
+        "was not tried: wait Retry-After seconds (docs/access.md, Sign-in backoff)"
+    ),
+    "headers": {"Retry-After": {"description": "Seconds to wait", "schema": {"type": "integer"}}},
+}
+BAD_REQUEST = _error("Trusted-proxy mode: the user header came more than once (none counts)")
 UNAVAILABLE = _error("The database or Slurm does not answer; retry (Retry-After)")
 BODY_TOO_LARGE = _error("The request body is larger than the gateway reads (GATEWAY_MAX_BODY_BYTES)")
 # FastAPI's own validation-error schemas: no answer of this gateway has that shape.
@@ -50,6 +61,8 @@ def document_errors(schema: dict[str, Any]) -> dict[str, Any]:
             takes_input = bool(operation.get("parameters")) or "requestBody" in operation
             if operation.get("security"):
                 responses.setdefault("401", UNAUTHORIZED)
+                responses.setdefault("429", THROTTLED)
+                responses.setdefault("400", BAD_REQUEST)
                 responses.setdefault("503", UNAVAILABLE)
             if "requestBody" in operation:
                 responses.setdefault("413", BODY_TOO_LARGE)

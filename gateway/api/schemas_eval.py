@@ -355,7 +355,6 @@ class ArtifactEvalsPublic(BaseModel):
     eval_runs: list[EvalRunTracePublic]
     gates: list[GatePublic]
     reviews: list[ReviewPublic]
-    hidden: int = Field(description="Eval runs in projects you are not a member of")
 
 
 class TracedArtifactPublic(BaseModel):
@@ -374,4 +373,3 @@ class EvalResultTracePublic(BaseModel):
     reviews: list[ReviewPublic]
     approving_reviews: list[str]
     gates: list[GatePublic]
-    hidden: int

@@ -243,7 +243,6 @@ class ArtifactTracePublic(BaseModel):
         description="Every artifact with this content, with its run"
     )
     dataset_files: list[DatasetFilePublic] = Field(description="Dataset versions holding a file with it")
-    hidden: int = Field(description="Matches in projects the caller may not read")
 
 
 class UsingRunPublic(BaseModel):
@@ -260,8 +259,9 @@ class DatasetTracePublic(BaseModel):
     version: DatasetVersionPublic
     parents: list[DatasetVersionPublic]
     children: list[DatasetVersionPublic] = Field(description="Versions made from this one")
-    runs: list[UsingRunPublic] = Field(description="Runs that read it, with what they wrote")
-    hidden: int
+    runs: list[UsingRunPublic] = Field(
+        description="The runs that read it that the caller may read, with what they wrote (others uncounted)"
+    )
 
 
 class ParamChangePublic(BaseModel):

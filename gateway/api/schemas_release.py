@@ -263,8 +263,9 @@ class ArtifactReleasePublic(ReleasePublic):
 
 class ArtifactReleasesPublic(BaseModel):
     sha256: str
-    releases: list[ArtifactReleasePublic]
-    hidden: int = Field(description="Releases in projects you may not read")
+    releases: list[ArtifactReleasePublic] = Field(
+        description="The releases the caller may read (others are neither shown nor counted)"
+    )
 
 
 def release_public(r: Any) -> ReleasePublic:

@@ -272,8 +272,6 @@ def artifact_evals_tree(found: dict[str, Any], tree: Tree) -> Tree:
         evals.add("\n".join(gate_lines(gate)))
     for review in found["reviews"]:
         evals.add(review_line(review))
-    if found.get("hidden"):
-        evals.add(f"[dim]{found['hidden']} more in projects you are not a member of[/dim]")
     return tree
 
 

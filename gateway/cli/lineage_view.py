@@ -179,8 +179,6 @@ def artifact_trace_tree(trace: dict[str, Any]) -> Tree:
         run_tree(found["run"], node)
     for data_file in trace["dataset_files"]:
         tree.add(f"file {escape(data_file['path'])} of dataset {version_label(data_file['version'])}")
-    if trace.get("hidden"):
-        tree.add(f"[dim]{trace['hidden']} more in projects you are not a member of[/dim]")
     return tree
 
 
@@ -212,8 +210,6 @@ def dataset_trace_tree(trace: dict[str, Any]) -> Tree:
         )
         for artifact in run["artifacts"]:
             node.add(artifact_label(artifact))
-    if trace.get("hidden"):
-        tree.add(f"[dim]{trace['hidden']} runs in projects you are not a member of[/dim]")
     return tree
 
 

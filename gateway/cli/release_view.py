@@ -117,5 +117,3 @@ def releases_branch(found: dict[str, Any], tree: Tree) -> None:
             )
         for m in r["alias_events"]:
             node.add(move_line(m))
-    if found.get("hidden"):
-        tree.add(f"[dim]{found['hidden']} more releases in projects you are not a member of[/dim]")

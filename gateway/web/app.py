@@ -2,6 +2,7 @@
 
 ``gw serve`` builds the API (``gateway.api.create_app``) and calls
 ``mount_web`` on it, so pages and API share one process and one ``Services``.
+Behind a TLS proxy the pages' cookies are Secure (``gateway.web.forwarded``).
 Every /ui answer carries a Content-Security-Policy that allows scripts and
 styles from this origin only (no inline script anywhere), and frames none.
 """
@@ -33,6 +34,7 @@ from gateway.web import (
     routes_submit,
 )
 from gateway.web.deps import CSRF_COOKIE, HERE, PREFIX, Pages, SignInNeeded, current_principal
+from gateway.web.forwarded import ForwardedScheme
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -56,6 +58,8 @@ def mount_web(app: FastAPI) -> FastAPI:
     ):
         app.include_router(module.router, prefix=PREFIX, include_in_schema=False)
     app.add_middleware(WebPathsOnly)
+    # Outermost (added last): every cookie the pages set sees the public scheme (a TLS proxy's word).
+    app.add_middleware(ForwardedScheme)
     _error_pages(app)
     return app
 

@@ -90,7 +90,7 @@ def current_principal(request: Request) -> Principal:
     source = source_of(request)
     if services.settings.auth_mode == "trusted_proxy":
         return services.auth.trusted(
-            request.headers.get(services.settings.trusted_user_header), source=source
+            request.headers.getlist(services.settings.trusted_user_header), source=source
         )
     value = read_session(web_key(request), request.cookies.get(SESSION_COOKIE), now_s=time.time())
     if value is None:

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
 from gateway.core.access.web_session import SessionValue, sign_session
-from gateway.errors import Unauthorized
+from gateway.errors import Throttled, Unauthorized
 from gateway.web.deps import PREFIX, SESSION_COOKIE, FormDep, PagesDep, services_of, source_of, web_key
 
 router = APIRouter()
@@ -37,7 +37,8 @@ def login_page(
 
 @router.post("/login")
 def login(request: Request, pages: PagesDep, form: FormDep) -> Response:
-    """Exchange the token for a session cookie; the form again, with why, when the token is not valid."""
+    """Exchange the token for a session cookie; the form again, with why, when the token is not valid
+    (401) or this address or account must wait after failed tries (429, Retry-After)."""
     services = services_of(request)
     target = _safe_next(str(form.get("next") or ""))
     secret = str(form.get("token") or "").strip()
@@ -47,6 +48,12 @@ def login(request: Request, pages: PagesDep, form: FormDep) -> Response:
         return pages.render(
             request, "login.html", None, next=target, why=None, error=str(exc), status_code=401
         )
+    except Throttled as exc:
+        page = pages.render(
+            request, "login.html", None, next=target, why=None, error=str(exc), status_code=429
+        )
+        page.headers["Retry-After"] = str(exc.retry_after_s)
+        return page
     ttl_s = services.settings.web_session_ttl_s
     value = SessionValue(token_id=token_id, user=principal.user, expires_at_s=time.time() + ttl_s)
     response = RedirectResponse(target, status_code=303)

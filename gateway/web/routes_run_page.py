@@ -54,7 +54,7 @@ def _lineage(request: Request, principal: Principal, run: Run) -> dict[str, Any]
     outputs = services.lineage.outputs(run.id, principal=principal)
     down = []
     for artifact in outputs["artifacts"]:
-        releases, _ = services.releases.releases_of_artifact(artifact["sha256"], principal=principal)
+        releases = services.releases.releases_of_artifact(artifact["sha256"], principal=principal)
         try:
             evals = services.eval_trace.artifact_evals(artifact["sha256"], principal=principal)["eval_runs"]
         except NotFound:

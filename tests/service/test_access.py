@@ -85,8 +85,8 @@ def expectations(
     ds = {"project": PROJECT, "name": dataset["name"]}
     return {
         "GET /healthz": ({}, {r: 200 for r in ROLES}),
-        # For scrapers, not users: the test client's peer is not in GATEWAY_METRICS_ALLOW, and no user
-        # token opens it (tests/service/test_metrics.py reads it with a metrics token).
+        # For scrapers, not users: only the metrics token opens it, no user token does
+        # (tests/service/test_metrics.py reads it with a metrics token).
         "GET /metrics": ({}, {r: 403 for r in ROLES}),
         "POST /runs": (
             {"json": bad_queue},

@@ -140,3 +140,29 @@ def test_trace_of_an_eval_result_and_of_an_artifact(api, eval_world, services):
     assert any(e["result"] and e["result"]["id"] == result for e in evals["eval_runs"])
     hidden = api("outsider", "GET", f"/lineage/artifacts/{eval_world.artifacts['strong']}/evals")
     assert hidden.status_code == 404
+
+
+def test_a_non_member_learns_nothing_of_an_artifact(api, eval_world):
+    """Issue 26 item 6: a 404 for another project's artifact reads exactly like one for no artifact at
+    all (no "(n in projects you are not a member of)"), and no answer counts what it leaves out."""
+    real = eval_world.artifacts["strong"]
+    made_up = "0" * 64
+    for path in (
+        "/lineage/artifacts/{}",
+        "/lineage/artifacts/{}/evals",
+        "/lineage/artifacts/{}/releases",
+        "/evidence/artifacts/{}",
+    ):
+        hidden = api("outsider", "GET", path.format(real))
+        missing = api("outsider", "GET", path.format(made_up))
+        assert hidden.status_code == missing.status_code == 404, (path, hidden.text)
+        assert hidden.json() == {
+            **missing.json(),
+            "detail": missing.json()["detail"].replace(made_up, real),
+        }, path
+        assert "member" not in hidden.text, hidden.text
+    for path in ("/lineage/artifacts/{}", "/lineage/artifacts/{}/evals", "/lineage/artifacts/{}/releases"):
+        shown = api("watcher", "GET", path.format(real))
+        assert shown.status_code == 200 and "hidden" not in shown.json(), (path, shown.text)
+    trace = api("watcher", "GET", f"/lineage/eval-results/{eval_world.results['strong']}")
+    assert trace.status_code == 200 and "hidden" not in trace.json()

@@ -177,14 +177,25 @@ def test_only_allowed_scrapers_read_metrics(services, tokens):
             database_url=services.settings.database_url, metrics_token=TOKEN, metrics_allow="10.1.0.0/16"
         ),
     )
-    assert own.allowed(source="10.1.2.3", token=None)
-    assert own.allowed(source="::ffff:10.1.2.3", token=None)
-    assert not own.allowed(source="10.2.0.1", token=None)
-    assert not own.allowed(source="testclient", token=tokens["admin"])
-    with TestClient(create_app(services=dataclasses.replace(services, metrics=own))) as app:
+    # an address alone never opens it (issue 26 item 5): the token, from an allowed address
+    assert own.allowed(source="10.1.2.3", token=TOKEN)
+    assert own.allowed(source="::ffff:10.1.2.3", token=TOKEN)
+    assert not own.allowed(source="10.1.2.3", token=None)
+    assert not own.allowed(source="10.2.0.1", token=TOKEN)
+    assert not own.allowed(source="10.1.2.3", token=tokens["admin"])
+    anywhere = MetricsService(
+        GatewayMetrics(),
+        services.runs.store,
+        services.access,
+        services.usage,
+        Settings(database_url=services.settings.database_url, metrics_token=TOKEN),
+    )
+    assert anywhere.allowed(source="testclient", token=TOKEN)
+    assert not anywhere.allowed(source="127.0.0.1", token=None)
+    with TestClient(create_app(services=dataclasses.replace(services, metrics=anywhere))) as app:
         refused = app.get("/metrics", headers={"Authorization": f"Bearer {tokens['admin']}"})
         assert refused.status_code == 403 and refused.json()["error"] == "forbidden"
-        assert "GATEWAY_METRICS_ALLOW" in refused.json()["detail"]
+        assert "GATEWAY_METRICS_TOKEN" in refused.json()["detail"]
         response = app.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/plain")

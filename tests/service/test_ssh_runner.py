@@ -289,3 +289,21 @@ def test_the_run_host_works_through_sudo_too(server):
             host.read_file(str(run_dir / "x.txt"), as_user="gwtbob", max_bytes=10)
     finally:
         runner.close()
+
+
+def test_a_revoked_host_key_line_is_a_clean_refusal_naming_the_file_and_line(server, tmp_path):
+    """Issue 26 item 8: paramiko raised InvalidHostKey out of connect() (and left the socket open) on an
+    @revoked line; now it is a CommandError naming the file and line, before any login."""
+    good = (server.dir / "host_key.pub").read_text().split()
+    known = tmp_path / "known_hosts"
+    known.write_text(
+        f"# the submit host\n[127.0.0.1]:{server.port} {good[0]} {good[1]}\n"
+        f"@revoked [127.0.0.1]:{server.port} {good[0]} {good[1]}\n"
+    )
+    target = SshTarget("127.0.0.1", server.port, known, connect_timeout_s=5)
+    runner = SshRunner(
+        SshPool(target), login_mode="per_user_key", service_user="root", service_key=server.keys / "root"
+    )
+    with pytest.raises(CommandError, match="line 3 is a @revoked line") as refused:
+        runner.run(["true"])
+    assert str(known) in str(refused.value)

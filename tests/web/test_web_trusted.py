@@ -41,3 +41,16 @@ def test_forms_still_need_their_csrf_token(proxied):
         csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/ui/submit").text).group(1)
         preview = client.post("/ui/submit", data={**form, "csrf": csrf})
         assert preview.status_code == 200 and 'id="preview-script"' in preview.text
+
+
+def test_the_user_header_twice_is_refused(proxied):
+    """Issue 26 item 7: two X-Remote-User headers from the trusted proxy (a front end that adds its own
+    to the client's instead of replacing it): neither counts, for the API and the pages alike."""
+    twice = [("X-Remote-User", "tester"), ("X-Remote-User", "admin")]
+    with httpx.Client(base_url=proxied.url) as client:
+        for path in ("/runs", "/ui/runs"):
+            answer = client.get(path, headers=twice)
+            assert answer.status_code == 400, (path, answer.text)
+            assert "came 2 times" in answer.text
+        assert client.get("/runs", headers=twice).json()["error"] == "bad_request"
+        assert client.get("/runs", headers={"X-Remote-User": "tester"}).status_code == 200

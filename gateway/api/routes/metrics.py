@@ -1,4 +1,4 @@
-"""GET /metrics: the Prometheus exposition, for scrapers (an allow-list of addresses, or a metrics token)."""
+"""GET /metrics: the Prometheus exposition, for scrapers (the metrics token, from the allowed addresses)."""
 
 from __future__ import annotations
 
@@ -18,12 +18,15 @@ router = APIRouter(tags=["metrics"])
             "content": {"text/plain": {"schema": {"type": "string"}}},
             "description": "The Prometheus text exposition format (docs/metrics.md lists every metric)",
         },
-        403: {"model": ErrorPublic, "description": "Not an allowed scraper address, and no metrics token"},
+        403: {
+            "model": ErrorPublic,
+            "description": "No metrics token (or none configured), or not from GATEWAY_METRICS_ALLOW",
+        },
     },
     summary="Prometheus metrics (for scrapers, not users)",
 )
 def metrics(request: Request, services: ServicesDep) -> Response:
-    """The gateway's metrics; 403 unless from GATEWAY_METRICS_ALLOW or with GATEWAY_METRICS_TOKEN.
+    """The gateway's metrics; 403 unless with GATEWAY_METRICS_TOKEN (from GATEWAY_METRICS_ALLOW, if set).
 
     The token is read from the header here, not through the API's bearer scheme: this route takes
     no user token, so its description declares no security (and no 401).

@@ -11,11 +11,12 @@
   in, and the reviews of the artifact.
 
 JSON-ready, and only what the caller may read: a run of a project the
-caller is not in is left out (and counted as hidden).
+caller is not in is left out, uncounted (a non-member learns nothing of it).
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import asdict
 from typing import Any
 
@@ -47,17 +48,14 @@ class EvalTraceService:
 
     def trace_result(self, result_id: str, *, principal: Principal) -> dict[str, Any]:
         """A result traced back: suite version, datasets with digests, prompt hash, harness, Slurm job,
-        artifact and its training run; other projects' records counted as hidden."""
+        artifact and its training run (``run`` null when the caller may not read it)."""
         view = self.gates.show(result_id, principal=principal)
         result, eval_run = view.result, view.eval_run
         version = self.store.version_by_id(result.suite_version_id)
-        hidden = 0
         training = None
         if eval_run.artifact_run_id:
-            try:
+            with contextlib.suppress(NotFound):  # another project's run: left out
                 training = self.lineage.trace_run(eval_run.artifact_run_id, principal=principal)
-            except NotFound:
-                hidden += 1
         return {
             "result": result_dict(result),
             "suite_version": version_dict(version),
@@ -72,7 +70,6 @@ class EvalTraceService:
             "reviews": [review_dict(r) for r in view.reviews],
             "approving_reviews": [r.id for r in view.approving],
             "gates": [gate_dict(g) for g in view.gates],
-            "hidden": hidden,
         }
 
     def artifact_evals(self, sha256: str, *, principal: Principal) -> dict[str, Any]:
@@ -80,7 +77,6 @@ class EvalTraceService:
         they may read none of it)."""
         sha = sha256.lower()
         found = self.store.eval_runs(visible_projects(principal), artifact_sha256=sha)
-        hidden = len(self.store.eval_runs(None, artifact_sha256=sha)) - len(found)
         if not found and not self._readable_artifact(sha, principal):
             raise NotFound(f"no artifact with sha256 {sha} that you may read")
         results = {}
@@ -105,7 +101,6 @@ class EvalTraceService:
             ],
             "gates": [gate_dict(g) for g in gates],
             "reviews": [review_dict(r) for r in reviews],
-            "hidden": hidden,
         }
 
     def _readable_artifact(self, sha: str, principal: Principal) -> bool:

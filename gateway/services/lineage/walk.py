@@ -10,7 +10,7 @@
   runs wrote.
 
 Everything returned is JSON-ready, and only what the caller may read: runs
-of other projects are left out (and counted as hidden).
+of other projects are left out, and not counted: a non-member learns nothing of them.
 """
 
 from __future__ import annotations
@@ -145,13 +145,12 @@ class LineageService:
     def trace_artifact(self, sha256: str, *, principal: Principal) -> dict[str, Any]:
         """Every visible artifact with this content, each with its run; and dataset files with it."""
         sha = sha256.lower()
-        found, hidden = [], 0
+        found = []
         runs: dict[str, Run] = {}
         for artifact in self.store.artifacts_by_sha256(sha):
             run = runs.get(artifact.run_id) or self.runs.get_run(artifact.run_id)
             runs[run.id] = run
             if not allowed(principal, "run.read", run.project):
-                hidden += 1
                 continue
             found.append({"artifact": artifact_dict(artifact, run), "run": self._run_record(run)})
         data_files = []
@@ -159,14 +158,9 @@ class LineageService:
             dataset = self.datasets.store.dataset(version.project, version.name)
             if self.datasets.readable(dataset, principal):
                 data_files.append({"path": path, "version": version_dict(version)})
-            else:
-                hidden += 1
         if not found and not data_files:
-            raise NotFound(
-                f"no artifact or dataset file with sha256 {sha} that you may read"
-                + (f" ({hidden} in projects you are not a member of)" if hidden else "")
-            )
-        return {"sha256": sha, "artifacts": found, "dataset_files": data_files, "hidden": hidden}
+            raise NotFound(f"no artifact or dataset file with sha256 {sha} that you may read")
+        return {"sha256": sha, "artifacts": found, "dataset_files": data_files}
 
     # -- from a dataset version ---------------------------------------------------------------
 
@@ -174,14 +168,13 @@ class LineageService:
         self, project: str, name: str, selector: str, *, principal: Principal
     ) -> dict[str, Any]:
         """A version of ``project/name`` (``selector`` as ``DatasetService.version``): its parents and
-        children, and the runs that read it with their artifacts. Runs the caller may not read are only
-        counted (``hidden``). SpecError or NotFound as ``DatasetService.version``.
+        children, and the runs that read it with their artifacts. Runs the caller may not read are left
+        out, uncounted. SpecError or NotFound as ``DatasetService.version``.
         """
         version = self.datasets.version(project, name, selector, principal=principal)
-        used, hidden = [], 0
+        used = []
         for run_id, run_project in self.store.runs_using(version.id):
             if not allowed(principal, "run.read", run_project):
-                hidden += 1
                 continue
             run = self.runs.get_run(run_id)
             used.append(
@@ -200,7 +193,6 @@ class LineageService:
             "parents": [version_dict(p) for p in self.datasets.parents(version)],
             "children": [version_dict(c) for c in self.datasets.store.children(version.id)],
             "runs": used,
-            "hidden": hidden,
         }
 
     # -- comparing ----------------------------------------------------------------------------

@@ -7,8 +7,10 @@ query), and per project the GPUs in use and this month's GPU-hours with
 their caps (``UsageService.usage``: one squeue shared by all projects, one
 sacct per project, both behind the cluster-facts cache).
 
-A scraper has no user token: it may read from an address in
-``Settings.metrics_allow``, or from anywhere with ``Settings.metrics_token``.
+A scraper has no user token: it reads with ``Settings.metrics_token`` (unset:
+nobody reads), and when ``Settings.metrics_allow`` lists addresses, only from
+those. An address alone never suffices: on a host where jobs run, any job's
+user can connect from 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -59,18 +61,36 @@ class MetricsService:
         self._add_sources()
 
     def scrape(self, *, source: str | None, token: str | None) -> tuple[bytes, str]:
-        """The exposition text and its content type; Forbidden unless the peer or the token is allowed."""
-        if not self.allowed(source=source, token=token):
+        """The exposition text and its content type; Forbidden unless the token (and, with an
+        allow-list, the peer) is allowed."""
+        if self.token is None:
             raise Forbidden(
-                f"GET /metrics is for scrapers: {source or 'this client'} is not in GATEWAY_METRICS_ALLOW "
-                "and no valid metrics token was sent (GATEWAY_METRICS_TOKEN, as `Authorization: Bearer`); "
-                "user tokens do not open it"
+                "GET /metrics is closed: this gateway has no metrics token (set GATEWAY_METRICS_TOKEN and "
+                "give it to the scraper as `Authorization: Bearer`; docs/metrics.md); user tokens do not "
+                "open it"
+            )
+        if not self._token_ok(token):
+            raise Forbidden(
+                "GET /metrics is for scrapers: send the metrics token (GATEWAY_METRICS_TOKEN) as "
+                "`Authorization: Bearer`; user tokens do not open it"
+            )
+        if not self._address_ok(source):
+            raise Forbidden(
+                f"GET /metrics: {source or 'this client'} is not in GATEWAY_METRICS_ALLOW, the addresses the "
+                "metrics token may be used from"
             )
         return self.metrics.render(), CONTENT_TYPE
 
     def allowed(self, *, source: str | None, token: str | None) -> bool:
-        """True when ``token`` is the metrics token, or ``source`` (the TCP peer) is in the allow-list."""
-        if token is not None and self.token is not None and hmac.compare_digest(token, self.token):
+        """True when ``token`` is the metrics token and ``source`` (the TCP peer) is in the allow-list
+        (an empty list: any address)."""
+        return self.token is not None and self._token_ok(token) and self._address_ok(source)
+
+    def _token_ok(self, token: str | None) -> bool:
+        return token is not None and self.token is not None and hmac.compare_digest(token, self.token)
+
+    def _address_ok(self, source: str | None) -> bool:
+        if not self.allow:
             return True
         try:
             address = ipaddress.ip_address(source or "")

@@ -92,7 +92,7 @@ class EvidenceService:
             releases = [
                 r
                 for sha in sorted({a["sha256"] for a in artifacts} | shas)
-                for r in self.releases.releases_of_artifact(sha, principal=principal)[0]
+                for r in self.releases.releases_of_artifact(sha, principal=principal)
             ]
         release_ids = [r.id for r in releases]
         moves = self.promotions.moves_of(release_ids)
@@ -167,7 +167,7 @@ class EvidenceService:
         return asdict(cost)
 
     def _evaluations(self, shas: set[str], principal: Principal) -> dict[str, Any]:
-        merged: dict[str, Any] = {"eval_runs": [], "gates": [], "reviews": [], "hidden": 0}
+        merged: dict[str, Any] = {"eval_runs": [], "gates": [], "reviews": []}
         for sha in sorted(shas):
             try:
                 found = self.eval_trace.artifact_evals(sha, principal=principal)
@@ -175,7 +175,6 @@ class EvidenceService:
                 continue
             for key in ("eval_runs", "gates", "reviews"):
                 merged[key] += found[key]
-            merged["hidden"] += found["hidden"]
         return merged
 
     def _audit(self, ids: set[str], projects: set[str], principal: Principal) -> dict[str, Any]:

@@ -383,7 +383,7 @@ class PromotionService:
     def artifact_releases(self, sha256: str, *, principal: Principal) -> dict[str, Any]:
         """The releases of an artifact with this content the caller may read: each with the aliases that
         point at it now (and since when), every move to or from it, its promotion requests."""
-        found, hidden = self.releases.releases_of_artifact(sha256, principal=principal)
+        found = self.releases.releases_of_artifact(sha256, principal=principal)
         if not found and not self.releases.readable_artifact(sha256.lower(), principal):
             raise NotFound(f"no artifact with sha256 {sha256.lower()} that you may read")
         out = []
@@ -407,7 +407,7 @@ class PromotionService:
                     "promotions": [request_dict(q) for q in self.store.requests_of([release.id])],
                 }
             )
-        return {"sha256": sha256.lower(), "releases": out, "hidden": hidden}
+        return {"sha256": sha256.lower(), "releases": out}
 
     def moves_of(self, release_ids: Sequence[str]) -> list[AliasEvent]:
         """Alias moves to or from these releases (for traces and bundles)."""

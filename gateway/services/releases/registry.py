@@ -181,7 +181,7 @@ class ReleaseService:
         try:
             evaluations = self.eval_trace.artifact_evals(sha, principal=principal)
         except NotFound:
-            evaluations = {"sha256": sha, "eval_runs": [], "gates": [], "reviews": [], "hidden": 0}
+            evaluations = {"sha256": sha, "eval_runs": [], "gates": [], "reviews": []}
         return {
             "snapshot_version": SNAPSHOT_VERSION,
             "run": self.lineage.trace_run(run_id, principal=principal),
@@ -238,11 +238,10 @@ class ReleaseService:
         )
         return self.store.release_by_id(release.id)
 
-    def releases_of_artifact(self, sha256: str, *, principal: Principal) -> tuple[list[Release], int]:
-        """Releases of an artifact with this content that the caller may read, and how many are hidden."""
+    def releases_of_artifact(self, sha256: str, *, principal: Principal) -> list[Release]:
+        """Releases of an artifact with this content that the caller may read (the others uncounted)."""
         found = self.store.releases_by_sha256(sha256.lower())
-        readable = [r for r in found if allowed(principal, "release.read", r.project)]
-        return readable, len(found) - len(readable)
+        return [r for r in found if allowed(principal, "release.read", r.project)]
 
     def readable_artifact(self, sha256: str, principal: Principal) -> bool:
         """Whether the caller may read some run that wrote an artifact with this content."""

@@ -4,7 +4,13 @@ A token is shown once (``gwt_`` + 43 random characters); the database keeps
 its sha256 and a short prefix for people to recognise it. Tokens expire and
 can be revoked. In trusted-proxy mode a front end that already authenticated
 the user passes the name in a header instead; only requests that come from one
-of the trusted proxies' addresses may do that.
+of the trusted proxies' addresses may do that, and with one such header only.
+
+Failed token checks are throttled (``gateway.core.access.backoff``): by the
+caller's address, and by the account a failure names (the user of a known but
+revoked or expired token, or of a token whose prefix the guess carries).
+While an address or account is locked its token checks answer Throttled
+(429, with Retry-After) without being tried (docs/access.md).
 """
 
 from __future__ import annotations
@@ -12,14 +18,16 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import secrets
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from gateway.core import names
+from gateway.core.access.backoff import Backoff
 from gateway.core.access.policy import require
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal, Token, User
-from gateway.errors import NotFound, SpecError, SpecIssue, Unauthorized
+from gateway.errors import BadRequest, NotFound, SpecError, SpecIssue, Throttled, Unauthorized
 from gateway.store.access import AccessStore
 
 TOKEN_PREFIX = "gwt_"
@@ -39,6 +47,8 @@ class AuthService:
 
     ``trusted_proxies``: the addresses or networks a trusted-proxy request
     must come from (``Settings.trusted_proxies``); none trusts no one.
+    ``backoff``: the failed sign-ins of this process by address and account;
+    ``clock``: seconds, monotonic (for tests that must not sleep).
     """
 
     def __init__(
@@ -47,10 +57,14 @@ class AuthService:
         *,
         trusted_proxies: Sequence[Network] = (),
         trusted_user_header: str = "X-Remote-User",
+        backoff: Backoff | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.access = access
         self.trusted_proxies = tuple(trusted_proxies)
         self.trusted_user_header = trusted_user_header
+        self.backoff = backoff or Backoff()
+        self.clock = clock
 
     def issue_token(
         self,
@@ -133,11 +147,41 @@ class AuthService:
 
     def sign_in(self, secret: str, *, source: str | None = None) -> tuple[Principal, int]:
         """``authenticate``, also returning the token's id (a web session is bound to it, so that
-        revoking the token ends the session); Unauthorized when the token is not valid now."""
+        revoking the token ends the session); Unauthorized when the token is not valid now,
+        Throttled while ``source`` or the token's account is locked after failed tries."""
+        now_s = self.clock()
+        address = f"address:{source or '-'}"
+        self._refuse_while_locked(address, now_s, f"from {source or 'this client'}")
         found = self.access.token_owner(digest(secret)) if secret.startswith(TOKEN_PREFIX) else None
-        if found is None:
-            raise Unauthorized("unknown token; get one with `gw token issue` or from your admin")
-        return self._valid(found, source), found[0].id
+        try:
+            if found is None:
+                raise Unauthorized("unknown token; get one with `gw token issue` or from your admin")
+            principal = self._valid(found, source)
+        except Unauthorized:
+            self.backoff.failed(address, now_s)
+            account = found[1].name if found is not None else self._prefix_owner(secret)
+            if account is not None:
+                self.backoff.failed(f"account:{account}", now_s)
+            raise
+        self._refuse_while_locked(f"account:{principal.user}", now_s, f"for user {principal.user}")
+        self.backoff.succeeded(address)
+        return principal, found[0].id
+
+    def _refuse_while_locked(self, key: str, now_s: float, who: str) -> None:
+        wait_s = self.backoff.wait_s(key, now_s)
+        if wait_s:
+            raise Throttled(
+                f"too many failed sign-ins {who} lately: try again in {wait_s} s (each further failure "
+                f"doubles the wait, up to {self.backoff.max_s:g} s)",
+                retry_after_s=wait_s,
+            )
+
+    def _prefix_owner(self, secret: str) -> str | None:
+        """The user of the token whose recorded prefix ``secret`` starts with (a guess aimed at one
+        account), if any: read on a failure only."""
+        if not secret.startswith(TOKEN_PREFIX) or len(secret) < 12:
+            return None
+        return next((t.user for t in self.access.tokens() if t.prefix == secret[:12]), None)
 
     def session(self, token_id: int, *, source: str | None = None) -> Principal:
         """The principal of a web session made from token ``token_id``: Unauthorized when that token
@@ -165,18 +209,26 @@ class AuthService:
             user=user.name, is_admin=user.is_admin, roles=roles, os_user=user.os_user, source=source
         )
 
-    def trusted(self, user: str | None, *, source: str | None) -> Principal:
+    def trusted(self, values: Sequence[str], *, source: str | None) -> Principal:
         """The principal for the user name a trusted front end sent (trusted-proxy mode).
 
-        Unauthorized unless the request came from one of ``trusted_proxies``
-        (``source``: the peer's address), the name is valid, and the user is
-        known and enabled.
+        ``values``: every ``trusted_user_header`` the request carries. Unauthorized
+        unless the request came from one of ``trusted_proxies`` (``source``: the
+        peer's address), the name is valid, and the user is known and enabled;
+        BadRequest when the header came more than once (which one would count is
+        up to each front end and parser: none does).
         """
         if not self._from_trusted_proxy(source):
             raise Unauthorized(
                 f"this gateway takes user names only from its trusted proxies, and {source or 'this client'} "
                 f"is not one of them: go through the front end (or ask an admin for an API token)"
             )
+        if len(values) > 1:
+            raise BadRequest(
+                f"the {self.trusted_user_header} header came {len(values)} times; a request names one user "
+                "in one such header (the front end must replace the client's own, not add to it)"
+            )
+        user = values[0] if values else None
         if not user or not names.NAME.fullmatch(user):
             raise Unauthorized(f"no valid user name in the {self.trusted_user_header} header")
         try:
