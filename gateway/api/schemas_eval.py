@@ -144,7 +144,7 @@ class EvalRunCreate(BaseModel):
 
 class EvalRunPublic(BaseModel):
     id: str
-    run_id: str = Field(description="The gateway run that is the eval job")
+    run_id: str | None = Field(description="The gateway run that is the eval job; null for an import")
     project: str
     suite_version_id: str
     suite_ref: str
@@ -199,13 +199,18 @@ class ResultFilePublic(BaseModel):
 class EvalResultPublic(BaseModel):
     id: str
     eval_run_id: str
-    run_id: str
+    run_id: str | None = Field(description="The gateway run that is the eval job; null for an import")
     project: str
     suite_version_id: str
     suite_version: str
     suite_hash: str
     artifact_sha256: str
     created_at: datetime
+    origin: Literal["gateway", "imported"] = Field(
+        description="gateway: read from an eval run's job; imported: lm-eval output made elsewhere, "
+        "brought in with POST .../imports (never counted for a protected alias unless its policy allows)"
+    )
+    imported_by: str | None = Field(description="Who imported it (at created_at); null for origin gateway")
     harness: str
     harness_version: str | None
     seeds: dict[str, int | None]

@@ -1,0 +1,181 @@
+"""Importing lm-eval results made elsewhere, on SQLite and PostgreSQL (issue 27, item 8).
+
+A tiny_lm model is trained and evaluated here, outside any Slurm job, by real lm-eval 0.4.13
+(eval/jobs/run_eval.py: lm-eval's Python API and its EvaluationTracker, offline, on the repo's
+local tiny tasks); its files are put back under the names lm-eval's tracker gives them
+(``results_<date>.json``, ``samples_<task>_<date>.jsonl``) and imported: accepted and recorded as
+imported, by whom; refused, with nothing stored, when the suite version does not match, an
+aggregate was edited, or a samples file does not belong to its results file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from gateway.adapters.files import scan
+from gateway.errors import Forbidden, SpecError
+from gateway.services.lineage.datasets import Registration
+from tests.service.conftest import PROJECT, unique_tag
+from tests.service.eval_world import DATA, EVAL, ROOT, TASKS, suite_data
+
+STAMP = "2026-12-02T18-30-00.123456"
+
+
+@pytest.fixture(scope="module")
+def lm_eval_dir(tmp_path_factory) -> Path:
+    """lm-eval's own output of a real run: one results file, one samples file per task."""
+    tmp = tmp_path_factory.mktemp("lm_eval_import")
+    train = [sys.executable, str(ROOT / "examples" / "tiny_lm" / "train.py"), "--out", str(tmp / "model")]
+    subprocess.run([*train, "--order", "3", "--epochs", "1"], check=True, capture_output=True, timeout=300)
+    out = tmp / "run"
+    argv = [sys.executable, str(EVAL / "jobs" / "run_eval.py"), "--harness", "lm-eval"]
+    argv += ["--model", str(tmp / "model" / "model.json"), "--task-dir", str(EVAL / "tasks" / "tiny_lm")]
+    argv += ["--tasks", ",".join(TASKS), "--data", str(DATA), "--out", str(out)]
+    argv += ["--prompt-template", str(EVAL / "prompts" / "tiny_lm_cloze.txt"), "--lm-eval-version", "0.4.13"]
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=600, env=os.environ | {"HF_DATASETS_OFFLINE": "1"}
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # run_eval.py gives lm-eval's files stable names; an lm-eval output directory has the tracker's.
+    lm = tmp / "lm_eval"
+    lm.mkdir()
+    (out / "results.json").rename(lm / f"results_{STAMP}.json")
+    for task in TASKS:
+        (out / f"samples_{task}.jsonl").rename(lm / f"samples_{task}_{STAMP}.jsonl")
+    return lm
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+
+@pytest.fixture(scope="module")
+def suites(services, principal):
+    """A dataset of the tiny eval data and suites over it: the example, one task fewer, 1-shot."""
+    tag = unique_tag()
+    dataset = f"cloze-imp-{tag}"
+    files = [e.to_dict() for e in scan(DATA).entries]
+    services.datasets.register(Registration(PROJECT, dataset, files, path=str(DATA)), principal=principal)
+    register = services.eval_suites.register
+    one_task = suite_data(dataset, f"one-{tag}")
+    one_task["tasks"] = one_task["tasks"][:1]
+    shots = suite_data(dataset, f"shot-{tag}")
+    shots["harness"]["num_fewshot"] = 1
+    return {
+        "example": register(suite_data(dataset, f"imp-{tag}"), principal=principal)[0],
+        "one_task": register(one_task, principal=principal)[0],
+        "one_shot": register(shots, principal=principal)[0],
+    }
+
+
+def _import(services, version, files, principal, sha="ab" * 32):
+    suite = version.suite
+    return services.eval_imports.import_files(
+        suite.project,
+        suite.name,
+        version.number,
+        files,
+        artifact_sha256=sha,
+        artifact_path=None,
+        principal=principal,
+    )
+
+
+def _imported(services) -> int:
+    with services.db.engine.connect() as conn:
+        return conn.execute(text("SELECT count(*) FROM eval_results WHERE origin = 'imported'")).scalar_one()
+
+
+def test_an_lm_eval_output_directory_is_imported_and_marked_imported_by_whom(
+    services, principal, suites, lm_eval_dir
+):
+    files = _files(lm_eval_dir)
+    result = _import(services, suites["example"], files, principal)
+    assert result.origin == "imported" and result.imported_by == principal.user
+    assert result.run_id is None  # no gateway run made it
+    raw = json.loads(files[f"results_{STAMP}.json"])
+    for task in TASKS:
+        assert result.results.tasks[task].metrics["acc"].value == raw["results"][task]["acc,none"]
+        assert result.results.tasks[task].task_hash == raw["task_hashes"][task]
+        assert result.sample_counts[task] == raw["n-samples"][task]["effective"] > 0
+    assert {f.path: f.sha256 for f in result.files} == {
+        name: hashlib.sha256(data).hexdigest() for name, data in files.items()
+    }
+    eval_run = services.evals.get(result.eval_run_id, principal=principal)
+    assert (
+        eval_run.run_id is None and eval_run.status == "ingested" and eval_run.submitted_by == principal.user
+    )
+    with services.db.engine.connect() as conn:
+        actor = conn.execute(
+            text("SELECT actor FROM audit_events WHERE action = 'eval.import' AND target_id = :id"),
+            {"id": result.id},
+        ).scalar_one()
+    assert actor == principal.user
+
+
+def test_a_suite_version_that_does_not_match_is_refused_naming_the_mismatch(
+    services, principal, suites, lm_eval_dir
+):
+    before = _imported(services)
+    files = _files(lm_eval_dir)
+    with pytest.raises(
+        SpecError, match="results of task 'tiny_lm_word_order', which the suite does not have"
+    ):
+        _import(services, suites["one_task"], files, principal)
+    with pytest.raises(SpecError, match="0-shot; suite .* runs 1-shot"):
+        _import(services, suites["one_shot"], files, principal)
+    assert _imported(services) == before
+
+
+def test_an_edited_aggregate_is_refused(services, principal, suites, lm_eval_dir):
+    before = _imported(services)
+    files = _files(lm_eval_dir)
+    name = f"results_{STAMP}.json"
+    data = json.loads(files[name])
+    acc = data["results"]["tiny_lm_spelling"]["acc,none"]
+    data["results"]["tiny_lm_spelling"]["acc,none"] = acc - 0.1 if acc >= 0.5 else acc + 0.1
+    files[name] = json.dumps(data).encode()
+    with pytest.raises(SpecError, match="tiny_lm_spelling") as caught:
+        _import(services, suites["example"], files, principal)
+    assert "per-sample scores" in str(caught.value) and "do not match" in str(caught.value)
+    assert _imported(services) == before
+
+
+def test_a_samples_file_of_another_run_is_refused_by_its_task_hash(services, principal, suites, lm_eval_dir):
+    before = _imported(services)
+    files = _files(lm_eval_dir)
+    name = f"samples_tiny_lm_word_order_{STAMP}.jsonl"
+    lines = files[name].decode().splitlines()
+    first = json.loads(lines[0])
+    first["prompt_hash"] = hashlib.sha256(b"another prompt").hexdigest()
+    files[name] = "\n".join([json.dumps(first), *lines[1:]]).encode() + b"\n"
+    with pytest.raises(SpecError, match="task_hashes.tiny_lm_word_order.*not from the same lm-eval run"):
+        _import(services, suites["example"], files, principal)
+    assert _imported(services) == before
+
+
+def test_files_that_are_not_lm_evals_and_callers_below_member_are_refused(
+    services, principal, suites, lm_eval_dir
+):
+    files = _files(lm_eval_dir)
+    with pytest.raises(SpecError, match="exactly one results_<date>.json"):
+        _import(
+            services,
+            suites["example"],
+            {k: v for k, v in files.items() if k.startswith("samples")},
+            principal,
+        )
+    with pytest.raises(SpecError, match="not one of lm-eval's output files"):
+        _import(services, suites["example"], files | {"notes.txt": b"x"}, principal)
+    with pytest.raises(SpecError, match="64 hex digits"):
+        _import(services, suites["example"], files, principal, sha="not-a-sha")
+    with pytest.raises(Forbidden):
+        _import(services, suites["example"], files, services.access.principal("watcher", source="pytest"))
