@@ -15,16 +15,19 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
 from gateway.adapters.files import scan
+from gateway.api import create_app
 from gateway.errors import Forbidden, SpecError
 from gateway.services.lineage.datasets import Registration
 from tests.service.conftest import PROJECT, unique_tag
 from tests.service.eval_world import DATA, EVAL, ROOT, TASKS, suite_data
+from tests.service.gw_serve import GW, serve_in_thread
 
 STAMP = "2026-12-02T18-30-00.123456"
 
@@ -179,3 +182,56 @@ def test_files_that_are_not_lm_evals_and_callers_below_member_are_refused(
         _import(services, suites["example"], files, principal, sha="not-a-sha")
     with pytest.raises(Forbidden):
         _import(services, suites["example"], files, services.access.principal("watcher", source="pytest"))
+
+
+# -- through the API, as `gw eval import` sends it -----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gw(services, tokens, tmp_path_factory) -> Iterator:
+    config = str(tmp_path_factory.mktemp("gwconfig") / "none.toml")
+    with serve_in_thread(create_app(services=services)) as url:
+
+        def run(*args: str, user: str = "tester") -> subprocess.CompletedProcess:
+            env = {
+                **os.environ,
+                "GW_URL": url,
+                "GW_TOKEN": tokens[user],
+                "GW_CONFIG": config,
+                "COLUMNS": "220",
+            }
+            return subprocess.run(
+                [*GW, *args], env=env, capture_output=True, text=True, timeout=120, check=False
+            )
+
+        yield run
+
+
+def test_gw_eval_import_reads_lm_evals_output_path_and_show_says_imported(gw, suites, lm_eval_dir):
+    # lm_eval --output_path DIR writes DIR/<model>/results_*.json: gw finds the one run below DIR.
+    top = lm_eval_dir.parent
+    artifact = top / "model" / "model.json"
+    ref = suites["example"].ref
+    done = gw("eval", "import", ref, str(top), "--artifact", str(artifact), "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = json.loads(done.stdout)
+    assert found["origin"] == "imported" and found["imported_by"] == "tester" and found["run_id"] is None
+    assert found["artifact_sha256"] == hashlib.sha256(artifact.read_bytes()).hexdigest()
+    assert found["eval_run"]["artifact_path"] == str(artifact.resolve())
+    assert {f["path"] for f in found["files"]} == {p.name for p in lm_eval_dir.iterdir()}
+    shown = gw("eval", "show", found["id"])
+    assert shown.returncode == 0, shown.stderr
+    assert "origin imported by tester" in " ".join(shown.stdout.split())
+    run_shown = gw("eval", "show", found["eval_run_id"])
+    assert run_shown.returncode == 0 and "none (imported)" in run_shown.stdout
+
+
+def test_gw_eval_import_of_another_suite_version_is_refused_with_status_2_naming_it(gw, suites, lm_eval_dir):
+    ref = suites["one_task"].ref
+    done = gw("eval", "import", ref, str(lm_eval_dir), "--artifact", "cd" * 32)
+    assert done.returncode == 2
+    assert "tiny_lm_word_order" in done.stderr and "which the suite does not have" in done.stderr
+    viewer = gw(
+        "eval", "import", suites["example"].ref, str(lm_eval_dir), "--artifact", "cd" * 32, user="watcher"
+    )
+    assert viewer.returncode != 0 and "eval.import" in viewer.stderr

@@ -59,14 +59,15 @@ class EvalImportService:
         self,
         project: str,
         name: str,
-        number: int,
+        number: int | None,
         files: Mapping[str, bytes],
         *,
         artifact_sha256: str,
         artifact_path: str | None,
         principal: Principal,
     ) -> EvalResultRecord:
-        """Check lm-eval's output ``files`` against suite version ``project/name@number`` and store
+        """Check lm-eval's output ``files`` against suite version ``project/name@number`` (None: the
+        latest) and store
         them as an imported result of the artifact ``artifact_sha256``.
 
         Raises NotFound (a suite or version the caller may not read), Forbidden (below member),
