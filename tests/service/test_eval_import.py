@@ -23,7 +23,7 @@ from sqlalchemy import text
 
 from gateway.adapters.files import scan
 from gateway.api import create_app
-from gateway.errors import Forbidden, SpecError
+from gateway.errors import Conflict, Forbidden, SpecError
 from gateway.services.lineage.datasets import Registration
 from tests.service.conftest import PROJECT, unique_tag
 from tests.service.eval_world import DATA, EVAL, ROOT, TASKS, suite_data
@@ -235,3 +235,56 @@ def test_gw_eval_import_of_another_suite_version_is_refused_with_status_2_naming
         "eval", "import", suites["example"].ref, str(lm_eval_dir), "--artifact", "cd" * 32, user="watcher"
     )
     assert viewer.returncode != 0 and "eval.import" in viewer.stderr
+
+
+# -- a protected alias: imported results count only where the policy allows them -------------------
+
+
+@pytest.mark.slurm
+def test_a_protected_alias_counts_an_imported_result_only_where_its_policy_allows(
+    services, principal, suites, lm_eval_dir, eval_world
+):
+    # releases need an artifact a gateway run wrote: the eval world's strong model; the imported files
+    # are this module's own lm-eval run, imported as results on that artifact
+    version = suites["example"]
+    sha = eval_world.artifacts["strong"]
+    model = f"imp-{unique_tag()}"
+    services.releases.register_model(PROJECT, model, principal=principal)
+    services.releases.create_release(
+        PROJECT, model, sha, principal=principal, run_id=eval_world.training["strong"]
+    )
+    imported = _import(services, version, _files(lm_eval_dir), principal, sha=sha)
+    rita = services.access.principal("rita", source="pytest")
+    services.reviews.record(imported.id, verdict="approve", principal=rita, notes="read the samples")
+    suite = f"{PROJECT}/{version.suite.name}"
+    policy = services.alias_policies.set_policy(
+        PROJECT, model, "prod", principal=principal, gate_suite=suite, gate_version=version.number
+    )
+    assert policy.allow_imported_results is False
+    with pytest.raises(Conflict) as refused:
+        services.promotions.promote(PROJECT, model, 1, "prod", principal=principal, reason="first")
+    message = str(refused.value)
+    assert imported.id in message and "imported by tester" in message, message
+    assert "does not allow imported results" in message and "allow_imported_results" in message
+    assert not [g for g in services.gates.gates.gates_of([imported.id]) if g.made_for is not None]
+
+    policy = services.alias_policies.set_policy(
+        PROJECT,
+        model,
+        "prod",
+        principal=principal,
+        gate_suite=suite,
+        gate_version=version.number,
+        allow_imported_results=True,
+    )
+    assert policy.allow_imported_results and policy.as_dict()["allow_imported_results"] is True
+    try:
+        services.promotions.promote(PROJECT, model, 1, "prod", principal=principal, reason="first")
+    except Conflict as exc:  # the gate itself may fail this small model; it was decided on the import
+        assert "does not allow imported results" not in str(exc)
+    (decided,) = [g for g in services.gates.gates.gates_of([imported.id]) if g.made_for is not None]
+    assert decided.candidate_id == imported.id and decided.made_for["policy"]["allow_imported_results"]
+    with pytest.raises(SpecError, match="allow_imported_results"):
+        services.alias_policies.set_policy(
+            PROJECT, model, "canary", principal=principal, allow_imported_results=True
+        )
