@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from gateway.services.lineage.datasets import Registration
 from tests.service.conftest import PROJECT, unique_tag
 from tests.service.eval_world import DATA, EVAL, ROOT, TASKS, suite_data
 from tests.service.gw_serve import GW, serve_in_thread
+from tests.service.web_client import web_client
 
 STAMP = "2026-12-02T18-30-00.123456"
 
@@ -288,3 +290,22 @@ def test_a_protected_alias_counts_an_imported_result_only_where_its_policy_allow
         services.alias_policies.set_policy(
             PROJECT, model, "canary", principal=principal, allow_imported_results=True
         )
+
+
+def test_the_web_result_page_and_the_eval_list_say_imported_by_whom(
+    services, principal, suites, lm_eval_dir, tokens
+):
+    result = _import(services, suites["example"], _files(lm_eval_dir), principal)
+    with web_client(services, tokens["tester"]) as client:
+        page = client.get(f"/ui/evals/results/{result.id}")
+        assert page.status_code == 200, page.text[:500]
+        origin = re.search(r'<p class="meta" id="result-origin">(.*?)</p>', page.text, re.S)
+        assert origin, page.text[:2000]
+        words = " ".join(re.sub(r"<[^>]+>", "", origin.group(1)).split())
+        assert (
+            "origin imported" in words
+            and "imported by tester" in words
+            and "/ui/runs/" not in origin.group(1)
+        )
+        listed = client.get("/ui/evals")
+        assert listed.status_code == 200 and f"{result.eval_run_id} (imported)" in listed.text
