@@ -33,6 +33,7 @@ from gateway.services.accounting.telemetry import TelemetryHarvester, TelemetryS
 from gateway.services.accounting.usage import UsageService
 from gateway.services.audit import AuditService
 from gateway.services.eval.gates import GateService, NoDefaultBaseline
+from gateway.services.eval.imports import EvalImportService
 from gateway.services.eval.ingest import EvalIngest
 from gateway.services.eval.reviews import ReviewService
 from gateway.services.eval.runs import EvalJobSettings, EvalRunService
@@ -225,6 +226,9 @@ def _evals(
         "evals": EvalRunService(eval_store, suites, runs, store, lineage_store, job),
         "eval_ingest": EvalIngest(
             eval_store, results, store, lineage_store, host, files, max_bytes=settings.eval_results_max_bytes
+        ),
+        "eval_imports": EvalImportService(
+            suites, results, lineage_store, max_bytes=settings.eval_results_max_bytes
         ),
         "gates": gates,
         "reviews": reviews,

@@ -142,9 +142,37 @@ class EvalRunCreate(BaseModel):
     queue: str | None = Field(default=None, max_length=64, description="Default: the suite's queue")
 
 
+class ImportedFile(BaseModel):
+    """One of lm-eval's output files, as it wrote it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(
+        pattern=r"^[A-Za-z0-9._:-]{1,255}$",
+        description="Its file name: results_<date>.json or samples_<task>_<date>.jsonl",
+    )
+    content: str = Field(description="The file's text (UTF-8)")
+
+
+class EvalImportCreate(BaseModel):
+    """lm-eval's output of a run made elsewhere, and the artifact it scored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    artifact_sha256: str = Field(pattern=SHA256_PATTERN, description="The scored artifact's sha256")
+    artifact_path: str | None = Field(
+        default=None, max_length=4096, description="Where the artifact was (for the record)"
+    )
+    files: list[ImportedFile] = Field(
+        min_length=1,
+        max_length=257,
+        description="One results_<date>.json and a samples_<task>_<date>.jsonl per task (--log_samples)",
+    )
+
+
 class EvalRunPublic(BaseModel):
     id: str
-    run_id: str = Field(description="The gateway run that is the eval job")
+    run_id: str | None = Field(description="The gateway run that is the eval job; null for an import")
     project: str
     suite_version_id: str
     suite_ref: str
@@ -199,13 +227,18 @@ class ResultFilePublic(BaseModel):
 class EvalResultPublic(BaseModel):
     id: str
     eval_run_id: str
-    run_id: str
+    run_id: str | None = Field(description="The gateway run that is the eval job; null for an import")
     project: str
     suite_version_id: str
     suite_version: str
     suite_hash: str
     artifact_sha256: str
     created_at: datetime
+    origin: Literal["gateway", "imported"] = Field(
+        description="gateway: read from an eval run's job; imported: lm-eval output made elsewhere, "
+        "brought in with POST .../imports (never counted for a protected alias unless its policy allows)"
+    )
+    imported_by: str | None = Field(description="Who imported it (at created_at); null for origin gateway")
     harness: str
     harness_version: str | None
     seeds: dict[str, int | None]

@@ -183,6 +183,11 @@ class PolicySet(_Body):
     gate_baseline: AliasName | None = Field(
         None, description="The alias whose release is the baseline; none: the alias itself"
     )
+    allow_imported_results: bool = Field(
+        False,
+        description="Whether the gate may count eval results imported from outside the gateway "
+        "(POST .../imports); default: only results of the gateway's own eval runs count",
+    )
 
 
 class PolicyPublic(BaseModel):
@@ -197,6 +202,7 @@ class PolicyPublic(BaseModel):
         description="The suite version the gate is decided on (latest: the newest at each move)"
     )
     gate_baseline: str | None = Field(description="The alias whose release is the gate's baseline")
+    allow_imported_results: bool = Field(description="Whether the gate may count imported eval results")
     updated_by: str
     updated_at: datetime
 
@@ -214,6 +220,7 @@ class PolicyPublic(BaseModel):
             if p.gate_suite
             else None,
             gate_baseline=p.baseline_alias if p.gate_suite else None,
+            allow_imported_results=p.allow_imported_results,
             updated_by=p.updated_by,
             updated_at=p.updated_at,
         )

@@ -222,6 +222,62 @@ def eval_run(
     console.print(eval_view.runs_state(found["run"]) + f"  watch: gw eval show {found['id']}")
 
 
+RESULTS_FILE = re.compile(r"results(_[0-9A-Za-z.:_-]+)?\.json")
+LM_EVAL_FILE = re.compile(r"(results(_[0-9A-Za-z.:_-]+)?\.json|samples_.+\.jsonl)")
+MAX_IMPORT_FILE_BYTES = 1024**3
+
+
+def lm_eval_files(directory: Path) -> dict[str, str]:
+    """lm-eval's output files in ``directory`` (or in its one subdirectory that has them, where
+    ``lm_eval --output_path DIR`` puts them: DIR/<model>/), by name; exit 2 if there are none or
+    several sets."""
+    if not directory.is_dir():
+        usage(f"{directory}: not a directory; give lm-eval's --output_path directory")
+    places = [directory, *sorted(p for p in directory.iterdir() if p.is_dir())]
+    found = [p for p in places if any(RESULTS_FILE.fullmatch(f.name) for f in p.iterdir() if f.is_file())]
+    if not found:
+        usage(f"{directory}: no results_<date>.json here or one level down (lm_eval --output_path DIR)")
+    if len(found) > 1 or sum(1 for f in found[0].iterdir() if RESULTS_FILE.fullmatch(f.name)) > 1:
+        usage(f"{directory}: more than one lm-eval results file; give the directory of one run")
+    files = {}
+    for path in sorted(found[0].iterdir()):
+        if path.is_file() and LM_EVAL_FILE.fullmatch(path.name):
+            if path.stat().st_size > MAX_IMPORT_FILE_BYTES:
+                usage(f"{path}: larger than {MAX_IMPORT_FILE_BYTES} bytes")
+            try:
+                files[path.name] = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                usage(f"{path}: cannot be read as UTF-8 text ({exc})")
+    return files
+
+
+@eval_app.command("import")
+def eval_import(
+    suite: Annotated[str, typer.Argument(help="PROJECT/NAME@VERSION (VERSION: a number or latest).")],
+    directory: Annotated[Path, typer.Argument(help="lm-eval's --output_path directory of one run.")],
+    artifact: Annotated[str, typer.Option(help="The scored artifact: SHA256 or a local FILE.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Import lm-eval results made outside the gateway (results_*.json and samples_*.jsonl, from
+    --log_samples) as a result of the suite version, marked imported; refused naming any mismatch."""
+    ref = _suite_ref(suite)
+    choice = artifact_choice(artifact)
+    if "artifact_sha256" not in choice:
+        usage("--artifact: give the artifact's sha256 or a local file (an import has no gateway run)")
+    body: dict[str, Any] = {"artifact_sha256": choice["artifact_sha256"]}
+    if not SHA256_HEX.fullmatch(artifact):
+        body["artifact_path"] = str(Path(artifact).resolve())
+    body["files"] = [{"name": n, "content": c} for n, c in lm_eval_files(directory).items()]
+    version = "latest" if ref.number is None else str(ref.number)
+    found = call("import_eval", ref.project, ref.name, version, body)
+    if as_json:
+        print_json(found)
+        return
+    for line in eval_view.result_header(found):
+        console.print(line)
+    console.print(eval_view.result_table(found))
+
+
 @eval_app.command("list")
 def eval_list(
     project: Annotated[str | None, typer.Option(help="Only this project's.")] = None,

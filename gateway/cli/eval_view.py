@@ -87,7 +87,8 @@ def eval_run_lines(e: dict[str, Any]) -> list[str]:
     style = STATUS_STYLE.get(e["status"], "bold")
     lines = [
         f"[bold]eval run {escape(e['id'])}[/bold]  [{style}]{escape(e['status'])}[/{style}]  "
-        f"[dim]suite[/dim] {escape(e['suite_ref'])}  [dim]run[/dim] {escape(e['run_id'])}",
+        f"[dim]suite[/dim] {escape(e['suite_ref'])}  "
+        f"[dim]run[/dim] {escape(e['run_id'] or 'none (imported)')}",
         f"  artifact sha256 {short(e['artifact_sha256'])}  {escape(e['artifact_path'])}"
         + (f"  [dim]written by run[/dim] {escape(e['artifact_run_id'])}" if e.get("artifact_run_id") else ""),
         f"  [dim]submitted by[/dim] {escape(e['submitted_by'])} {when(e['created_at'])}",
@@ -126,12 +127,20 @@ def result_header(result: dict[str, Any]) -> list[str]:
     """The header lines of an eval result: suite, harness, artifact, runs and seeds (escaped)."""
     seeds = ", ".join(f"{escape(k)}={v}" for k, v in sorted(result["seeds"].items())) or "none"
     harness = f"{escape(result['harness'])} {escape(str(result.get('harness_version') or '-'))}"
+    if result.get("origin") == "imported":
+        origin = (
+            f"[yellow]imported[/yellow] [dim]by[/dim] {escape(str(result.get('imported_by')))} "
+            f"{when(result['created_at'])} (lm-eval output made outside the gateway)"
+        )
+    else:
+        origin = "gateway (read from its eval run's job)"
     return [
         f"[bold]eval result {escape(result['id'])}[/bold]  "
         f"[dim]suite[/dim] {escape(result['suite_version'])}  [dim]harness[/dim] {harness}",
+        f"  [dim]origin[/dim] {origin}",
         f"  artifact sha256 {short(result['artifact_sha256'])}  "
-        f"[dim]eval run[/dim] {escape(result['eval_run_id'])}  [dim]run[/dim] {escape(result['run_id'])}  "
-        f"[dim]seeds[/dim] {seeds}",
+        f"[dim]eval run[/dim] {escape(result['eval_run_id'])}  "
+        f"[dim]run[/dim] {escape(result['run_id'] or 'none')}  [dim]seeds[/dim] {seeds}",
     ]
 
 

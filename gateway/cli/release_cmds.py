@@ -312,6 +312,13 @@ def policy(
         str | None,
         typer.Option(help="The alias whose release is the gate's baseline. Default: --alias itself."),
     ] = None,
+    allow_imported_results: Annotated[
+        bool,
+        typer.Option(
+            "--allow-imported-results",
+            help="Let the gate count eval results imported with gw eval import (default: it does not).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Protect an alias: who may move it, how many approvals, which gate must pass (leads)."""
@@ -328,6 +335,8 @@ def policy(
         body["gate_version"] = gate_version if gate_version == "latest" else int(gate_version.lstrip("v"))
     if gate_baseline is not None:
         body["gate_baseline"] = _alias(gate_baseline)
+    if allow_imported_results:
+        body["allow_imported_results"] = True
     found = call("registry", "PUT", path, body)
     _show(found, as_json, lambda p: [f"{p['alias']} protected ({p['scope']}): {policy_text(p)}"])
 
@@ -339,6 +348,8 @@ def policy_text(p: dict[str, Any]) -> str:
         version = p.get("gate_version")
         at = f"@{version}" if isinstance(version, int) else "@latest"
         gate = f"gate {p['gate_suite']}{at} against {p.get('gate_baseline') or p['alias']}'s release"
+        if p.get("allow_imported_results"):
+            gate += " (imported results count)"
     return f"roles {', '.join(p['roles'])}, {p['approvals']} approval(s), {gate}"
 
 

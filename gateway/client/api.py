@@ -247,6 +247,11 @@ class GatewayClient:
         """``GET /eval/runs/{id}``: one eval run, with its run, artifact and ingest status."""
         return self._call("GET", f"/eval/runs/{eval_run_id}")
 
+    def import_eval(self, project: str, name: str, version: str, body: dict) -> dict:
+        """``POST /eval/suites/{project}/{name}/versions/{version}/imports``: store lm-eval output made
+        elsewhere (``files``: name and text of each) as an imported result of the artifact."""
+        return self._call("POST", f"/eval/suites/{project}/{name}/versions/{version}/imports", json_body=body)
+
     def eval_result(self, result_id: str) -> dict:
         """``GET /eval/results/{id}``: one ingested eval result with its reviews and gates."""
         return self._call("GET", f"/eval/results/{result_id}")

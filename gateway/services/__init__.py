@@ -26,6 +26,7 @@ from gateway.services.accounting.telemetry import TelemetryService
 from gateway.services.accounting.usage import UsageService
 from gateway.services.audit import AuditService
 from gateway.services.eval.gates import GateService
+from gateway.services.eval.imports import EvalImportService
 from gateway.services.eval.ingest import EvalIngest
 from gateway.services.eval.reviews import ReviewService
 from gateway.services.eval.runs import EvalRunService
@@ -82,6 +83,7 @@ class Services:
     eval_suites: EvalSuiteService
     evals: EvalRunService
     eval_ingest: EvalIngest
+    eval_imports: EvalImportService
     gates: GateService
     reviews: ReviewService
     eval_trace: EvalTraceService

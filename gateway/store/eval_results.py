@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import insert, select, update
@@ -67,49 +68,77 @@ class EvalResultStore:
             )
             if not claimed:
                 return None
+            _write(session, result_id, eval_run_id, run.suite_version_id, results, files, now)
+            append(session, replace(audit, target_id=result_id))
+        return result_id
+
+    def import_result(
+        self,
+        new: NewImport,
+        results: EvalResults,
+        files: Sequence[ResultFile],
+        *,
+        audit: AuditEntry,
+    ) -> tuple[str, str]:
+        """Store results made elsewhere: an eval run with no gateway run (``ingested`` at once) and its
+        result, origin ``imported`` by ``new.imported_by``, in one transaction with ``audit``; returns
+        (eval run id, result id)."""
+        eval_run_id, result_id = new_id("ev"), new_id("er")
+        now = utcnow()
+        with self.db.session() as session:
             session.add(
-                EvalResultRow(
-                    id=result_id,
-                    eval_run_id=eval_run_id,
-                    suite_version_id=run.suite_version_id,
-                    harness=results.harness,
-                    harness_version=results.harness_version,
-                    seeds=dict(results.seeds),
-                    config=_plain(results.config),
+                EvalRunRow(
+                    id=eval_run_id,
+                    run_id=None,
+                    project=new.project,
+                    suite_version_id=new.suite_version_id,
+                    artifact_sha256=new.artifact_sha256,
+                    artifact_path=new.artifact_path,
+                    artifact_run_id=new.artifact_run_id,
+                    submitted_by=new.imported_by,
                     created_at=now,
+                    status="ingested",
+                    note=f"imported by {new.imported_by}",
+                    ended_at=now,
                 )
             )
             session.flush()
-            connection = session.connection()
-            connection.execute(
-                INSERT_TASK, [_task_row(result_id, i, t) for i, t in enumerate(results.tasks.values())]
+            _write(
+                session,
+                result_id,
+                eval_run_id,
+                new.suite_version_id,
+                results,
+                files,
+                now,
+                origin="imported",
+                imported_by=new.imported_by,
             )
-            scores = [
-                {"result_id": result_id, "task": t.name, "metric": metric, "scores": encode_scores(column)}
-                for t in results.tasks.values()
-                if t.samples is not None
-                for metric, column in t.samples.scores.items()
-            ]
-            if scores:
-                connection.execute(INSERT_SCORES, scores)
-            if files:
-                connection.execute(
-                    INSERT_FILE,
-                    [
-                        {
-                            "result_id": result_id,
-                            "path": f.path,
-                            "role": f.role,
-                            "task": f.task,
-                            "sha256": f.sha256,
-                            "size": f.size,
-                            "artifact_id": f.artifact_id,
-                        }
-                        for f in files
-                    ],
+            append(
+                session,
+                replace(audit, target_id=result_id, after=(audit.after or {}) | {"eval_run": eval_run_id}),
+            )
+        return eval_run_id, result_id
+
+    def task_fingerprints(self, suite_version_id: str) -> dict[str, list[tuple[str | None, int, str]]]:
+        """Per task, (task hash, documents, result id) of each result the gateway itself ran of this
+        suite version (origin ``gateway``), oldest first."""
+        with self.db.session() as session:
+            rows = session.execute(
+                select(
+                    EvalResultTaskRow.task,
+                    EvalResultTaskRow.task_hash,
+                    EvalResultTaskRow.n_original,
+                    EvalResultRow.id,
                 )
-            append(session, replace(audit, target_id=result_id))
-        return result_id
+                .join(EvalResultRow, EvalResultRow.id == EvalResultTaskRow.result_id)
+                .where(EvalResultRow.suite_version_id == suite_version_id, EvalResultRow.origin == "gateway")
+                .order_by(EvalResultRow.created_at, EvalResultRow.id)
+            ).all()
+        found: dict[str, list[tuple[str | None, int, str]]] = {}
+        for task, task_hash, n_original, result_id in rows:
+            found.setdefault(task, []).append((task_hash, n_original, result_id))
+        return found
 
     def result(self, result_id: str, *, with_samples: bool = False) -> EvalResultRecord:
         """One result; per-sample scores only ``with_samples``. NotFound when there is none."""
@@ -118,6 +147,76 @@ class EvalResultStore:
             if row is None:
                 raise NotFound(f"no eval result {result_id!r}")
             return _record(session, row, with_samples)
+
+
+@dataclass(frozen=True)
+class NewImport:
+    """What an import records besides its results: where, on what artifact, by whom."""
+
+    project: str
+    suite_version_id: str
+    artifact_sha256: str
+    artifact_path: str
+    artifact_run_id: str | None
+    imported_by: str
+
+
+def _write(
+    session: Session,
+    result_id: str,
+    eval_run_id: str,
+    suite_version_id: str,
+    results: EvalResults,
+    files: Sequence[ResultFile],
+    now: datetime,
+    *,
+    origin: str = "gateway",
+    imported_by: str | None = None,
+) -> None:
+    """The result row, its tasks' rows, its scores and its files."""
+    session.add(
+        EvalResultRow(
+            id=result_id,
+            eval_run_id=eval_run_id,
+            suite_version_id=suite_version_id,
+            harness=results.harness,
+            harness_version=results.harness_version,
+            seeds=dict(results.seeds),
+            config=_plain(results.config),
+            created_at=now,
+            origin=origin,
+            imported_by=imported_by,
+        )
+    )
+    session.flush()
+    connection = session.connection()
+    connection.execute(
+        INSERT_TASK, [_task_row(result_id, i, t) for i, t in enumerate(results.tasks.values())]
+    )
+    scores = [
+        {"result_id": result_id, "task": t.name, "metric": metric, "scores": encode_scores(column)}
+        for t in results.tasks.values()
+        if t.samples is not None
+        for metric, column in t.samples.scores.items()
+    ]
+    if scores:
+        connection.execute(INSERT_SCORES, scores)
+    if files:
+        connection.execute(
+            INSERT_FILE,
+            [
+                {
+                    "result_id": result_id,
+                    "path": f.path,
+                    "role": f.role,
+                    "task": f.task,
+                    "sha256": f.sha256,
+                    "size": f.size,
+                    "artifact_id": f.artifact_id,
+                }
+                for f in files
+            ],
+        )
 
 
 def _plain(value: Any) -> Any:
@@ -215,6 +314,8 @@ def _record(session: Session, row: EvalResultRow, with_samples: bool) -> EvalRes
         results=results,
         files=tuple(ResultFile(f.role, f.task, f.path, f.sha256, f.size, f.artifact_id) for f in files),
         sample_counts={t.task: t.sample_count for t in tasks},
+        origin=row.origin,
+        imported_by=row.imported_by,
     )
 
 

@@ -80,12 +80,13 @@ class EvalSuiteDatasetRow(Base):
 
 
 class EvalRunRow(Base):
-    """An eval of one artifact on one suite version; its job is the gateway run ``run_id``."""
+    """An eval of one artifact on one suite version; its job is the gateway run ``run_id`` (NULL: an
+    import of results made elsewhere, whose result's ``origin`` is 'imported')."""
 
     __tablename__ = "eval_runs"
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), unique=True)
+    run_id: Mapped[str | None] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), unique=True)
     project: Mapped[str] = mapped_column(String(64), index=True)
     suite_version_id: Mapped[str] = mapped_column(ForeignKey("eval_suite_versions.id"), index=True)
     artifact_sha256: Mapped[str] = mapped_column(String(64), index=True)
@@ -109,6 +110,10 @@ class EvalResultRow(Base):
     seeds: Mapped[dict] = mapped_column(JSON)
     config: Mapped[dict] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # gateway: read from an eval run's job; imported: lm-eval output made elsewhere, brought in by
+    # ``imported_by`` at ``created_at``
+    origin: Mapped[str] = mapped_column(String(16), default="gateway", server_default="gateway")
+    imported_by: Mapped[str | None] = mapped_column(String(128))
 
 
 class EvalResultFileRow(Base):

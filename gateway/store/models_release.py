@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from gateway.store.models import Base, ProjectNamedRow, UTCDateTime, utcnow
@@ -88,6 +88,8 @@ class AliasPolicyRow(Base):
     gate_suite: Mapped[str | None] = mapped_column(String(160))
     gate_version: Mapped[str | None] = mapped_column(String(16))  # "N" or "latest"; NULL: latest
     gate_baseline: Mapped[str | None] = mapped_column(String(32))  # an alias; NULL: the policy's own
+    # whether the gateway's gate may count an eval result imported from outside (origin 'imported')
+    allow_imported_results: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     updated_by: Mapped[str] = mapped_column(String(128))
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

@@ -36,6 +36,14 @@ def eval_expectations(ev: dict, in_project: dict, read_all: dict) -> dict[str, t
             {"json": {"suite": ev["suite_ref"], "artifact_sha256": ev["artifact"], "queue": "no-such-queue"}},
             {**write, "admin": 422, "lead": 422, "member": 422},
         ),
+        # no results file among the files: refused after the eval.import check (members)
+        "POST /eval/suites/{project}/{name}/versions/{version}/imports": (
+            {
+                "path": {**suite, "version": "1"},
+                "json": {"artifact_sha256": ev["artifact"], "files": [{"name": "notes.txt", "content": "x"}]},
+            },
+            {**write, "admin": 422, "lead": 422, "member": 422},
+        ),
         "GET /eval/runs": ({}, read_all),
         "GET /eval/runs/{eval_run_id}": ({"path": {"eval_run_id": ev["eval_run"]}}, in_project),
         "GET /eval/results/{result_id}": ({"path": result}, in_project),

@@ -117,6 +117,10 @@ SERVER_ONLY_RULES: dict[str, list[tuple[str, str]]] = {
         (r"body\.(gate_version|gate_baseline)", r"a version of the suite|only with gate_suite"),
     ],
     "PUT /eval/suites/{project}/{name}/settings": [(r"body\.versions_by", r"nothing to change")],
+    # whether the files are lm-eval's output of this suite version is the import's to know (imports.py)
+    "POST /eval/suites/{project}/{name}/versions/{version}/imports": [
+        (r"body\.files(\.\S+)?", r"results files|not one of lm-eval's output files|each file once|at most")
+    ],
     "POST /eval/suites": [
         (
             r"body\.resources",

@@ -41,6 +41,7 @@ HOSTILE = '<script>alert(1)</script>[bold red]x[/bold red] & "q" $x$'
                 "dataset.register",
                 "eval.suite.register",
                 "eval.run",
+                "eval.import",
                 "eval.gate",
             }
             | {"release.create", "release.promote", "release.request"},

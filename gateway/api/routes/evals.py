@@ -13,6 +13,7 @@ from gateway.api.schemas import ErrorPublic
 from gateway.api.schemas_eval import (
     ArtifactEvalsPublic,
     EvalComparePublic,
+    EvalImportCreate,
     EvalResultDetail,
     EvalResultTracePublic,
     EvalRunCreate,
@@ -31,6 +32,7 @@ from gateway.api.schemas_eval import (
 )
 from gateway.core import names
 from gateway.core.eval.suite import SuiteVersion
+from gateway.errors import SpecError, SpecIssue
 from gateway.services.eval.reviews import REVIEW_TARGET_PATTERN
 from gateway.services.eval.runs import ArtifactChoice
 
@@ -144,6 +146,43 @@ def set_suite_settings(
             count_self_reviews=body.count_self_reviews,
         )
     )
+
+
+@router.post(
+    "/eval/suites/{project}/{name}/versions/{version}/imports",
+    status_code=status.HTTP_201_CREATED,
+    response_model=EvalResultDetail,
+    responses={k: ERRORS[k] for k in (403, 404, 422)},
+    summary="Import lm-eval results made elsewhere",
+)
+def import_results(
+    project: Project,
+    name: SuiteName,
+    version: VersionSel,
+    body: EvalImportCreate,
+    services: ServicesDep,
+    principal: PrincipalDep,
+) -> EvalResultDetail:
+    """Store lm-eval's own output files of a run made outside the gateway as an eval result of this suite
+    version, origin ``imported`` (who imported it and when are recorded; audited). The files are read with
+    the gateway's lm-eval reader and checked against the suite version: its tasks, lm-eval version, model
+    and shots, every document scored, each task hash that of its samples file and equal to the gateway's
+    own runs of the version; a mismatch is a 422 naming it, with nothing stored. A protected alias counts
+    an imported result only when its policy allows imported results."""
+    names_seen = [f.name for f in body.files]
+    dupes = sorted({n for n in names_seen if names_seen.count(n) > 1})
+    if dupes:
+        raise SpecError([SpecIssue("files", "each file once", dupes[0])], what="eval import")
+    result = services.eval_imports.import_files(
+        project,
+        name,
+        _number(version),
+        {f.name: f.content.encode("utf-8") for f in body.files},
+        artifact_sha256=body.artifact_sha256,
+        artifact_path=body.artifact_path,
+        principal=principal,
+    )
+    return EvalResultDetail.of(services.gates.show(result.id, principal=principal))
 
 
 # -- eval runs --------------------------------------------------------------------------------

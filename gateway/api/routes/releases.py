@@ -279,6 +279,7 @@ def set_policy(
             gate_suite=body.gate_suite,
             gate_version=body.gate_version,
             gate_baseline=body.gate_baseline,
+            allow_imported_results=body.allow_imported_results,
         )
     )
 
@@ -305,6 +306,7 @@ def set_project_policy(
             gate_suite=body.gate_suite,
             gate_version=body.gate_version,
             gate_baseline=body.gate_baseline,
+            allow_imported_results=body.allow_imported_results,
         )
     )
 

@@ -33,6 +33,7 @@ ACTIONS: dict[str, str | None] = {
     # who may register new versions of a suite, whether self-reviews count for its gates
     "eval.suite.settings": "lead",
     "eval.run": "member",  # run a suite on an artifact (an ordinary run: run.submit is checked too)
+    "eval.import": "member",  # import lm-eval results made elsewhere (origin 'imported')
     "eval.gate": "member",  # record a gate decision on one of the project's eval results
     "eval.review": "lead",  # record a human review (and a reviewer: ROLE_GRANTS)
     "release.read": "viewer",  # models, releases, aliases and their history, policies, promotion requests

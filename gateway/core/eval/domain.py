@@ -93,7 +93,7 @@ class EvalRun:
     """
 
     id: str
-    run_id: str
+    run_id: str | None  # None: an import of results made elsewhere (no gateway run)
     project: str
     suite_version_id: str
     suite_ref: str  # project/name@N
@@ -131,7 +131,7 @@ class EvalResultRecord:
 
     id: str
     eval_run_id: str
-    run_id: str
+    run_id: str | None  # None for an imported result
     project: str
     suite_version_id: str
     suite_hash: str
@@ -141,6 +141,8 @@ class EvalResultRecord:
     results: EvalResults
     files: tuple[ResultFile, ...] = ()
     sample_counts: dict[str, int] = field(default_factory=dict)
+    origin: str = "gateway"  # gateway: read from an eval run's job; imported: made elsewhere
+    imported_by: str | None = None  # who imported it (at created_at)
 
 
 @dataclass(frozen=True)

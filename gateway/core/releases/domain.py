@@ -137,6 +137,8 @@ class AliasPolicy:
     by the gateway at the move, must pass (None: no gate needed): on version ``gate_version`` of the
     suite (None: its newest version), on the release's artifact, against the release that alias
     ``gate_baseline`` points at then (None: this alias; no baseline only while it points at nothing).
+    ``allow_imported_results``: whether that gate may count eval results imported from outside the
+    gateway (``gw eval import``); by default only results of the gateway's own eval runs count.
     """
 
     project: str
@@ -149,6 +151,7 @@ class AliasPolicy:
     updated_at: datetime
     gate_version: int | None = None
     gate_baseline: str | None = None
+    allow_imported_results: bool = False
 
     @property
     def baseline_alias(self) -> str:
@@ -162,6 +165,7 @@ class AliasPolicy:
             gate = {
                 "gate_version": self.gate_version if self.gate_version is not None else "latest",
                 "gate_baseline": self.baseline_alias,
+                "allow_imported_results": self.allow_imported_results,
             }
         return {
             "scope": "model" if self.model_id else "project",

@@ -106,6 +106,8 @@ class EvalIngest:
     def ingest(self, eval_run: EvalRun) -> tuple[str, str] | None:
         """Settle one eval run if its run has ended for good: ("ingested", result id), ("refused" or
         "failed", eval run id); None while it has not (or another ingest settled it)."""
+        if eval_run.run_id is None:  # an import: stored settled, never pending
+            return None
         run = self.runs.get_run(eval_run.run_id)
         latest = run.latest
         if latest is None or latest.state not in TERMINAL or latest.retry_at is not None:

@@ -165,6 +165,10 @@ class ReviewService:
         for artifact in self.lineage.artifacts_by_sha256(result.artifact_sha256):
             run = self.runs.get_run(artifact.run_id)
             found.setdefault(run.submitter, f"submitted run {run.id}, which wrote the artifact")
+        if result.run_id is None:  # imported: the importer brought the results in
+            if result.imported_by:
+                found[result.imported_by] = "imported the result"
+            return found
         eval_job = self.runs.get_run(result.run_id)
         found[eval_job.submitter] = f"submitted the eval run's job {eval_job.id}"
         return found

@@ -60,7 +60,9 @@ class EvalTraceService:
             "result": result_dict(result),
             "suite_version": version_dict(version),
             "eval_run": eval_run_dict(eval_run),
-            "run": self.lineage.trace_run(eval_run.run_id, principal=principal),
+            "run": None
+            if eval_run.run_id is None  # imported: no gateway run made it
+            else self.lineage.trace_run(eval_run.run_id, principal=principal),
             "artifact": {
                 "sha256": eval_run.artifact_sha256,
                 "path": eval_run.artifact_path,
@@ -161,6 +163,8 @@ def result_dict(r: EvalResultRecord) -> dict[str, Any]:
         "suite_hash": r.suite_hash,
         "artifact_sha256": r.artifact_sha256,
         "created_at": r.created_at.isoformat(),
+        "origin": r.origin,
+        "imported_by": r.imported_by,
         "harness": res.harness,
         "harness_version": res.harness_version,
         "seeds": dict(res.seeds),

@@ -44,12 +44,14 @@ class AliasPolicyService:
         gate_suite: str | None = None,
         gate_version: int | str | None = None,
         gate_baseline: str | None = None,
+        allow_imported_results: bool = False,
     ) -> AliasPolicy:
         """Protect ``alias`` of model ``project/model`` (``model`` None: the project's default). Leads.
 
         ``gate_version``: the suite version the gate is decided on: a number, or ``latest`` (the newest
         version at each move); None pins the suite's newest version now. ``gate_baseline``: the alias
-        whose release is the baseline (None: ``alias`` itself)."""
+        whose release is the baseline (None: ``alias`` itself). ``allow_imported_results``: the gate may
+        count results imported from outside the gateway (default: only its own eval runs' count)."""
         model_id = self.releases.model(project, model, principal=principal).id if model else None
         if model is None:
             require(principal, "release.read", project, hide=True)
@@ -85,7 +87,11 @@ class AliasPolicyService:
                     SpecIssue("gate_baseline", i.message, gate_baseline) for i in alias_issues(gate_baseline)
                 )
         else:
-            for field, value in (("gate_version", gate_version), ("gate_baseline", gate_baseline)):
+            for field, value in (
+                ("gate_version", gate_version),
+                ("gate_baseline", gate_baseline),
+                ("allow_imported_results", allow_imported_results or None),
+            ):
                 if value is not None:
                     issues.append(SpecIssue(field, "only with gate_suite: the suite whose gate it is", value))
         if issues:
@@ -102,6 +108,7 @@ class AliasPolicyService:
             updated_at=utcnow(),
             gate_version=pinned if gate_suite is not None else None,
             gate_baseline=gate_baseline if gate_suite is not None else None,
+            allow_imported_results=bool(allow_imported_results) and gate_suite is not None,
         )
         target = f"{project}/{model}:{alias}" if model else f"{project}/*:{alias}"
         return self.store.set_policy(

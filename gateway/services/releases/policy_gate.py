@@ -15,6 +15,10 @@ gateway decides the gate itself (``GateService.decide_for_alias``):
   the artifact of the release that alias ``gate_baseline`` (by default the
   alias being moved) points at now; no baseline only while that alias points
   at nothing (the first release);
+- counting a result imported from outside the gateway (``gw eval import``,
+  origin ``imported``) only when the policy says ``allow_imported_results``;
+  otherwise such a result is passed over, and when it is the only one the
+  move is refused saying so;
 - with the approving reviews of the candidate, leaving out reviews by those
   who made it (the runs' submitters, the release's creator, the promotion's
   requester) unless the suite counts them.
@@ -82,12 +86,14 @@ class PolicyGate:
         version = self.version_of(policy)
         if isinstance(version, str):
             return AliasGate(None, version)
-        candidate = self._result_on(version, release.artifact_sha256)
+        allow = policy.allow_imported_results
+        candidate, passed_over = self._result_on(version, release.artifact_sha256, allow)
         if candidate is None:
             return AliasGate(
                 None,
-                f"no eval result of {version.ref} on the release's artifact: "
-                f"`gw eval run {version.ref} --artifact {release.artifact_sha256}`",
+                f"no eval result of {version.ref} on the release's artifact"
+                + _imported_note(passed_over)
+                + f": `gw eval run {version.ref} --artifact {release.artifact_sha256}`",
             )
         baseline_alias = policy.baseline_alias
         moves = self.promotions.alias_events(release.model_id, baseline_alias)
@@ -95,13 +101,13 @@ class PolicyGate:
         baseline_release = self.releases.release_by_id(now_at) if now_at else None
         baseline = None
         if baseline_release is not None:
-            baseline = self._result_on(version, baseline_release.artifact_sha256)
+            baseline, passed_over = self._result_on(version, baseline_release.artifact_sha256, allow)
             if baseline is None:
                 return AliasGate(
                     None,
                     f"no eval result of {version.ref} on the baseline, {baseline_release.ref} "
-                    f"({baseline_alias} now): `gw eval run {version.ref} --artifact "
-                    f"{baseline_release.artifact_sha256}`",
+                    f"({baseline_alias} now)" + _imported_note(passed_over) + f": `gw eval run {version.ref} "
+                    f"--artifact {baseline_release.artifact_sha256}`",
                 )
         makers = {release.created_by: f"created release {release.ref}"}
         if request is not None:
@@ -117,9 +123,6 @@ class PolicyGate:
             "baseline_release_id": baseline_release.id if baseline_release else None,
             "policy": policy.as_dict(),
         }
-        # issue 27 item 8 (results imported from outside): where a result's origin is recorded, the
-        # policy's flag on whether imported results may count is checked here, on ``candidate`` and
-        # ``baseline``, before the decision is made.
         gate = self.gates.decide_for_alias(
             version,
             candidate.result_id or "",
@@ -138,7 +141,30 @@ class PolicyGate:
         detail = f"the gateway's gate {gate.id} on {version.ref} {against} is {gate.verdict}"
         return AliasGate(gate, detail + (f": {reasons}" if reasons and gate.verdict != "pass" else ""))
 
-    def _result_on(self, version: SuiteVersionRecord, sha256: str) -> EvalRun | None:
-        """The newest ingested eval run of ``version`` on the artifact ``sha256`` (None: none)."""
+    def _result_on(
+        self, version: SuiteVersionRecord, sha256: str, allow_imported: bool
+    ) -> tuple[EvalRun | None, list[EvalRun]]:
+        """The newest ingested eval run of ``version`` on the artifact ``sha256`` (None: none) that the
+        policy counts, and the imported ones passed over for it (an import has no gateway run)."""
         runs = self.evals.eval_runs(None, artifact_sha256=sha256, suite_version_id=version.id)
-        return next((e for e in runs if e.result_id), None)  # newest first
+        passed_over = []
+        for e in runs:  # newest first
+            if not e.result_id:
+                continue
+            if e.run_id is None and not allow_imported:
+                passed_over.append(e)
+                continue
+            return e, passed_over
+        return None, passed_over
+
+
+def _imported_note(passed_over: list[EvalRun]) -> str:
+    """Why imported results were not counted, naming them (empty when none were passed over)."""
+    if not passed_over:
+        return ""
+    shown = ", ".join(f"{e.result_id} (imported by {e.submitted_by})" for e in passed_over[:3])
+    return (
+        f" that the policy counts: {shown} was imported from outside the gateway, and the policy does "
+        "not allow imported results (set allow_imported_results, `gw release policy ... "
+        "--allow-imported-results`, to count them)"
+    )
