@@ -2,16 +2,16 @@
 elsewhere ('imported', with who imported it and when); an imported result's eval run has no gateway run
 ; whether an alias policy lets the gateway's gate count imported results (issue 27, item 8)
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 Create Date: 2026-12-02 18:30:00
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0012"
-down_revision = "0011"
+revision = "0013"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
