@@ -9,6 +9,7 @@ import hashlib
 import io
 import os
 import secrets
+import subprocess
 import uuid
 import zipfile
 from pathlib import Path
@@ -159,3 +160,32 @@ def test_a_secret_name_must_be_a_free_variable(api, tokens):
         spec = {**base, "secrets": secrets_field, "env": env}
         response = api.post("/runs", json=spec, headers=_auth(tokens, "tester"))
         assert response.status_code == 422 and words in response.text, response.text
+
+
+def test_a_secret_file_gone_by_the_start_fails_the_environment_step(api, services, tokens, secret_file):
+    path, value = secret_file
+    spec = {
+        "name": "secret",
+        "project": PROJECT,
+        "queue": "cpu",
+        "command": "echo command-ran",
+        "workdir": "/tmp",
+        "secrets": {"HF_TOKEN": {"file": str(path)}},
+        "hold": True,
+        "tags": [unique_tag()],
+        "resources": {"mem_gb": 0.1},
+    }
+    tester = _auth(tokens, "tester")
+    made = api.post("/runs", json=spec, headers=tester)
+    assert made.status_code == 201, made.text
+    run = refresh_until(services, made.json()["id"], states={RunState.QUEUED, RunState.HELD})
+    path.unlink()
+    subprocess.run(["scontrol", "release", run.latest.job_id], check=True, timeout=30)
+    run = refresh_until(services, run.id)
+    assert run.state is RunState.FAILED, run.latest
+    logs = api.get(f"/runs/{run.id}/logs", headers=tester).json()["text"]
+    errors = api.get(f"/runs/{run.id}/logs", params={"stream": "stderr"}, headers=tester).json()["text"]
+    assert "command-ran" not in logs
+    assert "pre-flight step environment failed: the file of secret HF_TOKEN" in errors, errors
+    steps = (Path(run.run_dir) / f"steps-{run.latest.job_id}.jsonl").read_text()
+    assert '"step":"environment","status":"failed","detail":"secret file not readable: HF_TOKEN"' in steps
