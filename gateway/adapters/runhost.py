@@ -106,6 +106,10 @@ class RunHost(Protocol):
         """None when ``as_user`` may create files in directory ``path``; else why not."""
         ...
 
+    def readable_file(self, path: str, *, as_user: str) -> str | None:
+        """None when ``as_user`` may read regular file ``path`` (it is opened, never read); else why not."""
+        ...
+
     def python_env(self, venv: str, *, as_user: str) -> dict[str, Any]:
         """The packages of a virtual environment as ``as_user`` sees it (JSON-ready, never raises)."""
         ...

@@ -259,6 +259,25 @@ def writable_dir(path: str) -> dict[str, Any]:
     return {"error": None}
 
 
+def readable_file(path: str) -> dict[str, Any]:
+    """Whether this user may read regular file ``path`` (opened, never read): {"error": None} or why not."""
+    if not os.path.isabs(path):
+        return {"error": f"{path} is not an absolute path"}
+    root = _pseudo_root(path)
+    if root is not None:
+        return {"error": f"{path} is under {root}, a pseudo file system"}
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return {"error": f"cannot open {path}: {_reason(exc)}"}
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return {"error": f"{path} is not a regular file"}
+    finally:
+        os.close(fd)
+    return {"error": None}
+
+
 # -- python environments -------------------------------------------------------------------------
 
 
@@ -360,6 +379,7 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "scan_outputs": scan_outputs,
     "write_file": write_file,
     "writable_dir": writable_dir,
+    "readable_file": readable_file,
     "python_env": python_env,
 }
 

@@ -87,6 +87,10 @@ class AgentRunHost:
         """``RunHost.writable_dir``: the agent tries it as ``as_user``."""
         return self._call("writable_dir", as_user, path=path).get("error")
 
+    def readable_file(self, path: str, *, as_user: str) -> str | None:
+        """``RunHost.readable_file``: the agent opens it as ``as_user``."""
+        return self._call("readable_file", as_user, path=path).get("error")
+
     def python_env(self, venv: str, *, as_user: str) -> dict[str, Any]:
         """``RunHost.python_env``: the agent reads the venv as ``as_user``; failing, ``{"venv", "error"}``."""
         try:

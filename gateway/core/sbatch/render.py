@@ -245,6 +245,11 @@ def _context(
         # --export=NAME,... (NONE for none): Slurm's variables and these only, as sbatch's named export
         "export_names": (",".join(sorted(spec.env)) or "NONE") if spec.export == "named" else None,
         "params": _param_set(spec.params),
+        # secrets: the variable and the file the job reads it from; the value never passes the gateway
+        "secrets": [
+            {"name": name, "file": item.file, "json": json.dumps(name)[1:-1]}
+            for name, item in sorted(spec.secrets.items())
+        ],
         # GW_DATASETS: every dataset the job reads, as JSON; registered ones also as GW_DATASET_<NAME>.
         "datasets_json": json.dumps(
             [{"path": p} for p in spec.dataset_paths()]

@@ -93,6 +93,19 @@ def check_env(value: dict[str, str]) -> dict[str, str]:
     return value
 
 
+def check_secrets(value: dict[str, Any]) -> dict[str, Any]:
+    """Secrets: shell names not reserved by Slurm or the gateway, each read from a file at run time."""
+    for key in value:
+        if not names.ENV_NAME.fullmatch(key):
+            raise ValueError(f"secret {key!r} is not a valid variable name; use {names.ENV_NAME_HELP}")
+        if key.startswith(names.RESERVED_ENV_PREFIXES):
+            raise ValueError(
+                f"secret {key!r} is reserved; names starting with "
+                f"{' or '.join(names.RESERVED_ENV_PREFIXES)} are set by Slurm and the gateway"
+            )
+    return value
+
+
 def check_image(value: str | None) -> str | None:
     """An image reference or path: one line, no spaces."""
     if value is None:

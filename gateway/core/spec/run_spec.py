@@ -86,6 +86,15 @@ __all__ = [
 ]
 
 
+class SecretFile(_Strict):
+    """A secret the job reads at run time from a file only its user can read (docs/run-spec.md#secrets):
+    the gateway stores and renders the path, never the value."""
+
+    file: AbsoluteLine
+
+    _file = field_validator("file")(classmethod(lambda cls, v: spec_fields.check_workdir(v)))
+
+
 class RunSpec(_Strict):
     """One training or evaluation run, as submitted.
 
@@ -106,6 +115,10 @@ class RunSpec(_Strict):
     stdout: OutputPath | None = None
     stderr: OutputPath | None = None
     env: Annotated[dict[str, Text], documented(propertyNames=ENV_NAMES)] = Field(default_factory=dict)
+    # environment variable -> where the job reads its value at start (never the value itself)
+    secrets: Annotated[dict[str, SecretFile], documented(propertyNames=ENV_NAMES)] = Field(
+        default_factory=dict
+    )
     container_image: Annotated[str, documented(pattern=IMAGE, maxLength=MAX_TEXT)] | None = None
     # sha256:<hex> of the image (gw submit fills it for a local file)
     container_digest: Annotated[str, documented(pattern=IMAGE_DIGEST_PATTERN)] | None = None
@@ -193,6 +206,7 @@ class RunSpec(_Strict):
         classmethod(lambda cls, v: spec_fields.check_script_args(v))
     )
     _env = field_validator("env")(classmethod(lambda cls, v: spec_fields.check_env(v)))
+    _secrets = field_validator("secrets")(classmethod(lambda cls, v: spec_fields.check_secrets(v)))
     _image = field_validator("container_image")(classmethod(lambda cls, v: spec_fields.check_image(v)))
 
     @field_validator("params")
@@ -225,6 +239,11 @@ class RunSpec(_Strict):
         unlisted = sorted(set(self.dataset_digests) - set(self.dataset_paths()))
         if unlisted:
             raise ValueError(f"dataset_digests names paths that are not in datasets: {', '.join(unlisted)}")
+        both = sorted(set(self.env) & set(self.secrets))
+        if both:
+            raise ValueError(
+                f"{', '.join(both)} named in both env and secrets; a variable is one or the other"
+            )
         if self.container_digest is not None and self.container_image is None:
             raise ValueError("container_digest is set without container_image")
         if self.sweep is not None and self.launcher != "single":

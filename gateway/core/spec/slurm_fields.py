@@ -29,6 +29,7 @@ ADDED_DEFAULTS: dict[str, Any] = {
     "comment": None,
     "export": None,
     "slurm_options": {},
+    "secrets": {},
 }
 ADDED_RESOURCE_DEFAULTS: dict[str, Any] = {
     "ntasks": None,

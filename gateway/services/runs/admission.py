@@ -74,6 +74,7 @@ class Admission:
             project, target, walltime = self._project_and_target(spec, principal)
             os_user = self.os_user(principal)
             self._outputs(spec, os_user)
+            self._secrets(spec, os_user)
         return Admitted(project, target, os_user, walltime)
 
     def _project_and_target(
@@ -148,6 +149,17 @@ class Admission:
                     problem = f"the job runs as {os_user}, who cannot write there: {why}"
             if problem is not None:
                 issues.append(SpecIssue(stream, problem, pattern))
+        if issues:
+            raise SpecError(issues)
+
+    def _secrets(self, spec: RunSpec, os_user: str) -> None:
+        """Each secret's file is a regular file ``os_user`` can read (opened as that user, never read)."""
+        issues = []
+        for name, item in sorted(spec.secrets.items()):
+            why = self.host.readable_file(item.file, as_user=os_user)
+            if why is not None:
+                problem = f"the job runs as {os_user}, who cannot read this secret's file: {why}"
+                issues.append(SpecIssue(f"secrets.{name}.file", problem, item.file))
         if issues:
             raise SpecError(issues)
 
