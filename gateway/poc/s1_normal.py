@@ -156,6 +156,7 @@ def _release(world: World, sc: Scenario) -> None:
     )
     # the gate a protected alias counts is the gateway's own, decided at the move on the policy's terms
     counted = world.call("GET", f"/eval/gates/{moved.get('gate_id')}") if moved.get("gate_id") else {}
+    world.shared["move_gate_id"] = moved.get("gate_id")  # scenario 5 finds it from the model file
     sc.check(
         "promotion records the gate",
         counted.get("verdict") == "pass"

@@ -67,8 +67,9 @@ def run(world: World, sc: Scenario) -> None:
     ]
     sc.check(
         "release record -> its gate",
-        any(m.get("gate_id") == shared["gate"]["id"] for m in moves),
-        f"an alias move with gate_id {shared['gate']['id']}",
+        # the gate a protected alias counted: the gateway's own, decided at scenario 1's move
+        any(m.get("gate_id") == shared.get("move_gate_id") for m in moves if m.get("gate_id")),
+        f"an alias move with gate_id {shared.get('move_gate_id')}",
         moves,
     )
     cost.run_cost(world, sc, shared["strong"]["id"], "file -> cost of its run", failed=False)

@@ -83,7 +83,7 @@ def test_a_job_rendered_by_the_installed_wheel_runs_its_eval_program_and_sampler
     assert out["sampler"] == str(package / "accounting" / "telemetry" / "gpu_sampler.py")
     assert str(ROOT / "eval") not in out["script"] and str(ROOT / "accounting") not in out["script"]
 
-    job_id = slurm.submit(out["script"], tag=unique_tag())
+    job_id = slurm.prepare_submit(tag=unique_tag()).send(out["script"])
     (record,) = wait_for_accounting(slurm, job_id, timeout_s=180)
     stdout = directory / f"stdout-{job_id}.log"
     stderr = directory / f"stderr-{job_id}.log"
