@@ -1,16 +1,16 @@
 """tokens: scope (issue 26 item 5: a metrics-scope token reads GET /metrics and nothing else; every
 existing token keeps the scope it always had, "api")
 
-Revision ID: 0013
-Revises: 0012
+Revision ID: 0014
+Revises: 0013
 Create Date: 2026-12-02 18:45:00
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0013"
-down_revision = "0012"
+revision = "0014"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 
