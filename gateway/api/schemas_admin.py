@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -263,6 +263,9 @@ class TokenPublic(BaseModel):
     expires_at: datetime | None
     revoked_at: datetime | None
     last_used_at: datetime | None
+    scope: Literal["api", "metrics"] = Field(
+        description="api: the API and web UI; metrics: GET /metrics and nothing else (docs/metrics.md)"
+    )
 
     @classmethod
     def of(cls, token: Token) -> TokenPublic:

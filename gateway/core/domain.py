@@ -238,6 +238,10 @@ class Token:
     expires_at: datetime | None
     revoked_at: datetime | None
     last_used_at: datetime | None
+    scope: str = "api"  # TOKEN_SCOPES: "api" (the API and web UI) or "metrics" (GET /metrics only)
+
+
+TOKEN_SCOPES = ("api", "metrics")
 
 
 @dataclass(frozen=True)

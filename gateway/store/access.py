@@ -87,6 +87,7 @@ class AccessStore:
         prefix: str,
         token_sha256: str,
         expires_at: datetime | None,
+        scope: str = "api",
         audit: AuditEntry | None = None,
     ) -> Token:
         """Record a new token of ``user`` (its digest and prefix, never the secret), with ``audit``.
@@ -103,6 +104,7 @@ class AccessStore:
                 token_sha256=token_sha256,
                 created_at=utcnow(),
                 expires_at=expires_at,
+                scope=scope,
             )
             session.add(row)
             session.flush()
@@ -313,6 +315,7 @@ def _token(row: TokenRow) -> Token:
         expires_at=row.expires_at,
         revoked_at=row.revoked_at,
         last_used_at=row.last_used_at,
+        scope=row.scope,
     )
 
 

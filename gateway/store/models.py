@@ -197,6 +197,8 @@ class TokenRow(Base):
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # "api" (the API and the web UI) or "metrics" (GET /metrics and nothing else)
+    scope: Mapped[str] = mapped_column(String(16), default="api", server_default="api")
 
 
 class ProjectRow(Base):

@@ -291,3 +291,20 @@ def test_prune_removes_what_the_file_leaves_out(server, admin):
     assert body["changes"] == ["remove project pb", "remove user bob"]
     assert f"remove account {server.account}b" in " ".join(body["slurm"])
     assert names_in(admin.get("/admin/site").json()) == names_in(without_bob)
+
+
+def test_gw_admin_token_issues_a_metrics_scope_token(operator_env):
+    issued = gw_admin(operator_env, "token", "mia", "--name", "prometheus", "--scope", "metrics")
+    assert issued.returncode == 0, issued.stderr
+    assert "metrics token gwt_" in issued.stderr
+    services = build_services(
+        Settings(database_url=operator_env["GATEWAY_DATABASE_URL"], runs_dir=operator_env["GATEWAY_RUNS_DIR"])
+    )
+    try:
+        assert services.metrics.allowed(source="127.0.0.1", token=issued.stdout.strip())
+        with pytest.raises(Unauthorized, match="metrics token"):
+            services.auth.authenticate(issued.stdout.strip())
+    finally:
+        services.close()
+    wrong = gw_admin(operator_env, "token", "mia", "--scope", "root")
+    assert wrong.returncode != 0 and "valid: api, metrics" in wrong.stderr + wrong.stdout

@@ -13,13 +13,13 @@ from gateway.adapters.prometheus import GatewayMetrics
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.runner_metered import MeteredRunner
 from gateway.api import create_app
-from gateway.core.domain import RunFilter
+from gateway.core.domain import Principal, RunFilter
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import build_spec
-from gateway.errors import CommandError, SpecError
+from gateway.errors import CommandError, Forbidden, SpecError, Unauthorized
 from gateway.services.ops.prometheus import MetricsService
 from gateway.settings import Settings
-from tests.service.conftest import PROJECT, refresh_until, unique_tag
+from tests.service.conftest import OPERATOR, PROJECT, refresh_until, unique_tag
 
 TOKEN = "scrape-me-0123456789abcdef"
 
@@ -206,3 +206,46 @@ def test_only_allowed_scrapers_read_metrics(services, tokens):
 def test_a_short_metrics_token_is_refused():
     with pytest.raises(ValueError, match="at least 16"):
         Settings(metrics_token="short")
+
+
+def test_a_metrics_scope_token_reads_metrics_and_nothing_else(services, tokens):
+    """issue 26 item 5: a scraper's own token (revocable, audited), refused everywhere but GET /metrics."""
+    closed = MetricsService(
+        GatewayMetrics(),
+        services.runs.store,
+        services.access,
+        services.usage,
+        Settings(database_url=services.settings.database_url),  # no GATEWAY_METRICS_TOKEN
+    )
+    user = services.access.users()[0].name
+    scraper, token = services.auth.issue_token(OPERATOR, user, name="prometheus", scope="metrics")
+    assert token.scope == "metrics"
+    issued = services.audit.events(OPERATOR, action="token.issue", target=user, limit=1000).items
+    audited = [e.after for e in issued if (e.after or {}).get("prefix") == token.prefix]
+    assert audited and audited[0]["scope"] == "metrics"
+    assert closed.allowed(source="testclient", token=scraper)
+    assert not closed.allowed(source="testclient", token=tokens[user])  # a user token never opens it
+    with TestClient(create_app(services=dataclasses.replace(services, metrics=closed))) as app:
+        response = app.get("/metrics", headers={"Authorization": f"Bearer {scraper}"})
+        assert response.status_code == 200, response.text
+        assert "gateway_runs" in {f.name for f in text_string_to_metric_families(response.text)}
+        elsewhere = app.get("/runs", headers={"Authorization": f"Bearer {scraper}"})
+        assert elsewhere.status_code == 401 and "GET /metrics and nothing else" in elsewhere.json()["detail"]
+        own = {"Authorization": f"Bearer {tokens[user]}"}
+        listed = app.get("/tokens", params={"user": user}, headers=own)
+        assert {t["id"]: t["scope"] for t in listed.json()}[token.id] == "metrics", listed.text
+        refused = app.get("/metrics", headers={"Authorization": f"Bearer {tokens[user]}"})
+        assert refused.status_code == 403 and "--scope metrics" in refused.json()["detail"]
+    with pytest.raises(Unauthorized, match="metrics token"):
+        services.auth.authenticate(scraper)
+    services.auth.revoke(OPERATOR, token.id)
+    assert not closed.allowed(source="testclient", token=scraper)
+
+
+def test_only_an_admin_issues_a_metrics_token(services):
+    member = next(u.name for u in services.access.users() if not u.is_admin and not u.disabled)
+    caller = Principal(user=member, is_admin=False, roles={})
+    with pytest.raises(Forbidden):  # it reads every project's series: not one member's to give
+        services.auth.issue_token(caller, member, name="mine", scope="metrics")
+    with pytest.raises(SpecError, match="valid: api, metrics"):
+        services.auth.issue_token(OPERATOR, member, name="x", scope="root")

@@ -147,14 +147,20 @@ def admin_token(
         typer.Option(help="Also write url and token to this gw config file (e.g. ~/.config/gw/config.toml)."),
     ] = None,
     url: Annotated[str, typer.Option(help="The url to write with --write-config.")] = "http://127.0.0.1:8000",
+    scope: Annotated[
+        str,
+        typer.Option(help="api (the API and web UI) or metrics (for a scraper: GET /metrics only)."),
+    ] = "api",
 ) -> None:
     """Issue a token for USER on the gateway host (bootstrap: no token needed); prints the secret once."""
     with _local() as services:
         secret, token = services.auth.issue_token(
-            _operator(), user, name=name, expires_in_days=expires_days or None
+            _operator(), user, name=name, expires_in_days=expires_days or None, scope=scope
         )
     console.print(secret, markup=False)
-    err_console.print(f"token {token.prefix}... for {user}, expires {token.expires_at or 'never'}")
+    err_console.print(
+        f"{token.scope} token {token.prefix}... for {user}, expires {token.expires_at or 'never'}"
+    )
     if write_config:
         try:
             write_private(write_config, f"url = {json.dumps(url)}\ntoken = {json.dumps(secret)}\n")

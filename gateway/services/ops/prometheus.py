@@ -7,18 +7,22 @@ query), and per project the GPUs in use and this month's GPU-hours with
 their caps (``UsageService.usage``: one squeue shared by all projects, one
 sacct per project, both behind the cluster-facts cache).
 
-A scraper has no user token: it reads with ``Settings.metrics_token`` (unset:
-nobody reads), and when ``Settings.metrics_allow`` lists addresses, only from
-those. An address alone never suffices: on a host where jobs run, any job's
+A scraper has no user token: it reads with ``Settings.metrics_token``, or with
+a metrics-scope token (``gw admin token USER --scope metrics``: one per
+scraper, revocable, expiring, and refused by every other route), and when
+``Settings.metrics_allow`` lists addresses, only from those. Neither: nobody
+reads. An address alone never suffices: on a host where jobs run, any job's
 user can connect from 127.0.0.1.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import logging
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from gateway.adapters.prometheus import CONTENT_TYPE, RUNS, USAGE_GAUGES, GatewayMetrics, GaugeSource, Sample
 from gateway.core.slurm.states import RunState
@@ -63,16 +67,11 @@ class MetricsService:
     def scrape(self, *, source: str | None, token: str | None) -> tuple[bytes, str]:
         """The exposition text and its content type; Forbidden unless the token (and, with an
         allow-list, the peer) is allowed."""
-        if self.token is None:
-            raise Forbidden(
-                "GET /metrics is closed: this gateway has no metrics token (set GATEWAY_METRICS_TOKEN and "
-                "give it to the scraper as `Authorization: Bearer`; docs/metrics.md); user tokens do not "
-                "open it"
-            )
         if not self._token_ok(token):
             raise Forbidden(
-                "GET /metrics is for scrapers: send the metrics token (GATEWAY_METRICS_TOKEN) as "
-                "`Authorization: Bearer`; user tokens do not open it"
+                "GET /metrics is for scrapers: send a metrics-scope token (`gw admin token USER --scope "
+                "metrics`) or the site's GATEWAY_METRICS_TOKEN as `Authorization: Bearer` (docs/metrics.md); "
+                "user tokens do not open it"
             )
         if not self._address_ok(source):
             raise Forbidden(
@@ -82,12 +81,26 @@ class MetricsService:
         return self.metrics.render(), CONTENT_TYPE
 
     def allowed(self, *, source: str | None, token: str | None) -> bool:
-        """True when ``token`` is the metrics token and ``source`` (the TCP peer) is in the allow-list
-        (an empty list: any address)."""
-        return self.token is not None and self._token_ok(token) and self._address_ok(source)
+        """True when ``token`` is the metrics token or a valid metrics-scope token, and ``source`` (the
+        TCP peer) is in the allow-list (an empty list: any address)."""
+        return self._token_ok(token) and self._address_ok(source)
 
     def _token_ok(self, token: str | None) -> bool:
-        return token is not None and self.token is not None and hmac.compare_digest(token, self.token)
+        if token is None:
+            return False
+        if self.token is not None and hmac.compare_digest(token, self.token):
+            return True
+        # the digest the database keeps of a token's secret (gateway.services.site.auth.digest)
+        found = self.access.token_owner(hashlib.sha256(token.encode()).hexdigest())
+        if found is None:
+            return False
+        scoped, user, _roles = found
+        return (
+            scoped.scope == "metrics"
+            and scoped.revoked_at is None
+            and (scoped.expires_at is None or scoped.expires_at > datetime.now(UTC))
+            and not user.disabled
+        )
 
     def _address_ok(self, source: str | None) -> bool:
         if not self.allow:

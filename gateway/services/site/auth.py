@@ -26,7 +26,7 @@ from gateway.core import names
 from gateway.core.access.backoff import Backoff
 from gateway.core.access.policy import require
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Principal, Token, User
+from gateway.core.domain import TOKEN_SCOPES, Principal, Token, User
 from gateway.errors import BadRequest, NotFound, SpecError, SpecIssue, Throttled, Unauthorized
 from gateway.store.access import AccessStore
 
@@ -73,14 +73,20 @@ class AuthService:
         *,
         name: str = "default",
         expires_in_days: float | None = 90,
+        scope: str = "api",
     ) -> tuple[str, Token]:
         """Make a token for ``user``; returns the secret (shown once) and its record.
 
         Users issue their own tokens; admins (and the operator, ``gw admin
-        token``) issue anyone's: Forbidden otherwise.
+        token``) issue anyone's: Forbidden otherwise. ``scope`` "metrics"
+        makes a scraper's token: it reads GET /metrics (every project's
+        series) and nothing else, so only an admin issues one.
         """
+        if scope not in TOKEN_SCOPES:
+            valid = ", ".join(TOKEN_SCOPES)
+            raise SpecError([SpecIssue("scope", f"not a token scope; valid: {valid}", scope)])
         own = isinstance(actor, Principal) and actor.user == user
-        if not own:
+        if not own or scope != "api":
             require(actor, "site.admin")
         if not names.NAME.fullmatch(name):
             raise SpecError([SpecIssue("name", f"not a valid token name; use {names.NAME_HELP}", name)])
@@ -98,6 +104,7 @@ class AuthService:
             prefix=secret[:12],
             token_sha256=digest(secret),
             expires_at=expires,
+            scope=scope,
             audit=AuditEntry(
                 actor=actor.user,
                 action="token.issue",
@@ -108,6 +115,7 @@ class AuthService:
                     "name": name,
                     "prefix": secret[:12],
                     "expires_at": expires.isoformat() if expires else None,
+                    "scope": scope,
                 },
             ),
         )
@@ -202,6 +210,11 @@ class AuthService:
             raise Unauthorized(f"token {token.prefix}... expired at {token.expires_at:%Y-%m-%d %H:%M} UTC")
         if user.disabled:
             raise Unauthorized(f"user {user.name} is disabled")
+        if token.scope != "api":
+            raise Unauthorized(
+                f"token {token.prefix}... is a {token.scope} token: it reads GET /metrics and nothing else "
+                "(use a user token, `gw token issue`)"
+            )
         # last_used_at is coarse on purpose: a write on every request would double its cost.
         if token.last_used_at is None or now - token.last_used_at >= TOUCH_EVERY:
             self.access.touch_token(token.id)
