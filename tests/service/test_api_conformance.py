@@ -110,11 +110,17 @@ SERVER_ONLY_RULES: dict[str, list[tuple[str, str]]] = {
     # a suite, its versions and the gate's terms are the registry's to know (alias_policies.py)
     "PUT /models/{project}/{name}/policies/{alias}": [
         (r"body\.gate_suite", r"no such eval suite|has no version yet"),
-        (r"body\.(gate_version|gate_baseline)", r"a version of the suite|only with gate_suite"),
+        (
+            r"body\.(gate_version|gate_baseline|allow_imported_results)",
+            r"a version of the suite|only with gate_suite",
+        ),
     ],
     "PUT /projects/{project}/alias-policies/{alias}": [
         (r"body\.gate_suite", r"no such eval suite|has no version yet"),
-        (r"body\.(gate_version|gate_baseline)", r"a version of the suite|only with gate_suite"),
+        (
+            r"body\.(gate_version|gate_baseline|allow_imported_results)",
+            r"a version of the suite|only with gate_suite",
+        ),
     ],
     "PUT /eval/suites/{project}/{name}/settings": [(r"body\.versions_by", r"nothing to change")],
     # whether the files are lm-eval's output of this suite version is the import's to know (imports.py)
