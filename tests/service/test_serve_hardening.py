@@ -119,7 +119,7 @@ def test_metrics_need_the_metrics_token_even_from_loopback(served):
 def test_without_a_metrics_token_nobody_scrapes(tmp_path_factory):
     with gw_serve(tmp_path_factory.mktemp("nometrics"), prefix="nom", sync_slurm=False) as s, client(s) as c:
         closed = c.get("/metrics")
-        assert closed.status_code == 403 and "no metrics token" in closed.json()["detail"]
+        assert closed.status_code == 403 and "metrics-scope token" in closed.json()["detail"]
 
 
 # -- item 9: failed sign-ins back off ------------------------------------------------------------------

@@ -108,6 +108,12 @@ def test_sacct_placeholder_is_not_settled_and_read_again():
     )
 
 
+def test_a_record_without_a_start_keeps_the_start_squeue_saw():
+    # slurmdbd may not have the start of a requeued job's first record when the requeue is read
+    assert from_sacct(attempt(), record(start_time=None)).facts.start_time is KEEP
+    assert from_sacct(attempt(), record(start_time=T0)).facts.start_time == T0
+
+
 def test_an_older_job_with_the_same_id_is_not_ours():
     assert is_ours(record(), attempt())
     assert not is_ours(record(comment="gw-r-other-1"), attempt())

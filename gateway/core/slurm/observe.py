@@ -108,11 +108,13 @@ def from_sacct(attempt: Attempt, record: AccountingRecord) -> AttemptUpdate | No
 
 
 def accounting_facts(record: AccountingRecord) -> AttemptFacts:
-    """Every accounted field of one record (the estimate of a start is gone once accounted)."""
+    """Every accounted field of one record (the estimate of a start is gone once accounted). A start
+    squeue saw is kept when the record has none yet (slurmdbd may not have heard of it when a
+    requeue's first record is read)."""
     return AttemptFacts(
         node_list=record.node_list,
         submit_time=record.submit_time,
-        start_time=record.start_time,
+        start_time=record.start_time if record.start_time is not None else KEEP,
         end_time=record.end_time,
         exit_code=record.exit_code,
         exit_signal=record.exit_signal,
