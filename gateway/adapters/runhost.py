@@ -83,6 +83,11 @@ class RunHost(Protocol):
         """Write ``path`` atomically as ``as_user``; RunHostError when that user cannot."""
         ...
 
+    def remove_file(self, path: str, *, as_user: str) -> None:
+        """Remove regular file ``path`` as ``as_user`` (gone already: nothing to do); RunHostError
+        when that user cannot, or it is a directory."""
+        ...
+
     def read_file(
         self,
         path: str,

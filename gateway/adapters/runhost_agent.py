@@ -245,6 +245,26 @@ def write_file(path: str, *, data_b64: str, mode: int = 0o644) -> dict[str, Any]
     return {"error": None}
 
 
+def remove_file(path: str) -> dict[str, Any]:
+    """Remove ``path`` when it is a regular file (never a directory; a symlink itself, not its
+    target); gone already is no error. Returns {"error": None} or {"error": reason}."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return {"error": None}
+    except OSError as exc:
+        return {"error": f"cannot remove {path}: {_reason(exc)}"}
+    if stat.S_ISDIR(info.st_mode):
+        return {"error": f"{path} is a directory; only files are removed"}
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        return {"error": f"cannot remove {path}: {_reason(exc)}"}
+    return {"error": None}
+
+
 def writable_dir(path: str) -> dict[str, Any]:
     """Whether this user may create files in directory ``path``: {"error": None} or why not."""
     if not os.path.isabs(path):
@@ -378,6 +398,7 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "read_file": read_file,
     "scan_outputs": scan_outputs,
     "write_file": write_file,
+    "remove_file": remove_file,
     "writable_dir": writable_dir,
     "readable_file": readable_file,
     "python_env": python_env,

@@ -41,6 +41,12 @@ class AgentRunHost:
         if answer.get("error"):
             raise RunHostError(answer["error"])
 
+    def remove_file(self, path: str, *, as_user: str) -> None:
+        """``RunHost.remove_file``: done by the agent as ``as_user``; RunHostError with its reason."""
+        answer = self._call("remove_file", as_user, path=path)
+        if answer.get("error"):
+            raise RunHostError(answer["error"])
+
     def read_file(
         self,
         path: str,

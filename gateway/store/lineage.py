@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.orm import aliased
 
 from gateway.core.domain import Artifact, RunInput
 from gateway.core.slurm.states import TERMINAL
@@ -44,6 +45,9 @@ class HarvestJob:
     started: bool  # the job ran (a never-submitted or never-started attempt wrote nothing)
     submitter: str = ""
     os_user: str | None = None  # the OS user the job ran as (None: a run from before it was recorded)
+    # the variables of the run's site and project secrets (docs/access.md#site-and-project-secrets)
+    held_secrets: tuple[str, ...] = ()
+    final: bool = False  # the run's latest attempt, with no retry scheduled: nothing runs after it
 
 
 class LineageStore:
@@ -140,6 +144,8 @@ class LineageStore:
 
     def due_harvest(self, limit: int = 50) -> list[HarvestJob]:
         """Ended attempts not harvested yet, oldest first."""
+        later = aliased(AttemptRow)
+        latest = select(func.max(later.number)).where(later.run_id == AttemptRow.run_id).scalar_subquery()
         with self.db.session() as session:
             rows = session.execute(
                 select(
@@ -151,6 +157,8 @@ class LineageStore:
                     RunRow.spec,
                     RunRow.submitter,
                     RunRow.os_user,
+                    AttemptRow.retry_at,
+                    latest,
                 )
                 .join(RunRow, RunRow.id == AttemptRow.run_id)
                 .where(AttemptRow.outputs_at.is_(None), AttemptRow.state.in_(TERMINAL_STATES))
@@ -168,8 +176,27 @@ class LineageStore:
                     started=start is not None,
                     submitter=submitter,
                     os_user=os_user,
+                    held_secrets=tuple(
+                        sorted(
+                            var
+                            for var, ref in (spec.get("secrets") or {}).items()
+                            if isinstance(ref, dict) and (ref.get("site") or ref.get("project"))
+                        )
+                    ),
+                    final=retry_at is None and number == last,
                 )
-                for attempt_id, number, start, run_id, run_dir, spec, submitter, os_user in rows
+                for (
+                    attempt_id,
+                    number,
+                    start,
+                    run_id,
+                    run_dir,
+                    spec,
+                    submitter,
+                    os_user,
+                    retry_at,
+                    last,
+                ) in rows
             ]
 
     def known_files(self, run_id: str) -> set[tuple[str, str]]:

@@ -31,6 +31,7 @@ from gateway import __version__, resources
 from gateway.core import names
 from gateway.core.accounting.telemetry import TelemetryLaunch
 from gateway.core.sbatch import preflight
+from gateway.core.site.secrets import delivered_path
 from gateway.core.spec.run_spec import MAX_TEXT, RunSpec
 from gateway.errors import SpecError, SpecIssue, TemplateError
 
@@ -245,9 +246,10 @@ def _context(
         # --export=NAME,... (NONE for none): Slurm's variables and these only, as sbatch's named export
         "export_names": (",".join(sorted(spec.env)) or "NONE") if spec.export == "named" else None,
         "params": _param_set(spec.params),
-        # secrets: the variable and the file the job reads it from; the value never passes the gateway
+        # secrets: the variable and the file the job reads it from (the user's own, or the one the
+        # gateway writes into the run directory for a site or project secret); never the value
         "secrets": [
-            {"name": name, "file": item.file, "json": json.dumps(name)[1:-1]}
+            {"name": name, "file": item.file or delivered_path(run_dir, name), "json": json.dumps(name)[1:-1]}
             for name, item in sorted(spec.secrets.items())
         ],
         # GW_DATASETS: every dataset the job reads, as JSON; registered ones also as GW_DATASET_<NAME>.

@@ -19,6 +19,7 @@ from gateway.core.domain import Member, Project, Queue, Quota
 from gateway.core.runs.failure_classes import CLASSES as FAILURE_CLASSES
 from gateway.core.runs.failure_classes import DEFAULT_RETRIED
 from gateway.core.site.rates import AccountingSpec
+from gateway.core.site.secrets import HeldSecretSpec, SiteSecretSpec
 from gateway.core.spec.errors import spec_issues
 from gateway.core.yaml_input import SPEC_LIMITS, load_yaml
 from gateway.errors import SpecError
@@ -121,6 +122,8 @@ class ProjectSpec(_Strict):
     quota: QuotaSpec = QuotaSpec()
     members: list[MemberSpec] = Field(default_factory=list)
     queues: list[QueueSpec] = Field(default_factory=list)
+    # secrets the project holds, by reference (core/site/secrets.py); runs name them {project: NAME}
+    secrets: list[HeldSecretSpec] = Field(default_factory=list)
 
     @field_validator("name")
     @classmethod
@@ -172,6 +175,8 @@ class SiteConfig(_Strict):
     users: list[UserSpec] = Field(default_factory=list)
     projects: list[ProjectSpec] = Field(default_factory=list)
     accounting: AccountingSpec | None = None  # the rate table (core/site/rates.py); None: unchanged
+    # secrets the site holds, by reference (core/site/secrets.py); runs name them {site: NAME}
+    secrets: list[SiteSecretSpec] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _consistent(self) -> SiteConfig:
@@ -199,6 +204,16 @@ class SiteConfig(_Strict):
             queue_names = [q.name for q in project.queues]
             if len(set(queue_names)) != len(queue_names):
                 raise ValueError(f"project {project.name} lists a queue twice")
+            held = [s.name for s in project.secrets]
+            if len(set(held)) != len(held):
+                raise ValueError(f"project {project.name} lists a secret twice")
+        held = [s.name for s in self.secrets]
+        if len(set(held)) != len(held):
+            raise ValueError("a site secret is listed twice")
+        for secret in self.secrets:
+            unknown = sorted(set(secret.projects) - set(projects))
+            if unknown:
+                raise ValueError(f"site secret {secret.name} names unknown projects: {', '.join(unknown)}")
         return self
 
 

@@ -87,12 +87,35 @@ __all__ = [
 
 
 class SecretFile(_Strict):
-    """A secret the job reads at run time from a file only its user can read (docs/run-spec.md#secrets):
-    the gateway stores and renders the path, never the value."""
+    """Where the job gets a secret's value at run time (docs/run-spec.md#secrets), exactly one of:
+    ``file``, a file only the job's user can read; ``site`` or ``project``, the name of a secret the
+    site or the run's project holds (docs/access.md#site-and-project-secrets). The gateway stores
+    and renders the reference, never the value."""
 
-    file: AbsoluteLine
+    file: AbsoluteLine | None = None
+    site: Name | None = None
+    project: Name | None = None
 
     _file = field_validator("file")(classmethod(lambda cls, v: spec_fields.check_workdir(v)))
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SecretFile:
+        given = [k for k in ("file", "site", "project") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of file (a file only you can read), site (a secret the site holds) "
+                f"and project (a secret the run's project holds); got {', '.join(given) or 'none'}"
+            )
+        return self
+
+    @property
+    def held(self) -> tuple[str, str] | None:
+        """("site" | "project", name) for a secret the site or the project holds; None for a file."""
+        if self.site is not None:
+            return ("site", self.site)
+        if self.project is not None:
+            return ("project", self.project)
+        return None
 
 
 class RunSpec(_Strict):
@@ -285,6 +308,11 @@ class RunSpec(_Strict):
         """sha256 of the spec's canonical JSON (sorted keys, defaults included); computed once."""
         if self._hash is None:
             data = self.model_dump(mode="json")
+            # a secret's unused sources (site, project: added later) are left out, so a stored run
+            # naming a file keeps its hash
+            data["secrets"] = {
+                var: {k: v for k, v in ref.items() if v is not None} for var, ref in data["secrets"].items()
+            }
             # Fields added after runs were stored count only when set, so a stored spec keeps its hash.
             for key, default in spec_slurm.ADDED_DEFAULTS.items():
                 if data.get(key) == default:

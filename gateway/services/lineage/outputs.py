@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from gateway.adapters.runhost import OutputScan, RunHost
 from gateway.core.lineage.run_metrics import MAX_POINTS, last_values, parse_metrics_json, parse_metrics_jsonl
+from gateway.core.site.secrets import delivered_path
 from gateway.errors import GatewayError, RunHostUnavailable
 from gateway.services.accounting.telemetry import TelemetryHarvester
 from gateway.services.runs.logs import JobFiles
@@ -64,11 +65,27 @@ class OutputHarvester:
             except RunHostUnavailable as exc:  # try again next cycle; nothing was recorded
                 log.warning("outputs of run %s attempt %s: %s", job.run_id, job.attempt_number, exc)
                 report.problems.append(f"{job.run_id}#{job.attempt_number}: {exc}")
+                continue
             except GatewayError as exc:
                 log.warning("outputs of run %s attempt %s: %s", job.run_id, job.attempt_number, exc)
                 report.problems.append(f"{job.run_id}#{job.attempt_number}: {exc}")
                 self.store.record_outputs(job, files=[], summary=None, series=None, note=str(exc))
+            report.problems += self._remove_secrets(job)
         return report
+
+    def _remove_secrets(self, job: HarvestJob) -> list[str]:
+        """Delete the files the run's site and project secrets were delivered in, once its last
+        attempt ended (a retry still to come, or a later attempt, needs them); problems, one line each."""
+        if not (job.held_secrets and job.final):
+            return []
+        try:
+            user = self.files.job_user(job.run_id, job.os_user, job.submitter)
+            for var in job.held_secrets:
+                self.host.remove_file(delivered_path(job.run_dir, var), as_user=user)
+        except GatewayError as exc:
+            log.warning("secret files of run %s: %s", job.run_id, exc)
+            return [f"{job.run_id}: secret files not removed: {exc}"]
+        return []
 
     def harvest(self, job: HarvestJob) -> int:
         """Record one attempt's outputs, metrics and GPU telemetry; returns how many artifacts were new."""

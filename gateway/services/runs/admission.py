@@ -22,6 +22,7 @@ from gateway.core.sbatch.render import SubmitTarget
 from gateway.core.site.schema import ALLOW_ROOT
 from gateway.core.spec.run_spec import RunSpec
 from gateway.errors import Forbidden, NotFound, QuotaExceeded, SpecError, SpecIssue
+from gateway.services.runs.held_secrets import HeldSecrets
 from gateway.store.access import AccessStore
 
 
@@ -46,6 +47,7 @@ class Admission:
         self.access = access
         self.host = host
         self.slurm = slurm  # reads the partition's DefaultTime for a run that gives no walltime
+        self.held = HeldSecrets(access, host)  # site and project secrets named by reference
 
     def walltime(self, spec: RunSpec, queue: Queue) -> Walltime:
         """The time limit the run's job will have: the spec's, else the one Slurm gives it.
@@ -74,7 +76,7 @@ class Admission:
             project, target, walltime = self._project_and_target(spec, principal)
             os_user = self.os_user(principal)
             self._outputs(spec, os_user)
-            self._secrets(spec, os_user)
+            self._secrets(spec, os_user, principal)
         return Admitted(project, target, os_user, walltime)
 
     def _project_and_target(
@@ -152,10 +154,13 @@ class Admission:
         if issues:
             raise SpecError(issues)
 
-    def _secrets(self, spec: RunSpec, os_user: str) -> None:
-        """Each secret's file is a regular file ``os_user`` can read (opened as that user, never read)."""
-        issues = []
+    def _secrets(self, spec: RunSpec, os_user: str, principal: Principal) -> None:
+        """Each secret's file is a regular file ``os_user`` can read (opened as that user, never read);
+        each site or project secret is defined, ``principal`` may use it, and its value can be read."""
+        issues = self.held.issues(spec, principal)
         for name, item in sorted(spec.secrets.items()):
+            if item.file is None:
+                continue
             why = self.host.readable_file(item.file, as_user=os_user)
             if why is not None:
                 problem = f"the job runs as {os_user}, who cannot read this secret's file: {why}"

@@ -25,7 +25,8 @@ from gateway.core.runs.retry import RetryPolicy, decide
 from gateway.core.runs.steps import StepRecord, parse_steps
 from gateway.core.slurm.states import RunState
 from gateway.core.slurm.tags import attempt_tag
-from gateway.errors import Conflict, GatewayError, NotFound, SpecError, SubmitRejected
+from gateway.errors import Conflict, GatewayError, NotFound, RunHostError, SpecError, SubmitRejected
+from gateway.services.runs.held_secrets import HeldSecrets, held_names
 from gateway.services.runs.logs import JobFiles
 from gateway.services.runs.submission import Submission
 from gateway.store.access import AccessStore
@@ -41,6 +42,7 @@ class RetryService:
         self.access = access
         self.slurm = slurm
         self.files = files
+        self.held = HeldSecrets(access, files.host)  # site and project secrets, delivered per attempt
 
     # -- why it failed ------------------------------------------------------------
 
@@ -156,6 +158,12 @@ class RetryService:
             return None
         with submission.abandoned_on_error():
             attempt = self._add_attempt(run, failed, tag, exclude)
+        if held_names(run.spec):  # the site and project secrets' values, written again for the job
+            try:
+                self.held.deliver(run.spec, run.run_dir, os_user=user.os_user)
+            except (SpecError, RunHostError) as exc:
+                submission.give_up(attempt, f"cannot deliver the run's secrets: {exc}", source="retry")
+                return None
         try:
             submission.send(attempt, run.script, source="retry")
         except SubmitRejected:

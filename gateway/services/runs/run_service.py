@@ -41,7 +41,7 @@ from gateway.core.slurm.states import TERMINAL, RunState
 from gateway.core.slurm.tags import attempt_tag
 from gateway.core.spec.diff import diff, parse_assignment, set_path
 from gateway.core.spec.run_spec import RunSpec, build_spec
-from gateway.errors import Conflict, GatewayError, NotFound, RunHostError, SubmitRejected
+from gateway.errors import Conflict, GatewayError, NotFound, RunHostError, SpecError, SubmitRejected
 from gateway.services.accounting.telemetry import telemetry_launch
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.ops.prometheus import refusal_reason
@@ -235,8 +235,14 @@ class RunService:
                 self.host.make_run_dir(run.run_dir, owner=run.os_user)
                 if inputs:
                     write_manifests(inputs, self.datasets, self.host, os_user=run.os_user)
+                # site and project secrets: their values, written for the job's user (never stored)
+                self.admission.held.deliver(run.spec, run.run_dir, os_user=run.os_user)
             except RunHostError as exc:
                 submission.give_up(attempt, f"cannot prepare the run directory: {exc}", source="gateway")
+                exc.run_id = run.id  # type: ignore[attr-defined]
+                raise
+            except SpecError as exc:  # a held secret vanished since admission: nothing is queued
+                submission.give_up(attempt, f"cannot deliver the run's secrets: {exc}", source="gateway")
                 exc.run_id = run.id  # type: ignore[attr-defined]
                 raise
         try:

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from gateway.adapters import secret_source
 from gateway.core.access.policy import require
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import OPERATOR, Principal, Project, User
@@ -29,6 +30,8 @@ from gateway.core.site.schema import (
     SiteConfig,
     UserSpec,
 )
+from gateway.core.site.secrets import OPTION as SECRETS
+from gateway.core.site.secrets import HeldSecret, SiteSecretSpec, definitions
 from gateway.core.spec.errors import spec_issues
 from gateway.errors import Conflict, SpecError, SpecIssue
 from gateway.services.accounting.ledger import AccountingService
@@ -93,14 +96,21 @@ class SiteService:
     def export(self, actor: Principal) -> SiteConfig:
         """The current site as a site file; site admins (and the operator) only."""
         require(actor, "site.admin")
+        held = self._held()
         return SiteConfig(
             allow_root_mapping=bool(self.access.option(ALLOW_ROOT, False)),
             users=[
                 UserSpec(name=u.name, os_user=u.os_user, admin=u.is_admin, disabled=u.disabled)
                 for u in self.access.users()
             ],
-            projects=[ProjectSpec.model_validate(_project_dict(p)) for p in self.access.projects()],
+            projects=[
+                ProjectSpec.model_validate(
+                    {**_project_dict(p), "secrets": [h.spec() for h in held if h.owner == p.name]}
+                )
+                for p in self.access.projects()
+            ],
             accounting=self._current_rates(),
+            secrets=[SiteSecretSpec.model_validate(h.spec()) for h in held if h.owner == "site"],
         )
 
     def apply(
@@ -143,6 +153,7 @@ class SiteService:
         steps = self._steps(actor, config.allow_root_mapping, users_now, users_after)
         steps += self._project_steps(actor, projects_now, projects_after)
         steps += self._rate_steps(actor, config)
+        steps += self._secret_steps(actor, config, projects_after)
         steps += [
             _Step(f"remove user {name}", self._remover(actor, "user", name, have.__dict__))
             for name, have in users_now.items()
@@ -218,6 +229,43 @@ class SiteService:
                     )
                 )
         return steps
+
+    def _held(self) -> list[HeldSecret]:
+        return [HeldSecret.from_record(d) for d in self.access.option(SECRETS, []) or []]
+
+    def _secret_steps(
+        self, actor: Principal, config: SiteConfig, projects_after: dict[str, Project]
+    ) -> list[_Step]:
+        """The site's and projects' secret definitions (references, never values), each file source
+        checked: SpecError naming the entry when gw's user cannot open it. Projects the file leaves out
+        but the apply keeps keep theirs."""
+        in_file = {p.name: list(p.secrets) for p in config.projects}
+        wanted = definitions(list(config.secrets), in_file)
+        wanted += [
+            h
+            for h in self._held()
+            if h.owner != "site" and h.owner not in in_file and h.owner in projects_after
+        ]
+        issues = []
+        where = {("site", s.name): f"secrets.{i}" for i, s in enumerate(config.secrets)}
+        for i, project in enumerate(config.projects):
+            where.update(
+                {(project.name, s.name): f"projects.{i}.secrets.{j}" for j, s in enumerate(project.secrets)}
+            )
+        for held in wanted:
+            why = secret_source.problem(held, check_env=False)
+            if why is not None:
+                path = where.get((held.owner, held.name), "secrets")
+                issues.append(SpecIssue(f"{path}.file", f"secret {held.name}: {why}", held.file))
+        if issues:
+            raise SpecError(issues, what="site file")
+        now = [h.record() for h in self._held()]
+        after = [h.record() for h in wanted]
+        if now == after:
+            return []
+        entry = _entry(actor, "site.secrets", "site", SECRETS, {"secrets": now}, {"secrets": after})
+        line = f"set secrets: {', '.join(f'{h.owner}/{h.name} ({h.source})' for h in wanted) or 'none'}"
+        return [_Step(line, partial(self.access.set_option, SECRETS, after, entry))]
 
     def _current_rates(self) -> AccountingSpec | None:
         current = self.accounting.current_rates() if self.accounting else None
