@@ -40,6 +40,14 @@ class Settings(AccountingSettings):
             "beside a SQLite database file, else /var/lib/gateway/gateway-audit-anchors.jsonl."
         ),
     )
+    evidence_signing_key: Path | None = Field(
+        default=None,
+        description=(
+            "The site's Ed25519 private key (PEM, unencrypted; made by gw admin evidence-key generate) "
+            "that signs every evidence bundle's manifest.json into manifest.sig (docs/evidence-schema.md). "
+            "Unset: bundles are unsigned."
+        ),
+    )
     sqlite_synchronous: Literal["FULL", "NORMAL"] = Field(
         default="NORMAL",
         description=(

@@ -10,6 +10,7 @@ from typing import Any
 
 from gateway import resources
 from gateway.adapters.anchor import AnchorFile
+from gateway.adapters.evidence_key import load_signer
 from gateway.adapters.prometheus import GatewayMetrics
 from gateway.adapters.runhost import RunHost
 from gateway.adapters.runhost_local import LocalRunHost
@@ -114,7 +115,7 @@ def build_services(
     lineage = LineageService(lineage_store, datasets, store, telemetry_store)
     evals = _evals(settings, db, datasets, access, runs, store, lineage_store, lineage, host, files)
     accounting = _accounting(settings, db, store, cluster)
-    releases = _releases(db, evals, lineage, store, access, audit.store, accounting)
+    releases = _releases(db, evals, lineage, store, access, audit.store, accounting, settings)
     return Services(
         settings=settings,
         db=db,
@@ -244,6 +245,7 @@ def _releases(
     access: AccessStore,
     audit: AuditStore,
     accounting: AccountingService,
+    settings: Settings,
 ) -> dict[str, Any]:
     """The model registry's services (releases, alias policies, promotions, evidence), by field name."""
     release_store = ReleaseStore(db)
@@ -257,7 +259,14 @@ def _releases(
         "alias_policies": AliasPolicyService(promotion_store, releases),
         "promotions": promotions,
         "evidence": EvidenceService(
-            lineage, evals["eval_trace"], releases, promotions, audit, access, accounting
+            lineage,
+            evals["eval_trace"],
+            releases,
+            promotions,
+            audit,
+            access,
+            accounting,
+            signer=load_signer(settings.evidence_signing_key),
         ),
     }
 

@@ -5,7 +5,8 @@ file here (hashed here). ``OUT`` ending in ``.zip`` gets the archive as the
 API sends it; any other ``OUT`` is a directory the bundle's files are
 written into (made if missing; files already there are replaced, nothing
 else is touched). ``verify`` reads a bundle directory or zip and checks every
-file against ``manifest.json``: exit 0 when all match, 1 when not.
+file against ``manifest.json`` and, with ``--public-key``, ``manifest.sig`` against the site's
+evidence key, offline: exit 0 when all match, 1 when not (an unsigned bundle fails with a key).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import typer
 from gateway.cli.common import SHA256_HEX, call, usage
 from gateway.cli.output import console, err_console
 from gateway.core import names
-from gateway.core.evidence.bundle import unzip_bytes, verify_files
+from gateway.core.evidence.bundle import unzip_bytes
+from gateway.core.evidence.signing import read_bundle, report, verify_files
 from gateway.core.releases.domain import parse_release_ref
 
 MAX_BUNDLE_BYTES = 512 * 1024 * 1024
@@ -43,13 +45,20 @@ def evidence(
     redact: Annotated[
         bool, typer.Option(help="Pseudonymise people, hosts, paths, env values, tokens.")
     ] = False,
+    public_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--public-key",
+            help="With 'verify': the site's evidence public key (PEM); the bundle must be signed by it.",
+        ),
+    ] = None,
 ) -> None:
     """Export the evidence bundle of a run, release or file (evidence.json, index.html, manifest.json),
     or check one: `gw evidence verify BUNDLE`."""
     if target == "verify":
         if bundle is None:
             usage("gw evidence verify BUNDLE: name the bundle (a directory or a .zip)")
-        raise typer.Exit(verify(bundle))
+        raise typer.Exit(verify(bundle, public_key))
     if bundle is not None:
         usage(f"unexpected argument {bundle!r}; gw evidence TARGET -o OUT")
     if out is None:
@@ -88,30 +97,26 @@ def _target(target: str) -> tuple[str, str]:
     usage(f"{target!r} is not a run id (r-...), a release (PROJECT/NAME@VERSION), a sha256 or a file here")
 
 
-def verify(bundle: str) -> int:
-    """Check a bundle against its manifest; print each problem; 0 when it verifies, 1 when not."""
+def verify(bundle: str, public_key: Path | None = None) -> int:
+    """Check a bundle against its manifest and, with ``public_key``, its signature (offline: no server
+    is asked; ``gateway.core.evidence.signing``); print the verdict; 0 when it verifies, 1 when not."""
     path = Path(bundle)
+    if not path.exists():
+        usage(f"no such bundle: {bundle} (a directory or a .zip)")
+    key = None
+    if public_key is not None:
+        try:
+            key = public_key.read_bytes()
+        except OSError as exc:
+            usage(f"cannot read the public key {public_key}: {exc.strerror or exc}")
     try:
-        if path.is_dir():
-            files = {}
-            for item in sorted(path.rglob("*")):
-                if item.is_file():
-                    files[item.relative_to(path).as_posix()] = item.read_bytes()
-        elif path.is_file():
-            if path.stat().st_size > MAX_BUNDLE_BYTES:
-                usage(f"{bundle} is larger than {MAX_BUNDLE_BYTES} bytes: not a bundle")
-            files = unzip_bytes(path.read_bytes(), max_bytes=MAX_BUNDLE_BYTES)
-        else:
-            usage(f"no such bundle: {bundle} (a directory or a .zip)")
+        files = read_bundle(path, max_bytes=MAX_BUNDLE_BYTES)
     except ValueError as exc:
         err_console.print(f"FAILED: {bundle}: {exc}", markup=False)
         return 1
     except OSError as exc:
         usage(f"cannot read {bundle}: {exc.strerror or exc}")
-    verdict = verify_files(files)
-    if verdict.ok:
-        console.print(f"OK: {verdict.checked} files match manifest.json", markup=False)
-        return 0
-    for problem in verdict.problems:
-        err_console.print(f"FAILED: {problem}", markup=False)
-    return 1
+    verdict = verify_files(files, key)
+    for bad, line in report(verdict):
+        (err_console if bad else console).print(line, markup=False, soft_wrap=True)
+    return 0 if verdict.ok else 1

@@ -74,7 +74,7 @@ class Gw(LazyGroup):
         "evidence": _in(
             "evidence_cmds",
             "Export the evidence bundle of a run, release or file (evidence.json, index.html, manifest.json),"
-            "\nor check one: `gw evidence verify BUNDLE`.",
+            "\nor check one: `gw evidence verify BUNDLE [--public-key KEY]`.",
         ),
         "report": _in(
             "report_cmds",
@@ -119,6 +119,9 @@ class Admin(LazyGroup):
         ),
         "db": _admin("server.serve_cmds", "The gateway's database.", group=True),
         "audit": _admin("server.admin_cmds", "The audit log, on the gateway host.", group=True),
+        "evidence-key": _admin(
+            "server.admin_cmds", "The site key that signs evidence bundles (Ed25519).", group=True
+        ),
         "accounting": _admin(
             "server.accounting_admin", "Accounting: the cluster's sacct records.", group=True
         ),

@@ -116,6 +116,7 @@ WRONG_IMPORTS = [
     ("core/eval/results.py", "from gateway.error_status import status_for", "status-table"),
     ("store/runs.py", "import scipy", "stats-in-eval"),
     ("services/runs/logs.py", "from gateway.adapters.slurm import cli", "services-protocols"),
+    ("adapters/evidence_key.py", "import cryptography", "cryptography-signing"),
 ]
 
 

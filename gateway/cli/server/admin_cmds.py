@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from gateway.services import Services
 
 audit_admin = typer.Typer(no_args_is_help=True, help="The audit log, on the gateway host.")
+evidence_key_admin = typer.Typer(
+    no_args_is_help=True, help="The site key that signs evidence bundles (Ed25519)."
+)
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Only print what would change.")]
 
 
@@ -40,6 +43,7 @@ def register_admin(admin: typer.Typer) -> None:
     admin.command("export")(admin_export)
     admin.command("sync-slurm")(admin_sync_slurm)
     admin.add_typer(audit_admin, name="audit")
+    admin.add_typer(evidence_key_admin, name="evidence-key")
     admin.command("token")(admin_token)
     admin.command("ssh-check")(admin_ssh_check)
 
@@ -100,6 +104,30 @@ def admin_sync_slurm(dry_run: DryRunOpt = False) -> None:
         changes = services.slurm_sync.sync(_operator(), dry_run=dry_run)
     for line in changes or ["nothing to change"]:
         console.print(line, markup=False)
+
+
+@evidence_key_admin.command("generate")
+def admin_evidence_key_generate(
+    path: Annotated[
+        Path, typer.Argument(help="Where the private key goes (0600); the public key: PATH.pub.")
+    ],
+) -> None:
+    """Make a new Ed25519 evidence signing key: PATH (private, 0600) and PATH.pub (public, to hand out).
+
+    Set GATEWAY_EVIDENCE_SIGNING_KEY=PATH for gw serve; anyone checks a bundle with
+    `gw evidence verify BUNDLE --public-key PATH.pub` (docs/evidence-schema.md#signatures).
+    """
+    from gateway.adapters.evidence_key import write_key_pair
+
+    try:
+        public, key_id = write_key_pair(path)
+    except OSError as exc:
+        err_console.print(f"cannot write the key: {exc.strerror or exc}", markup=False)
+        raise typer.Exit(exits.USAGE) from exc
+    console.print(f"wrote {path} (private, 0600) and {public} (public); key id {key_id}", markup=False)
+    console.print(
+        f"set GATEWAY_EVIDENCE_SIGNING_KEY={path} for gw serve, and hand out {public}", markup=False
+    )
 
 
 @audit_admin.command("verify")

@@ -5,8 +5,9 @@ A bundle is a few files (``evidence.json``, ``index.html``) and
 replaces people (gateway users and OS users), hosts, absolute path prefixes,
 environment values and tokens with stable pseudonyms (the same value gets
 the same pseudonym throughout one bundle) and returns what it replaced, by
-kind and count, never the values themselves. ``verify_files`` checks a
-bundle's files against its manifest. The schema is documented in
+kind and count, never the values themselves. ``verify_files`` (in
+``gateway.core.evidence.signing``, the offline verifier) checks a bundle's files against its
+manifest and its signature, ``manifest.sig``, when it has one. The schema is documented in
 docs/evidence-schema.md; ``SCHEMA_VERSION`` rises on any change that is not
 an addition.
 """
@@ -21,12 +22,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+# the checks live with the offline verifier; imported here by the bundle's other users too
+from gateway.core.evidence.signing import (  # noqa: F401
+    MANIFEST,
+    MANIFEST_SCHEMA,
+    SIGNATURE,
+    Verdict,
+    unzip_bytes,
+    verify_files,
+)
 from gateway.core.spec.fields import secret_like
 
 SCHEMA = "gateway.evidence"
 SCHEMA_VERSION = 1
-MANIFEST = "manifest.json"
-MANIFEST_SCHEMA = "gateway.evidence.manifest"
 
 # Keys whose values name a person (a gateway user or an OS user), anywhere in the document.
 PERSON_KEYS = frozenset(
@@ -192,46 +200,6 @@ def manifest_bytes(files: Mapping[str, bytes], *, subject: str, generated_at: st
     return (json.dumps(body, indent=2, sort_keys=True) + "\n").encode()
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """A bundle checked against its manifest: ``ok`` when every file matches and none is extra."""
-
-    problems: tuple[str, ...]
-    checked: int
-
-    @property
-    def ok(self) -> bool:
-        """No problems."""
-        return not self.problems
-
-
-def verify_files(files: Mapping[str, bytes]) -> Verdict:
-    """Check a bundle's ``files`` (name -> content, ``manifest.json`` among them) against its manifest."""
-    if MANIFEST not in files:
-        return Verdict((f"no {MANIFEST}: not an evidence bundle",), 0)
-    try:
-        manifest = json.loads(files[MANIFEST])
-        listed = manifest["files"]
-        if manifest.get("schema") != MANIFEST_SCHEMA or not isinstance(listed, dict):
-            raise ValueError("not a manifest")
-    except (ValueError, KeyError, TypeError) as exc:
-        return Verdict(
-            (f"{MANIFEST} cannot be read ({exc.__class__.__name__}): it was changed or is not one",), 0
-        )
-    problems = []
-    for name, entry in sorted(listed.items()):
-        if name not in files:
-            problems.append(f"{name}: listed in the manifest, missing from the bundle")
-            continue
-        digest = sha256_hex(files[name])
-        if not isinstance(entry, dict) or digest != entry.get("sha256"):
-            expected = entry.get("sha256") if isinstance(entry, dict) else entry
-            problems.append(f"{name}: sha256 {digest}, the manifest says {expected} (the file was changed)")
-    for name in sorted(set(files) - set(listed) - {MANIFEST}):
-        problems.append(f"{name}: in the bundle, not in the manifest")
-    return Verdict(tuple(problems), len(listed))
-
-
 # -- packing -------------------------------------------------------------------------------------
 
 ZIP_TIME = (2000, 1, 1, 0, 0, 0)  # every member's time: the same bundle packs to the same bytes
@@ -250,27 +218,3 @@ def zip_bytes(files: Mapping[str, bytes]) -> bytes:
             info.external_attr = 0o644 << 16
             archive.writestr(info, files[name])
     return buffer.getvalue()
-
-
-def unzip_bytes(data: bytes, *, max_bytes: int = 512 * 1024 * 1024) -> dict[str, bytes]:
-    """A zipped bundle's files (name -> content); ValueError for a damaged archive, a member path that
-    is absolute or climbs out, or more than ``max_bytes`` unpacked."""
-    import io
-    import zipfile
-    import zlib
-
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            files, total = {}, 0
-            for info in archive.infolist():
-                if info.is_dir():
-                    continue
-                if info.filename.startswith("/") or ".." in info.filename.split("/"):
-                    raise ValueError(f"member {info.filename!r} is not a plain relative path")
-                total += info.file_size
-                if total > max_bytes:
-                    raise ValueError(f"the archive unpacks to more than {max_bytes} bytes")
-                files[info.filename] = archive.read(info)
-            return files
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError) as exc:
-        raise ValueError(f"not a readable zip archive ({exc})") from exc

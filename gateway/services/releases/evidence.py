@@ -1,4 +1,5 @@
-"""Evidence bundles of a run, a release or an artifact: ``evidence.json``, ``index.html``, ``manifest.json``.
+"""Evidence bundles of a run, a release or an artifact: ``evidence.json``, ``index.html``, ``manifest.json``
+(and ``manifest.sig``, its Ed25519 signature, where the site has an evidence key).
 
 ``bundle(target)`` gathers, for what the caller may read: the runs (spec,
 rendered script and its sha256, queue, requested resources, every attempt
@@ -15,6 +16,7 @@ so both files say the same. The schema is docs/evidence-schema.md.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -22,7 +24,7 @@ from gateway import __version__
 from gateway.core.access.policy import allowed, require
 from gateway.core.clock import utcnow
 from gateway.core.domain import Attempt, Principal, Run
-from gateway.core.evidence.bundle import MANIFEST, SCHEMA, SCHEMA_VERSION, manifest_bytes, redact
+from gateway.core.evidence.bundle import MANIFEST, SCHEMA, SCHEMA_VERSION, SIGNATURE, manifest_bytes, redact
 from gateway.core.evidence.html import render_index
 from gateway.core.releases.domain import Release, parse_release_ref
 from gateway.core.releases.views import move_dict, release_dict, request_dict
@@ -41,7 +43,7 @@ TARGET_HELP = "a run id (r-...), a release (PROJECT/NAME@VERSION) or an artifact
 @dataclass(frozen=True)
 class Bundle:
     subject: str
-    files: dict[str, bytes]  # evidence.json, index.html, manifest.json
+    files: dict[str, bytes]  # evidence.json, index.html, manifest.json (and manifest.sig, signed)
 
 
 class EvidenceService:
@@ -54,8 +56,11 @@ class EvidenceService:
         audit: AuditStore,
         access: AccessStore,
         accounting: AccountingService | None = None,
+        signer: Callable[[bytes], bytes] | None = None,
     ) -> None:
         self.accounting = accounting  # the runs' cost, once priced accounting records exist
+        # manifest.json's bytes -> manifest.sig's, with the site evidence key; None: bundles unsigned
+        self.signer = signer
         self.lineage = lineage
         self.eval_trace = eval_trace
         self.releases = releases
@@ -76,6 +81,8 @@ class EvidenceService:
         files[MANIFEST] = manifest_bytes(
             files, subject=doc["subject"]["label"], generated_at=doc["generated_at"]
         )
+        if self.signer is not None:
+            files[SIGNATURE] = self.signer(files[MANIFEST])
         return Bundle(doc["subject"]["label"], files)
 
     def document(self, target: str, *, principal: Principal) -> dict[str, Any]:
