@@ -124,9 +124,13 @@ def admin_evidence_key_generate(
     except OSError as exc:
         err_console.print(f"cannot write the key: {exc.strerror or exc}", markup=False)
         raise typer.Exit(exits.USAGE) from exc
-    console.print(f"wrote {path} (private, 0600) and {public} (public); key id {key_id}", markup=False)
     console.print(
-        f"set GATEWAY_EVIDENCE_SIGNING_KEY={path} for gw serve, and hand out {public}", markup=False
+        f"wrote {path} (private, 0600) and {public} (public); key id {key_id}", markup=False, soft_wrap=True
+    )
+    console.print(
+        f"set GATEWAY_EVIDENCE_SIGNING_KEY={path} for gw serve, and hand out {public}",
+        markup=False,
+        soft_wrap=True,
     )
 
 
