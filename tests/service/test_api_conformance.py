@@ -66,6 +66,9 @@ RUN_SPEC_RULES = [
     (r"body\.sweep", r"indices has \d+ entries for \d+ param sets|indices repeat"),
     (r"body\.datasets", r"share the name"),
     (r"body\.params", r"are \d+ characters as JSON"),  # the size of them all
+    # a secret's source: one of file, site and project (each optional in the schema)
+    (r"body\.secrets\.[^.]+", r"give exactly one of file \(a file only you can read\)"),
+    (r"body", r"named in both env and secrets"),
 ]
 SERVER_ONLY_RULES: dict[str, list[tuple[str, str]]] = {
     "POST /runs": [*RUN_SPEC_RULES, (r"body\.queue", r"project \S+ has no (such )?queue")],
@@ -88,7 +91,14 @@ SERVER_ONLY_RULES: dict[str, list[tuple[str, str]]] = {
         (
             "body",
             r"a (user|project) is listed twice|two projects share one Slurm account|maps to root"
-            r"|project \S+ (lists a (member|queue) twice|names unknown users)",
+            r"|project \S+ (lists a (member|queue|secret) twice|names unknown users)"
+            r"|a site secret is listed twice|site secret \S+ names unknown projects",
+        ),
+        # a secret's source: one of file and env (each optional in the schema), and a file gw can open
+        (r"body\.(projects\.\d+\.)?secrets\.\d+", r"give exactly one of file \(a file gw serve can read\)"),
+        (
+            r"body\.(projects\.\d+\.)?secrets\.\d+\.file",
+            r"secret \S+: (gw serve cannot open|.* is not a regular)",
         ),
         (r"body\.accounting", r"two rates for partition"),  # the rates' rule: each one once
         (r"body\.accounting\.rates\.\d+\.valid_from", r"out of range"),  # years 1970 to 9998

@@ -144,3 +144,26 @@ def test_the_verifier_runs_on_its_own_copied_out(keys, tmp_path):
         [*run, "--public-key", str(lonely / "site.pub")], capture_output=True, text=True, cwd=lonely
     )
     assert done.returncode == 1 and "FAILED: index.html: sha256" in done.stderr, done
+
+
+def test_gw_serve_refuses_a_bad_signing_key_before_serving(tmp_path):
+    key = tmp_path / "evidence.key"
+    key.write_bytes(b"-----BEGIN PRIVATE KEY-----\nnot one\n-----END PRIVATE KEY-----\n")
+    os.chmod(key, 0o600)
+    env = {
+        **os.environ,
+        "GATEWAY_EVIDENCE_SIGNING_KEY": str(key),
+        "GATEWAY_DATABASE_URL": f"sqlite:///{tmp_path}/g.db",
+        "GATEWAY_RUNS_DIR": str(tmp_path / "runs"),
+        "COLUMNS": "200",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway.cli.main", "serve", "--port", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "evidence_signing_key (GATEWAY_EVIDENCE_SIGNING_KEY)" in result.stderr
+    assert "holds no usable key" in result.stderr, result.stderr

@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from gateway.cli import exits
 from gateway.cli.output import console, err_console
-from gateway.errors import GatewayError
+from gateway.errors import GatewayError, SpecError
 
 db_app = typer.Typer(no_args_is_help=True, help="The gateway's database.")
 
@@ -39,6 +39,7 @@ def serve(
     import uvicorn
     from pydantic import ValidationError
 
+    from gateway.adapters.evidence_key import load_signer
     from gateway.cli.server import serve_app
     from gateway.settings import Settings, settings_problems
     from gateway.wiring import upgrade_database
@@ -54,6 +55,15 @@ def serve(
     if problem is not None:
         err_console.print(f"[red]error[/red]: {escape(problem)}")
         raise typer.Exit(exits.USAGE)
+    try:  # the evidence signing key, checked before serving: a bad one is a bad setting
+        load_signer(settings.evidence_signing_key)
+    except SpecError as exc:
+        err_console.print("[red]invalid gateway settings[/red]:")
+        err_console.print(
+            "\n".join(f"  - {i.path} (GATEWAY_{i.path.upper()}): {i.message}" for i in exc.issues),
+            markup=False,
+        )
+        raise typer.Exit(exits.USAGE) from exc
     try:
         upgrade_database(settings)  # once, here: the workers build their services without it
     except GatewayError as exc:
