@@ -160,8 +160,30 @@ async def read_form(form: FormData) -> FormValues:
     for key in ("outputs", "metrics"):
         if _lines(shown[key]):
             data[key] = _lines(shown[key])
+    secrets = _secrets(values, shown["secrets"])
+    if secrets:
+        data["secrets"] = secrets
     values.data = data
     return values
+
+
+SECRET_KINDS = ("site", "project", "file")
+
+
+def _secrets(values: FormValues, text: str) -> dict[str, dict[str, str]]:
+    """The secrets field: one ``VAR KIND NAME`` a line (KIND site, project or file); never a value."""
+    found: dict[str, dict[str, str]] = {}
+    for line in _lines(text):
+        words = line.split(None, 2)
+        if len(words) != 3 or words[1] not in SECRET_KINDS:
+            values.error(
+                "secrets",
+                f"{line!r}: write VAR site NAME, VAR project NAME or VAR file /path (one a line); "
+                "the secret's name or file, never its value",
+            )
+            continue
+        found[words[0]] = {words[1]: words[2].strip()}
+    return found
 
 
 _TEXT_FIELDS = (
@@ -180,6 +202,7 @@ _TEXT_FIELDS = (
     "tags",
     "outputs",
     "metrics",
+    "secrets",
 )
 
 
@@ -209,7 +232,8 @@ def sbatch_command(spec: RunSpec) -> str:
     else:
         words.append("SCRIPT")
     line = " ".join(shlex.quote(w) for w in words)
-    left_out = [k for k in ("params", "datasets", "outputs", "metrics", "tags") if getattr(spec, k)]
+    fields = ("params", "datasets", "outputs", "metrics", "secrets", "tags")
+    left_out = [k for k in fields if getattr(spec, k)]
     if spec.script and not spec.command:
         left_out.insert(0, "the script (save it as SCRIPT)")
     if left_out:

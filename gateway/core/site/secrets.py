@@ -16,7 +16,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gateway.core import names
-from gateway.core.described import Name, documented
+from gateway.core.described import AbsoluteLine, Name, anchored, documented
+from gateway.core.spec.fields import check_workdir
 
 Role = Literal["viewer", "reviewer", "member", "lead"]
 DEFAULT_ROLES: tuple[Role, ...] = ("member", "lead")
@@ -31,9 +32,9 @@ class HeldSecretSpec(BaseModel):
 
     name: Name
     # a file the gateway's user (gw serve) can read, e.g. root:root 0600; absolute, one line
-    file: Annotated[str, documented(pattern=r"^/[^\n]*$", maxLength=4096)] | None = None
+    file: AbsoluteLine | None = None
     # an environment variable of gw serve
-    env: Annotated[str, documented(pattern=names.ENV_NAME.pattern)] | None = None
+    env: Annotated[str, documented(pattern=anchored(names.ENV_NAME))] | None = None
     # the roles (in the run's project) whose runs may use it
     roles: list[Role] = Field(default_factory=lambda: list(DEFAULT_ROLES))
 
@@ -47,9 +48,7 @@ class HeldSecretSpec(BaseModel):
     @field_validator("file")
     @classmethod
     def _file(cls, value: str | None) -> str | None:
-        if value is not None and (not value.startswith("/") or "\n" in value or "\0" in value):
-            raise ValueError("must be an absolute path on one line")
-        return value
+        return check_workdir(value)  # absolute, one line, no control characters
 
     @field_validator("env")
     @classmethod
