@@ -104,6 +104,7 @@ def _defaults() -> FormValues:
         "tags": "",
         "outputs": "",
         "metrics": "",
+        "secrets": "",
         "datasets": [],
     }
     values.params = []
