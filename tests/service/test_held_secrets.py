@@ -11,6 +11,8 @@ import hashlib
 import io
 import os
 import secrets
+import subprocess
+import time
 import uuid
 import zipfile
 from pathlib import Path
@@ -223,3 +225,52 @@ def test_apply_checks_the_references_and_export_shows_them(services, held, tmp_p
         assert caught.value.issues[0].path == "secrets.0.file", caught.value.issues
         assert words in str(caught.value), caught.value
     assert services.site.export(OPERATOR).secrets == exported.secrets
+
+
+def _stdout_files(run) -> list[str]:
+    return sorted(p.read_text() for p in Path(run.run_dir).glob("stdout-*.log"))
+
+
+def test_a_retry_gets_the_value_again_and_the_file_goes_after_the_last_attempt(api, services, tokens, held):
+    command = _check_command("HF_TOKEN", held["site"]).replace("exit 0", "exit 1")
+    spec = _spec(
+        "pa",
+        command,
+        {"HF_TOKEN": {"site": "hf-token"}},
+        retry={"classes": ["user_code"], "max_attempts": 2, "backoff_s": 0},
+    )
+    made = api.post("/runs", json=spec, headers=_auth(tokens, "alice"))
+    assert made.status_code == 201, made.text
+    run_id = made.json()["id"]
+    run = refresh_until(services, run_id)
+    delivered = Path(delivered_path(run.run_dir, "HF_TOKEN"))
+    services.harvester.harvest_due()  # attempt 1 ended, a retry is due: the file stays for it
+    assert delivered.exists() and oct(delivered.stat().st_mode & 0o777) == "0o600"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        services.retries.process_due()
+        services.refresher.refresh()
+        run = services.runs.store.get_run(run_id)
+        if len(run.attempts) == 2 and run.latest.failure:
+            break
+        time.sleep(0.5)
+    assert len(run.attempts) == 2 and run.latest.origin == "retry", run.attempts
+    services.harvester.harvest_due()
+    assert not delivered.exists()
+    assert _stdout_files(run) == ["HF_TOKEN-ok\n", "HF_TOKEN-ok\n"], _stdout_files(run)
+
+
+def test_a_slurm_requeue_runs_with_the_value_too(api, services, tokens, held):
+    command = _check_command("HF_TOKEN", held["site"]).replace("; exit 0", "; sleep 6")
+    spec = _spec("pa", command, {"HF_TOKEN": {"site": "hf-token"}})
+    made = api.post("/runs", json=spec, headers=_auth(tokens, "alice"))
+    assert made.status_code == 201, made.text
+    body = made.json()
+    refresh_until(services, body["id"], states={RunState.RUNNING})
+    subprocess.run(["scontrol", "requeue", body["job_id"]], check=True, timeout=30)
+    run = refresh_until(services, body["id"], timeout_s=180)
+    services.harvester.harvest_due()
+    assert [a.origin for a in run.attempts][-1] == "requeue" and run.state is RunState.SUCCEEDED, run.attempts
+    logs = api.get(f"/runs/{run.id}/logs", headers=_auth(tokens, "alice")).json()["text"]
+    assert logs.startswith("HF_TOKEN-ok\n"), logs
+    assert not Path(delivered_path(run.run_dir, "HF_TOKEN")).exists()
