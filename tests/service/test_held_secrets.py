@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import secrets
 import subprocess
@@ -22,7 +23,7 @@ from fastapi.testclient import TestClient
 
 from gateway.api import create_app
 from gateway.core.domain import RunState
-from gateway.core.site.schema import SiteConfig
+from gateway.core.site.schema import SiteConfig, parse_site
 from gateway.core.site.secrets import delivered_path
 from gateway.errors import SpecError
 from tests.conftest import JOB_ROOT
@@ -274,3 +275,18 @@ def test_a_slurm_requeue_runs_with_the_value_too(api, services, tokens, held):
     logs = api.get(f"/runs/{run.id}/logs", headers=_auth(tokens, "alice")).json()["text"]
     assert logs.startswith("HF_TOKEN-ok\n"), logs
     assert not Path(delivered_path(run.run_dir, "HF_TOKEN")).exists()
+
+
+def test_a_value_where_a_reference_goes_is_refused_and_never_echoed(api, services, tokens, held):
+    value = f"pasted-{secrets.token_hex(8)}"
+    spec = _spec(PROJECT, "true", {"HF_TOKEN": {"value": value}})
+    response = api.post("/runs", json=spec, headers=_auth(tokens, "tester"))
+    assert response.status_code == 422, response.text
+    assert "value is no field of a secret's reference" in response.text and value not in response.text
+    site = _with_secrets(services.site.export(OPERATOR), [], {})
+    data = site.model_dump(mode="json", exclude_defaults=True)
+    data["secrets"] = [{"name": "pasted", "value": value}]
+    with pytest.raises(SpecError) as caught:
+        parse_site(json.dumps(data))  # gw admin apply reads the file so
+    assert "never the value" in str(caught.value) and value not in str(caught.value)
+    assert all(value not in repr(i.value) for i in caught.value.issues)

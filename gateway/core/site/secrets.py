@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from gateway.core import names
 from gateway.core.described import AbsoluteLine, Name, anchored, documented
-from gateway.core.spec.fields import check_workdir
+from gateway.core.spec.fields import check_workdir, secret_reference
 
 Role = Literal["viewer", "reviewer", "member", "lead"]
 DEFAULT_ROLES: tuple[Role, ...] = ("member", "lead")
@@ -56,6 +56,13 @@ class HeldSecretSpec(BaseModel):
         if value is not None and not names.ENV_NAME.fullmatch(value):
             raise ValueError(f"not a valid environment variable name; use {names.ENV_NAME_HELP}")
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_value(cls, data: Any) -> Any:
+        allowed = tuple(cls.model_fields)
+        name = data.get("name") if isinstance(data, dict) else None
+        return secret_reference(data, allowed, f"secret {name}" if isinstance(name, str) else "a secret")
 
     @model_validator(mode="after")
     def _one_source(self) -> HeldSecretSpec:

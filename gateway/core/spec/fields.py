@@ -122,6 +122,7 @@ SECRET_WORDS = frozenset(
      "credentials", "auth", "cookie", "session"}
 )  # fmt: skip
 SECRET_MARK = "look(s) like a secret by name"  # an error with it never echoes its input (secret_input)
+SECRET_ENTRY_MARK = "is no field of a secret's reference"  # nor one with this
 SECRET_HELP = (
     "params are stored in the database and reach the rendered script (GW_PARAMS, GW_PARAM_*), the "
     "job's params.json, the pages and evidence bundles, so a secret must not be one; keep the value in a "
@@ -130,10 +131,25 @@ SECRET_HELP = (
 )
 
 
+def secret_reference(data: Any, allowed: tuple[str, ...], what: str) -> Any:
+    """``data`` (a secret's entry, before validation) unchanged, unless it has a key outside
+    ``allowed`` (``value:``, say): then a ValueError that names the keys and never echoes the entry,
+    which may hold the secret itself."""
+    if isinstance(data, dict):
+        unknown = sorted(str(k) for k in data if k not in allowed)
+        if unknown:
+            raise ValueError(
+                f"{what}: {', '.join(unknown)} {SECRET_ENTRY_MARK} (valid fields here: "
+                f"{', '.join(allowed)}); name where the value lives, never the value (the entry is not "
+                "echoed: it may hold one)"
+            )
+    return data
+
+
 def secret_input(message: str) -> bool:
     """Whether an error ``message`` is the secret-looking-param refusal, whose input (the would-be
     secret) an answer must not echo."""
-    return SECRET_MARK in message
+    return SECRET_MARK in message or SECRET_ENTRY_MARK in message
 
 
 def secret_like(name: str) -> bool:

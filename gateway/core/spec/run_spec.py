@@ -98,6 +98,11 @@ class SecretFile(_Strict):
 
     _file = field_validator("file")(classmethod(lambda cls, v: spec_fields.check_workdir(v)))
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_value(cls, data: Any) -> Any:
+        return spec_fields.secret_reference(data, ("file", "site", "project"), "a secret")
+
     @model_validator(mode="after")
     def _one_source(self) -> SecretFile:
         given = [k for k in ("file", "site", "project") if getattr(self, k) is not None]
