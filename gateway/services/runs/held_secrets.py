@@ -30,7 +30,7 @@ def held_names(spec: RunSpec) -> list[str]:
 
 
 class HeldSecrets:
-    """Checks, delivers and removes a run's site and project secrets."""
+    """Checks a run's site and project secrets, and delivers their values to its job's user."""
 
     def __init__(self, access: AccessStore, host: RunHost) -> None:
         self.access = access
@@ -100,6 +100,5 @@ class HeldSecrets:
                 issues.append(SpecIssue(f"secrets.{var}.{kind}", str(exc), name))
                 continue
             self.host.write_file(delivered_path(run_dir, var), value, as_user=os_user, mode=0o600)
-            del value
         if issues:
             raise SpecError(issues)
