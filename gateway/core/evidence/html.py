@@ -57,6 +57,7 @@ nav.toc{columns:2;font-size:13px}nav.toc a{display:block}
  h2{break-after:avoid}h3,h4{break-after:avoid}
  section.obj{break-inside:avoid-page}
  tr,.box,.check{break-inside:avoid}thead{display:table-header-group}
+ table{font-size:8.5pt}td,th{padding:2px 4px;overflow-wrap:anywhere}
  pre{max-height:none;overflow:visible}
  .chain{grid-template-columns:repeat(4,1fr)}
  nav.toc{display:none}
