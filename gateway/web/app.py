@@ -29,6 +29,7 @@ from gateway.web import (
     routes_compare,
     routes_pages,
     routes_records,
+    routes_releases,
     routes_reports,
     routes_run_list,
     routes_run_page,
@@ -57,6 +58,7 @@ def mount_web(app: FastAPI) -> FastAPI:
         routes_submit,
         routes_pages,
         routes_records,
+        routes_releases,
         routes_reports,
         routes_compare,
     ):

@@ -44,7 +44,13 @@ def compare_runs(
 ) -> Response:
     """``metric`` (default: the one most of them have) of the runs named, one line per run."""
     ids = _ids(run, runs)
-    context: dict[str, Any] = {"ids": ids, "asked_metric": metric or "", "error": None, "compared": None, "src": None}
+    context: dict[str, Any] = {
+        "ids": ids,
+        "asked_metric": metric or "",
+        "error": None,
+        "compared": None,
+        "src": None,
+    }
     status = 200
     if ids:
         try:

@@ -17,8 +17,8 @@ from gateway.core.slurm.states import LIVE
 from gateway.errors import Forbidden, GatewayError, NotFound, SpecError
 from gateway.services.lineage.metric_plots import run_figures
 from gateway.web import svg
-from gateway.web.routes_compare import data_uri
 from gateway.web.deps import PREFIX, FormDep, PagesDep, PrincipalDep, services_of
+from gateway.web.routes_compare import data_uri
 from gateway.web.run_usage import usage_sections
 
 router = APIRouter()
@@ -52,9 +52,7 @@ def rerun_suggestion(run: Run) -> list[str]:
 def metric_figures(series: dict[str, Any]) -> list[dict[str, Any]]:
     """The run's metric charts (losses together, the learning rate apart, no step counters), each as
     its title, the series it holds and a ``data:`` image."""
-    return [
-        {"title": f.title, "labels": f.labels, "src": data_uri(f.svg)} for f in run_figures(series)
-    ]
+    return [{"title": f.title, "labels": f.labels, "src": data_uri(f.svg)} for f in run_figures(series)]
 
 
 def _lineage(request: Request, principal: Principal, run: Run) -> dict[str, Any]:
