@@ -246,4 +246,4 @@ def move_alias(
         )
     except GatewayError as exc:
         return _promote(request, pages, principal, project, name, alias, str(version), error=exc)
-    return _back(project, name, "alias-history")
+    return _back(project, name, "history")

@@ -124,8 +124,8 @@ def test_request_approve_with_a_note_then_promote_after_the_missing_pieces_are_s
     assert who["lead2"].user in member.inner_text("#approvals-counted")
     member.fill("#move-reason", "approved by lead2")
     member.click("#move-go")
-    member.wait_for_selector("#alias-history-table")
-    history = member.inner_text("#alias-history-table")
+    member.wait_for_selector("#alias-history")
+    history = member.inner_text("#alias-history")
     assert "prod" in history and "v2" in history and "approved by lead2" in history
     moved = services.promotions.history(project, name, principal=who["viewer"], alias="prod")["events"][-1]
     assert list(moved.approvals) == [who["lead2"].user]
@@ -171,8 +171,8 @@ def test_the_override_needs_a_lead_and_a_reason_and_is_on_record(world, page_as,
     assert answer.status == 422 and "reason" in answer.text()
     lead.fill("#override-reason", "suite results not in yet; signed off by QA")
     lead.click("#override-go")
-    lead.wait_for_selector("#alias-history-table")
-    assert "(override)" in lead.inner_text("#alias-history-table")
+    lead.wait_for_selector("#alias-history")
+    assert "(override)" in lead.inner_text("#alias-history")
     events = services.audit.events(who["lead"], project=project, action="release.override").items
     assert events[-1].after["reason"] == "suite results not in yet; signed off by QA"
 
