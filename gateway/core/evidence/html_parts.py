@@ -109,6 +109,7 @@ class Page:
     dataset_versions: dict[str, dict[str, Any]] = field(default_factory=dict)
     artifacts: list[dict[str, Any]] = field(default_factory=list)
     used_shas: set[str] = field(default_factory=set)  # artifacts that were evaluated or released
+    labels: dict[str, str] = field(default_factory=dict)  # a record id -> the name people know it by
 
     @classmethod
     def of(cls, doc: dict[str, Any]) -> Page:
@@ -117,6 +118,7 @@ class Page:
         ev = doc.get("evaluations") or {}
         for run in doc.get("runs") or []:
             page.anchors.add(run["id"])
+            page.labels[run["id"]] = f"{run.get('name') or 'run'} ({run['id']})"
             for d in run.get("datasets") or []:
                 version = d.get("version")
                 if version and version.get("id"):
@@ -129,10 +131,14 @@ class Page:
             page.used_shas.add(str(run.get("artifact_sha256")))
             if run.get("result"):
                 page.anchors.add(run["result"]["id"])
+                result = run["result"]
+                file = str(run.get("artifact_path")).rsplit("/", 1)[-1]
+                page.labels[result["id"]] = f"{result.get('suite_version')} on {file} ({result['id']})"
         for key in ("gates", "reviews"):
             page.anchors.update(r["id"] for r in ev.get(key) or [])
         for release in doc.get("releases") or []:
             page.anchors.add(release["id"])
+            page.labels[release["id"]] = str(release.get("ref"))
             page.used_shas.add(str(release.get("artifact_sha256")))
         page.anchors.update(m["id"] for m in doc.get("alias_events") or [])
         page.anchors.update(q["id"] for q in doc.get("promotion_requests") or [])
@@ -161,7 +167,8 @@ class Page:
         marked as outside the bundle, when it does not."""
         if not record_id:
             return "<span class=muted>-</span>"
-        shown = escape(str(label if label is not None else record_id))
+        known = self.labels.get(str(record_id), str(record_id))
+        shown = escape(str(label if label is not None else known))
         if str(record_id) in self.anchors:
             return f"<a href='#{escape(str(record_id))}'>{shown}</a>"
         return f"{shown} <span class=muted>(not in this bundle)</span>"

@@ -493,7 +493,10 @@ def _move(m: dict[str, Any], page: Page) -> str:
     rows = [
         ("move", escape(f"{m.get('alias')}: v{m.get('from_version') or '-'} \u2192 v{m.get('to_version')}")),
         ("to release", page.ref(m.get("to_release"))),
-        ("from release", page.ref(m.get("from_release")) if m.get("from_release") else "none (first)"),
+        (
+            "from release",
+            page.ref(m.get("from_release"), _sibling(page, m)) if m.get("from_release") else "none (first)",
+        ),
         ("policy in force", in_force),
         ("gate counted", page.ref(m.get("gate_id")) if m.get("gate_id") else "none"),
         ("approvals that counted", text(m.get("approvals")) if m.get("approvals") else "none"),
@@ -507,6 +510,15 @@ def _move(m: dict[str, Any], page: Page) -> str:
     ]
     title = f"alias move {escape(str(m.get('alias')))} #{escape(str(m.get('seq')))}"
     return _section(m["id"], title, facts(rows))
+
+
+def _sibling(page: Page, m: dict[str, Any]) -> str | None:
+    """The ref of the release a move left (the model's, at ``from_version``), when the page names its
+    model; None: the id is shown."""
+    to_ref = page.labels.get(str(m.get("to_release")), "")
+    if "@" not in to_ref or m.get("from_version") is None:
+        return page.labels.get(str(m.get("from_release")))
+    return f"{to_ref.rsplit('@', 1)[0]}@{m.get('from_version')}"
 
 
 def _audit(audit: dict[str, Any]) -> str:
