@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.core.described import TEXT, Name, Sha256Hex, anchored, documented
 from gateway.core.names import NAME
+
+if TYPE_CHECKING:
+    from gateway.services.releases.promotions import MovePreview
 from gateway.core.releases.domain import (
     ALIAS,
     MAX_RELEASE_NUMBER,
@@ -223,6 +226,52 @@ class PolicyPublic(BaseModel):
             allow_imported_results=p.allow_imported_results,
             updated_by=p.updated_by,
             updated_at=p.updated_at,
+        )
+
+
+class NotCounted(BaseModel):
+    user: str
+    why: str
+
+
+class MoveCheckPublic(BaseModel):
+    """What moving an alias to a release would count and what it still misses; nothing is moved."""
+
+    release: str = Field(description="PROJECT/NAME@VERSION")
+    release_status: str
+    alias: str
+    policy: PolicyPublic | None = Field(description="The policy in force (null: the alias is not protected)")
+    request_id: str | None = Field(description="The promotion request whose approvals would count")
+    gate_id: str | None = Field(description="The gateway's gate for this move, decided on the policy's terms")
+    gate_verdict: str | None
+    gate_detail: str = Field(description="The gate in words, or why there is none")
+    approvals: list[str] = Field(description="Approvers who count now")
+    approvals_not_counted: list[NotCounted]
+    missing: list[str] = Field(description="Every piece the move still misses, in words")
+    gate_failed: bool = Field(description="Only a passing gate is missing: a lead may override it")
+    may_override: bool = Field(description="The caller may override that gate (with a reason)")
+    already: bool = Field(description="The alias points at this release already")
+    ok: bool = Field(description="The move would go ahead now")
+
+    @classmethod
+    def of(cls, preview: MovePreview) -> MoveCheckPublic:
+        """From ``PromotionService.preview``'s ``MovePreview``."""
+        return cls(
+            release=preview.release.ref,
+            release_status=preview.release.status,
+            alias=preview.alias,
+            policy=PolicyPublic.of(preview.policy) if preview.policy else None,
+            request_id=preview.request.id if preview.request else None,
+            gate_id=preview.gate_id,
+            gate_verdict=preview.gate_verdict,
+            gate_detail=preview.gate_detail,
+            approvals=list(preview.approvers),
+            approvals_not_counted=[NotCounted(**d) for d in preview.dropped],
+            missing=list(preview.missing),
+            gate_failed=preview.gate_failed,
+            may_override=preview.may_override,
+            already=preview.already,
+            ok=preview.ok,
         )
 
 

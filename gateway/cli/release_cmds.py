@@ -231,6 +231,21 @@ def promote(
     _show(found, as_json, lambda m: [release_view.move_line(m)])
 
 
+@release_app.command("check")
+def check(
+    release: Annotated[str, typer.Argument(help="PROJECT/NAME@VERSION")],
+    alias: AliasOpt,
+    as_json: JsonOpt = False,
+) -> None:
+    """What moving an alias to a release would need, before it is moved: the policy in force, the
+    gateway's gate, the approvals that count, every missing piece (exit 0 either way; nothing moves)."""
+    ref = _ref(release, version=True)
+    if ref.version is None:
+        usage(f"{release!r}: name a release number (e.g. {ref.project}/{ref.name}@3), not latest")
+    found = call("check_move", ref.project, ref.name, ref.version, _alias(alias))
+    _show(found, as_json, release_view.check_lines)
+
+
 @release_app.command("request-promotion")
 def request_promotion(
     release: Annotated[str, typer.Argument(help="PROJECT/NAME@VERSION")],

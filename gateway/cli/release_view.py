@@ -68,6 +68,37 @@ def history_lines(found: dict[str, Any]) -> list[str]:
     return lines
 
 
+def check_lines(c: dict[str, Any]) -> list[str]:
+    """A move before it is made: what it counts and what it misses (markup-escaped)."""
+    policy = c.get("policy")
+    verdict = "[bold green]would move[/bold green]" if c["ok"] else "[bold red]would be refused[/bold red]"
+    lines = [f"{escape(c['alias'])} -> {escape(c['release'])} ({escape(c['release_status'])}): {verdict}"]
+    if policy:
+        gate = (
+            f"gate {escape(policy['gate_suite'])}@{policy['gate_version']}"
+            if policy.get("gate_suite")
+            else "no gate"
+        )
+        lines.append(
+            f"  policy ({policy['scope']}): moved by {escape(', '.join(policy['roles']))}, "
+            f"{policy['approvals']} approval(s), {gate}"
+        )
+    else:
+        lines.append("  no policy: the alias is not protected")
+    if c.get("gate_detail"):
+        lines.append(f"  gate: {escape(c['gate_detail'])}")
+    lines.append(f"  approvals that count: {escape(', '.join(c['approvals'])) or 'none'}")
+    for d in c.get("approvals_not_counted", []):
+        lines.append(f"  not counted: {escape(d['user'])} ({escape(d['why'])})")
+    if c.get("already"):
+        lines.append("  it points at this release already")
+    for m in c.get("missing", []):
+        lines.append(f"  missing: {escape(m)}")
+    if c.get("may_override"):
+        lines.append("  only the gate is missing: you may --override with a --reason")
+    return lines
+
+
 def request_lines(q: dict[str, Any]) -> list[str]:
     """A promotion request and its decisions."""
     lines = [

@@ -90,6 +90,13 @@ class GatewayClient:
         ``/lineage/artifacts/{sha}/releases``); its JSON answer. None params are not sent."""
         return self.request(method, path, body=body, params=params)
 
+    def check_move(self, project: str, name: str, version: int, alias: str) -> dict:
+        """``GET /models/{p}/{n}/aliases/{alias}/check``: what moving ``alias`` to release ``version``
+        would count and miss (``MoveCheckPublic``); nothing moves."""
+        return self._call(
+            "GET", f"/models/{project}/{name}/aliases/{alias}/check", params={"version": version}
+        )
+
     def request(self, method: str, path: str, *, body: Any = None, params: dict | None = None) -> Any:
         """Any one API call (``gw poc`` walks routes the other methods do not wrap); its JSON answer.
         None params are not sent."""

@@ -11,6 +11,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gateway.poc.words import say
+
 
 class StepFailed(Exception):
     """A fatal check failed: the scenario stops at ``step``."""
@@ -39,6 +41,10 @@ class Scenario:
     title: str
     checks: list[Check] = field(default_factory=list)
     ids: dict[str, list[str]] = field(default_factory=dict)
+    done: list[str] = field(default_factory=list)  # what the scenario did, in order, in words
+    shown: list[tuple[str, str]] = field(default_factory=list)  # (what, the platform's own words)
+    costs: list[dict[str, Any]] = field(default_factory=list)  # each run's cost answer, in brief
+    links: dict[str, str] = field(default_factory=dict)  # an id -> its anchor in the scenario's bundle
     evidence: str | None = None  # the bundle's path, relative to the output folder
     error: str | None = None  # what ended it early (a failed fatal check, an API error)
     started: float = field(default_factory=time.monotonic)
@@ -48,11 +54,19 @@ class Scenario:
         self, step: str, ok: bool, expected: str, seen: Any, *, fatal: bool = True, kind: str = "link"
     ) -> bool:
         """Record one check; a failed ``fatal`` one raises ``StepFailed``. Returns ``ok``."""
-        shown = seen if isinstance(seen, str) else repr(seen)
-        self.checks.append(Check(step, bool(ok), expected, shown[:600], kind))
+        shown = say(seen)
+        self.checks.append(Check(step, bool(ok), expected, shown, kind))
         if not ok and fatal:
-            raise StepFailed(step, expected, shown[:600])
+            raise StepFailed(step, expected, shown)
         return bool(ok)
+
+    def did(self, what: str) -> None:
+        """Note one thing the scenario did, in words (the summary's "what was done")."""
+        self.done.append(what)
+
+    def showed(self, what: str, words: Any) -> None:
+        """Note what the platform showed (its explanation, the failure class ...), in its own words."""
+        self.shown.append((what, say(words, 1200)))
 
     def made(self, kind: str, *values: str | None) -> None:
         """Note ids this scenario created (or reached), by kind: run, dataset, release ..."""
@@ -63,6 +77,12 @@ class Scenario:
     def passed(self) -> bool:
         """Every check passed and nothing ended the scenario early."""
         return self.error is None and all(c.ok for c in self.checks)
+
+    @property
+    def cost_total(self) -> float | None:
+        """The sum of the costs of the runs the scenario priced (None when none was priced)."""
+        priced = [c["total"] for c in self.costs if isinstance(c.get("total"), int | float)]
+        return sum(priced) if priced else None
 
     @property
     def failed_checks(self) -> list[Check]:
@@ -78,6 +98,11 @@ class Scenario:
             "error": self.error,
             "seconds": round(self.seconds, 1),
             "ids": self.ids,
+            "done": self.done,
+            "shown": [{"what": w, "words": t} for w, t in self.shown],
+            "costs": self.costs,
+            "cost_total": self.cost_total,
+            "links": self.links,
             "evidence": self.evidence,
             "checks": [asdict(c) for c in self.checks],
         }

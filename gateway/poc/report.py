@@ -1,17 +1,25 @@
 """The POC's evidence: one redacted bundle per scenario (``GET /evidence/...?redact=true``, the
-gateway's own format, unpacked beside its zip) and a summary page, JSON and HTML, linking them."""
+gateway's own format, unpacked beside its zip) and a summary, JSON, HTML (``report_html``) and PDF (the
+page printed by headless Chromium), linking them."""
 
 from __future__ import annotations
 
-import html
 import io
 import json
+import os
+import shutil
 import zipfile
 from pathlib import Path
 from typing import Any
 
+from gateway.adapters.runner import LocalRunner
+from gateway.core.evidence.html_parts import Page
+from gateway.errors import CommandError, CommandTimeout
 from gateway.poc.checks import Scenario
+from gateway.poc.report_html import render
 from gateway.poc.world import World
+
+CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
 
 
 def save_bundle(world: World, sc: Scenario, kind: str, key: str, must_name: list[str]) -> None:
@@ -24,15 +32,36 @@ def save_bundle(world: World, sc: Scenario, kind: str, key: str, must_name: list
         archive.extractall(folder / "bundle")
         doc = json.loads(archive.read("evidence.json"))
     sc.evidence = f"scenario-{sc.number}/bundle/index.html"
+    sc.links = {value: f"{sc.evidence}#{anchor}" for value, anchor in anchors(doc).items()}
     text = json.dumps(doc)
     missing = [m for m in must_name if m not in text]
     sc.check(
         "evidence bundle",
         doc.get("schema") == "gateway.evidence" and not missing,
-        f"a gateway.evidence bundle of {kind} {key} naming {must_name}",
-        f"schema {doc.get('schema')}, missing {missing}" if missing else f"schema {doc.get('schema')}",
+        f"a gateway.evidence bundle of {kind} {key} naming {', '.join(must_name)}",
+        f"schema {doc.get('schema')}, missing {', '.join(missing)}"
+        if missing
+        else f"schema {doc.get('schema')}",
         fatal=False,
     )
+
+
+def anchors(doc: dict[str, Any]) -> dict[str, str]:
+    """What the summary names (run and record ids, release refs, dataset refs, sha256s) -> its anchor in
+    the bundle's report (``gateway.core.evidence.html``)."""
+    page = Page.of(doc)
+    found = {a: a for a in page.anchors if "-" in a and a not in ("audit", "artifacts")}
+    for release in doc.get("releases") or []:
+        found[release["ref"]] = release["id"]
+    for version in page.dataset_versions.values():
+        found[f"{version.get('dataset')}@{version.get('version')}"] = version["id"]
+    for artifact in page.artifacts:
+        found.setdefault(str(artifact.get("sha256")), page.artifact_anchor(artifact))
+    for run in (doc.get("evaluations") or {}).get("eval_runs") or []:
+        result = run.get("result") or {}
+        if result.get("suite_version") and result.get("id"):
+            found.setdefault(result["suite_version"], result["id"])
+    return found
 
 
 def summary(world: World, scenarios: list[Scenario], cleanup: list[str], seconds: float) -> dict[str, Any]:
@@ -59,69 +88,40 @@ def summary(world: World, scenarios: list[Scenario], cleanup: list[str], seconds
 
 
 def write(out: Path, data: dict[str, Any]) -> tuple[Path, Path]:
-    """Write summary.json and summary.html into ``out``; their paths."""
+    """Write summary.json and summary.html into ``out``, and summary.pdf where Chromium prints it (the
+    summary's ``pdf`` says which, or why not); the JSON's and the page's paths."""
     out.mkdir(parents=True, exist_ok=True)
-    as_json = out / "summary.json"
-    as_json.write_text(json.dumps(data, indent=2, default=str))
     page = out / "summary.html"
     page.write_text(render(data))
+    data["pdf"] = print_pdf(page, out / "summary.pdf")
+    if data["pdf"].get("file"):  # the page names its PDF (the PDF is the page as it was before this line)
+        page.write_text(render(data))
+    as_json = out / "summary.json"
+    as_json.write_text(json.dumps(data, indent=2, default=str))
     return as_json, page
 
 
-def render(data: dict[str, Any]) -> str:
-    """The summary page: one section per scenario with its verdict, ids, evidence link and checks."""
-    e = html.escape
-    verdict = "PASS" if data["passed"] else "FAIL"
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>gw poc: " + verdict + "</title>",
-        "<style>body{font-family:sans-serif;margin:2em}td,th{border:1px solid #ccc;padding:.2em .5em;"
-        "vertical-align:top;font-size:90%}table{border-collapse:collapse}.ok{color:#070}.no{color:#b00}"
-        "code{font-size:90%}</style></head><body>",
-        f"<h1>gw poc run: <span class='{'ok' if data['passed'] else 'no'}'>{verdict}</span></h1>",
-        f"<p>project <code>{e(data['project'])}</code>, {data['seconds']} s; "
-        "<a href='summary.json'>summary.json</a></p>",
+def print_pdf(page: Path, pdf: Path, *, timeout_s: float = 120) -> dict[str, Any]:
+    """``page`` printed to ``pdf`` by headless Chromium (its print stylesheet, no header or footer):
+    ``{"file": "summary.pdf"}``, or ``{"file": None, "why": ...}`` when no Chromium is here or it failed
+    (the HTML page is the report either way)."""
+    browser = os.environ.get("GW_POC_CHROMIUM") or next(filter(None, map(shutil.which, CHROMIUM)), None)
+    if not browser:
+        return {"file": None, "why": "no Chromium found (apt-get install chromium; scripts/poc-ready does)"}
+    argv = [
+        browser,
+        "--headless",
+        "--no-sandbox",  # the POC may run as root, where Chromium's sandbox refuses to start
+        "--disable-gpu",
+        "--no-pdf-header-footer",
+        f"--print-to-pdf={pdf}",
+        page.resolve().as_uri(),
     ]
-    for sc in data["scenarios"]:
-        mark = "ok" if sc["passed"] else "no"
-        parts.append(
-            f"<h2 id='s{sc['number']}'>{sc['number']}. {e(sc['title'])}: "
-            f"<span class='{mark}'>{'pass' if sc['passed'] else 'FAIL'}</span></h2>"
-        )
-        if sc["error"]:
-            parts.append(f"<p class='no'>stopped at {e(sc['error'])}</p>")
-        if sc["evidence"]:
-            zipped = sc["evidence"].rsplit("/bundle/", 1)[0] + "/evidence.zip"
-            parts.append(
-                f"<p>evidence: <a href='{e(sc['evidence'])}'>bundle</a> (<a href='{e(zipped)}'>zip</a>)</p>"
-            )
-        ids = "".join(
-            f"<li>{e(k)}: {', '.join(f'<code>{e(v)}</code>' for v in vs)}</li>" for k, vs in sc["ids"].items()
-        )
-        parts.append(f"<ul>{ids}</ul>")
-        rows = "".join(_row(c) for c in sc["checks"])
-        parts.append(f"<table><tr><th></th><th>step</th><th>expected</th><th>seen</th></tr>{rows}</table>")
-    if data["failed_cost_steps"]:
-        parts.append(
-            "<h2>Cost steps that failed</h2><ul>"
-            + "".join(
-                f"<li>scenario {c['scenario']}: {e(c['step'])}: {e(c['seen'])}</li>"
-                for c in data["failed_cost_steps"]
-            )
-            + "</ul>"
-        )
-    parts.append(
-        "<h2>Clean-up</h2><ul>" + "".join(f"<li>{e(line)}</li>" for line in data["cleanup"]) + "</ul>"
-    )
-    parts.append("</body></html>")
-    return "\n".join(parts)
-
-
-def _row(check: dict[str, Any]) -> str:
-    """One check as a table row: ok or FAIL, the step (cost steps marked), expected, seen."""
-    e = html.escape
-    mark, word = ("ok", "ok") if check["ok"] else ("no", "FAIL")
-    step = e(check["step"]) + (" (cost)" if check["kind"] == "cost" else "")
-    return (
-        f"<tr><td class='{mark}'>{word}</td><td>{step}</td>"
-        f"<td>{e(check['expected'])}</td><td>{e(check['seen'])}</td></tr>"
-    )
+    pdf.unlink(missing_ok=True)
+    try:
+        done = LocalRunner().run(argv, timeout_s=timeout_s)
+    except (CommandError, CommandTimeout) as exc:
+        return {"file": None, "why": f"{browser} could not print it: {exc}"}
+    if not pdf.is_file() or pdf.stat().st_size == 0:
+        return {"file": None, "why": f"{browser} exited {done.returncode}: {done.stderr.strip()[-300:]}"}
+    return {"file": pdf.name, "bytes": pdf.stat().st_size}

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.client.api import ApiError, GatewayClient
-from gateway.poc import report, s1_normal, s2_waiting, s3_failure, s4_regression, s5_trace
+from gateway.poc import cost, report, s1_normal, s2_waiting, s3_failure, s4_regression, s5_trace
 from gateway.poc.checks import Check, Scenario, StepFailed
 from gateway.poc.site import PocSite
 from gateway.poc.world import World
@@ -148,6 +148,7 @@ def run_poc(
             sc = _play(world, plan, done)
             done[plan.number] = sc
             echo(_line(sc))
+        cost.collect(world, list(done.values()))
     except (StepFailed, ApiError) as exc:
         sc = Scenario(0, "setup: the POC's project")
         sc.error = str(exc)

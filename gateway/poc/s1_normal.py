@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from gateway.poc.checks import Scenario
+from gateway.poc.words import say
 from gateway.poc.world import World, env_name
 
 STRONG = "--order 4 --epochs 3"  # examples/tiny_lm: the model scenario 4's weaker one is compared with
@@ -35,10 +36,17 @@ def train(world: World, sc: Scenario, name: str, flags: str, dataset: str) -> di
     sc.check(f"{name}: training succeeds", ended["state"] == "succeeded", "state succeeded", ended["state"])
     model = world.artifacts(run["id"]).get("outputs/model.json")
     sc.check(
-        f"{name}: model harvested", model is not None, "outputs/model.json recorded as an artifact", model
+        f"{name}: model harvested",
+        model is not None,
+        "outputs/model.json recorded as an artifact",
+        model and f"{model['path']}, {model['size']} bytes, sha256 {model['sha256']}",
     )
     assert model is not None  # the fatal check above raised otherwise
     sc.made("artifact", model["sha256"])
+    sc.did(
+        f"Trained {name} ({run['id']}, `{flags}`) on {dataset}@latest; it wrote outputs/model.json "
+        f"(sha256 {model['sha256'][:12]})."
+    )
     return {**ended, "sha256": model["sha256"], "model_path": model["abs_path"]}
 
 
@@ -59,9 +67,12 @@ def evaluate(world: World, sc: Scenario, suite_ref: str, run_id: str, label: str
         f"{label}: eval ingested",
         done["status"] == "ingested",
         "status ingested",
-        f"{done['status']}: {done['note']}",
+        f"status {done['status']}" + (f" ({done['note']})" if done.get("note") else ""),
     )
     sc.made("eval_result", done["result_id"])
+    sc.did(
+        f"Evaluated {label}'s model with {suite_ref} as eval job {done['id']}: result {done['result_id']}."
+    )
     return done
 
 
@@ -80,7 +91,8 @@ def _data_and_suite(world: World, sc: Scenario) -> None:
         "register dataset version",
         version.get("digest", "").startswith("sha256:") or bool(version.get("digest")),
         "a version with a digest",
-        version,
+        f"{version.get('dataset')} version {version.get('version')} ({version.get('id')}), "
+        f"{version.get('file_count')} file(s), digest {version.get('digest')}",
     )
     sc.made("dataset_version", f"{world.project}/text@{version['version']}")
     cloze = world.register("cloze", world.copy_data("cloze", code / "eval_data"), description="tiny_lm cloze")
@@ -90,6 +102,10 @@ def _data_and_suite(world: World, sc: Scenario) -> None:
     # the poc acts as one person, who reviews results of runs they submitted: its suite says so
     world.call("PUT", f"/eval/suites/{world.project}/cloze/settings", body={"count_self_reviews": True})
     world.shared.update(suite=suite, dataset=version)
+    sc.did(
+        f"Registered dataset versions text@{version['version']} (digest {version['digest'][:12]}) and "
+        f"cloze@{cloze['version']}, and the suite {suite['ref']} on the cloze data."
+    )
 
 
 def _train_and_gate(world: World, sc: Scenario) -> None:
@@ -120,14 +136,15 @@ def _train_and_gate(world: World, sc: Scenario) -> None:
         "gate passes",
         gate["verdict"] == "pass",
         "verdict pass",
-        f"{gate['verdict']}: {gate['decision'].get('reasons')}",
+        f"verdict {gate['verdict']}; " + (_thresholds(gate) or "no threshold"),
     )
+    sc.showed("the gate's decision", f"{gate['verdict']}: {_thresholds(gate)}; {_notes(gate)}")
     traced = world.client.trace_eval_result(result)
     sc.check(
         "eval result -> training run",
         trained["id"] in repr(traced),
         f"the result's lineage names {trained['id']}",
-        _short(traced),
+        f"lineage of {result} names {', '.join(_run_ids(traced)) or 'no run'}",
     )
 
 
@@ -164,7 +181,13 @@ def _release(world: World, sc: Scenario) -> None:
         and (counted.get("made_for") or {}).get("alias") == "staging"
         and not moved.get("override"),
         "the gateway's passing gate for staging on the release's result, no override",
-        {k: moved.get(k) for k in ("gate_id", "override")} | {"made_for": counted.get("made_for")},
+        f"gate {moved.get('gate_id')} {counted.get('verdict')} on {counted.get('candidate_id')}, made for "
+        f"{(counted.get('made_for') or {}).get('alias')}; override {say(moved.get('override'))}",
+    )
+    sc.did(
+        f"Released the model as {release['ref']} and moved staging to it: the staging policy asks for a "
+        f"passing gate of {world.project}/cloze, and the gateway decided gate {moved.get('gate_id')} "
+        "at the move."
     )
     detail = world.call("GET", f"/models/{model}/releases/{release['version']}")
     snap = repr(detail.get("snapshot"))
@@ -172,16 +195,51 @@ def _release(world: World, sc: Scenario) -> None:
         "release record -> eval result",
         result in snap,
         f"the release's snapshot names {result}",
-        _short(detail.get("snapshot")),
+        _snapshot(detail.get("snapshot"), result),
     )
     sc.check(
         "release record -> dataset digest",
         version["digest"] in snap,
         f"the release's snapshot names {version['digest']}",
-        _short(detail.get("snapshot")),
+        _snapshot(detail.get("snapshot"), version["digest"]),
     )
 
 
-def _short(value: Any, chars: int = 300) -> str:
-    text = repr(value)
-    return text if len(text) <= chars else text[:chars] + "..."
+def _thresholds(gate: dict[str, Any]) -> str:
+    """The gate's threshold checks in words: ``task metric value op bound (pass)``."""
+    return "; ".join(
+        f"{t['task']} {t['metric']} {t['value']:.4g} {t['op']} {t['bound']} "
+        f"({'pass' if t['passed'] else 'fail'})"
+        for t in gate["decision"].get("thresholds", [])
+    )
+
+
+def _notes(gate: dict[str, Any]) -> str:
+    return "; ".join(gate["decision"].get("reasons", []) + gate["decision"].get("notes", []))
+
+
+def _run_ids(traced: Any) -> list[str]:
+    """The run ids a lineage answer names (wherever they sit in it)."""
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str) and value.startswith("r-") and value not in found:
+            found.append(value)
+
+    walk(traced)
+    return found
+
+
+def _snapshot(snapshot: Any, wanted: str) -> str:
+    """Whether the release's snapshot names ``wanted``, with the run and results it names."""
+    if not isinstance(snapshot, dict):
+        return "no snapshot"
+    run = snapshot.get("run") or {}
+    named = "names" if wanted in repr(snapshot) else "does not name"
+    return f"snapshot of run {run.get('id')} ({run.get('name')}) {named} {wanted}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.poc.checks import Scenario
+from gateway.poc.words import say
 from gateway.poc.world import World
 
 QUOTA_CODES = ("AssocGrpGRES", "QOSGrpGRES", "AssocGrpGRESRunMinutes")
@@ -33,8 +34,8 @@ def waiting_with(world: World, run_id: str, codes: tuple[str, ...], step: str) -
     return world.wait_until(
         lambda: r if (r := world.run(run_id)).get("waiting") and r["waiting"]["code"] in codes else None,
         step,
-        f"run {run_id} waiting with one of {codes}",
-        lambda: repr(world.run(run_id).get("waiting") or world.run(run_id)["state"]),
+        f"run {run_id} waiting with one of {', '.join(codes)}",
+        lambda: say(world.run(run_id).get("waiting") or world.run(run_id)["state"]),
     )
 
 
@@ -55,8 +56,8 @@ def recorded(world: World, run_id: str, codes: tuple[str, ...], step: str) -> di
     return world.wait_until(
         probe,
         step,
-        f"seconds waited for one of {codes} in the attempt's waits",
-        lambda: repr(waited(world.run(run_id))),
+        f"seconds waited for one of {', '.join(codes)} in the attempt's waits",
+        lambda: _waits(waited(world.run(run_id))),
     )
 
 
@@ -74,14 +75,19 @@ def cap(world: World, sc: Scenario) -> None:
     blocked = world.submit(gpu_spec(world, "over-the-cap", "echo started after the cap freed", 1))
     sc.made("run", blocked["id"])
     world.shared["cap_run"] = blocked["id"]
+    sc.did(
+        f"Started {holder['id']} holding the project's GPU cap ({limit} GPU(s)), then submitted "
+        f"{blocked['id']} asking for one more GPU."
+    )
     seen = waiting_with(world, blocked["id"], QUOTA_CODES, "cap: the second run waits for the project's cap")
     why = seen["waiting"]
     words = " ".join([why["summary"], *why["details"]])
+    sc.showed(f"why {blocked['id']} waits (Slurm's {why['code']})", _explained(why))
     sc.check(
         "cap: explained in words",
         why["category"] == "quota" and bool(why["actions"]),
         "category quota with actions",
-        why,
+        f"category {why['category']}; actions: {' / '.join(why['actions'])}",
     )
     sc.check(
         "cap: explained in numbers",
@@ -94,7 +100,8 @@ def cap(world: World, sc: Scenario) -> None:
         "cap: the blocking cap",
         blocking.get("cap") == limit and blocking.get("used") == limit,
         f"blocking used {limit}, cap {limit}",
-        blocking,
+        f"{blocking.get('scope')}: {blocking.get('resource')} used {blocking.get('used')}, "
+        f"cap {blocking.get('cap')}",
     )
     sc.check(
         "cap: names the job that holds it",
@@ -107,13 +114,13 @@ def cap(world: World, sc: Scenario) -> None:
         "cap: usage view",
         usage["gpus"] == {"used": limit, "cap": limit},
         f"gpus used {limit} of cap {limit}",
-        usage["gpus"],
+        f"gpus used {say(usage['gpus'].get('used'))} of cap {say(usage['gpus'].get('cap'))}",
     )
     sc.check(
         "cap: usage lists the running GPU job",
         world.run(holder["id"])["job_id"] in usage["running_gpu_jobs"],
         "the holder's job in running_gpu_jobs",
-        usage["running_gpu_jobs"],
+        f"running GPU jobs: {say(usage['running_gpu_jobs'])}",
     )
     recorded(world, blocked["id"], QUOTA_CODES, "cap: the wait is on record while it waits")
     world.client.cancel(holder["id"])
@@ -121,7 +128,8 @@ def cap(world: World, sc: Scenario) -> None:
     sc.check("cap: starts and succeeds", ended["state"] == "succeeded", "state succeeded", ended["state"])
     waits = waited(ended)
     quota_s = sum(s for r, s in waits.items() if r in QUOTA_CODES)
-    sc.check("cap: time waited per reason", quota_s > 0, "seconds waited for the cap > 0", waits)
+    sc.check("cap: time waited per reason", quota_s > 0, "seconds waited for the cap > 0", _waits(waits))
+    sc.did(f"Cancelled {holder['id']}; {blocked['id']} started and succeeded after waiting {_waits(waits)}.")
 
 
 def busy(world: World, sc: Scenario) -> None:
@@ -139,14 +147,19 @@ def busy(world: World, sc: Scenario) -> None:
         world.wait_run(filler, {"running"}, step="busy: the fillers start")
     blocked = world.submit(gpu_spec(world, "behind-busy-nodes", "echo started after the nodes freed", 1))
     sc.made("run", blocked["id"])
+    sc.did(
+        f"Filled every node of the gpu partition with runs asking for all its CPUs ({', '.join(fillers)}), "
+        f"then submitted {blocked['id']} asking for one GPU."
+    )
     try:
         seen = waiting_with(world, blocked["id"], BUSY_CODES, "busy: the run waits for busy nodes")
         why = seen["waiting"]
+        sc.showed(f"why {blocked['id']} waits (Slurm's {why['code']})", _explained(why))
         sc.check(
             "busy: explained in words",
             why["category"] in ("resources", "priority"),
             "category resources (or priority)",
-            why,
+            f"category {why['category']}: {why['summary']}",
         )
         _explained_busy(sc, why, partition)
         admin = world.client.queue()
@@ -167,13 +180,19 @@ def busy(world: World, sc: Scenario) -> None:
             "busy: admin's queue shows the nodes busy",
             not not_full,
             "every node of the partition with all its CPUs allocated",
-            [(n["name"], n["state"], f"{n['alloc_cpus']}/{n['cpus']} CPUs") for n in gpu["nodes"]],
+            "; ".join(f"{n['name']} {n['state']} {n['alloc_cpus']}/{n['cpus']} CPUs" for n in gpu["nodes"]),
+        )
+        sc.showed(
+            "the admin's queue view",
+            f"partition {gpu['name']}: "
+            + "; ".join(f"{n['name']} {n['state']} {n['alloc_cpus']}/{n['cpus']} CPUs" for n in gpu["nodes"])
+            + f"; {len(gpu['running'])} running, {len(gpu['pending'])} pending",
         )
         running = {j["run_id"] for j in gpu["running"]}
         sc.check(
             "busy: admin's queue lists the fillers running",
             set(fillers) <= running,
-            f"{fillers} running",
+            f"{', '.join(fillers)} running",
             sorted(r for r in running if r),
         )
         ours = [p for p in admin["projects"] if p["project"] == world.project]
@@ -191,7 +210,8 @@ def busy(world: World, sc: Scenario) -> None:
     sc.check("busy: starts and succeeds", ended["state"] == "succeeded", "state succeeded", ended["state"])
     waits = waited(ended)
     busy_s = sum(s for r, s in waits.items() if r in BUSY_CODES)
-    sc.check("busy: time waited per reason", busy_s > 0, "seconds waited for Resources > 0", waits)
+    sc.check("busy: time waited per reason", busy_s > 0, "seconds waited for Resources > 0", _waits(waits))
+    sc.did(f"Cancelled the fillers; {blocked['id']} started and succeeded after waiting {_waits(waits)}.")
     world.shared["busy_run"] = blocked["id"]
 
 
@@ -204,7 +224,7 @@ def _explained_busy(sc: Scenario, why: dict[str, Any], partition: dict[str, Any]
         sc.check(
             "busy: names the nodes and their state",
             all(n in words for n in names) and "free" in words,
-            f"nodes {names} and what they have free in the explanation",
+            f"nodes {', '.join(names)} and what they have free in the explanation",
             words,
         )
     else:
@@ -214,6 +234,21 @@ def _explained_busy(sc: Scenario, why: dict[str, Any], partition: dict[str, Any]
             f"partition {partition['name']} in the explanation",
             words,
         )
+
+
+def _explained(why: dict[str, Any]) -> str:
+    """The gateway's explanation of a wait, as it says it: summary, details, what to do."""
+    parts = [why["summary"], *why.get("details", [])]
+    if why.get("actions"):
+        parts.append("What to do: " + " / ".join(why["actions"]))
+    return " ".join(parts)
+
+
+def _waits(waits: dict[str, float]) -> str:
+    """Seconds waited per reason, in words (``none`` is the time before Slurm gave a reason)."""
+    return (
+        ", ".join(f"{s:.1f} s for {'no reason yet' if r == 'none' else r}" for r, s in waits.items()) or "0 s"
+    )
 
 
 def _gpu_partition(world: World) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 from gateway.poc import cost
 from gateway.poc.checks import Scenario
+from gateway.poc.words import money, say
 from gateway.poc.world import World
 
 # (label, class, exit code of the failing step, failing step)
@@ -17,7 +18,10 @@ EXPECTED = {
     "environment": ("environment", 81, "environment"),
     "code": ("user_code", None, "user_command"),
 }
-BAD_CODE = "python3 examples/tiny_lm/train.py --epochs three"
+# A failure midway: three epochs train, then the second step is given a bad argument (so the failed
+# attempt ran for seconds and has a cost of its own, not the 0 of a job that fails in its first second).
+TRAIN = "python3 examples/tiny_lm/train.py"
+BAD_CODE = f"{TRAIN} --order 4 --epochs 3 && {TRAIN} --epochs three"
 FIXED_CODE = "python3 examples/tiny_lm/train.py --epochs 1"
 
 
@@ -51,23 +55,39 @@ def _classified(sc: Scenario, label: str, run: dict[str, Any]) -> None:
         f"{label}: says what to do",
         bool(failure.get("summary")) and bool(failure.get("action")),
         "a summary and an action",
-        failure,
+        f"{failure.get('summary')} To do: {failure.get('action')}",
     )
-    text = repr(evidence)
-    sc.check(f"{label}: evidence names the step", step in text, f"step {step} in the evidence", evidence)
+    failing = evidence.get("failing_step") or {}
+    sc.check(
+        f"{label}: evidence names the step",
+        failing.get("step") == step,
+        f"failing step {step}",
+        f"failing step {failing.get('step')} ({failing.get('detail')})",
+    )
     if code is not None:
+        # the failure is classified at the refresh that sees the end; Slurm's exit code can come in a
+        # later sacct read than that (seen under load: the evidence said 0, the attempt 80), so the
+        # attempt's own record counts too, and the words show both
+        recorded = attempt.get("exit_code")
         sc.check(
             f"{label}: evidence has the exit code",
-            str(code) in text,
-            f"exit code {code} in the evidence",
-            evidence,
+            code in (evidence.get("exit_code"), recorded),
+            f"exit code {code} (in the failure's evidence or the attempt's record)",
+            f"exit code {evidence.get('exit_code')} in the failure's evidence, "
+            f"{recorded} in the attempt's record",
         )
     retry = failure.get("retry") or {}
     sc.check(
         f"{label}: not retried, per policy",
         retry.get("retry") is False and run["attempt_count"] == 1,
         "retry false with one attempt",
-        {"retry": retry, "attempts": run["attempt_count"]},
+        f"retry {say(retry.get('retry'))} ({retry.get('why')}); {run['attempt_count']} attempt(s)",
+    )
+    sc.showed(
+        f"{label} failure ({run['id']})",
+        f"class {failure.get('class')}: {failure.get('summary')} Failing step {failing.get('step')} "
+        f"({failing.get('detail')}), exit code {evidence.get('exit_code')}. "
+        f"What to do: {failure.get('action')} Retry: {retry.get('why')}.",
     )
 
 
@@ -75,6 +95,11 @@ def run(world: World, sc: Scenario) -> None:
     """The three failures, the fixed rerun and the cost of what failed."""
     runs = {label: world.submit(spec) for label, spec in _specs(world).items()}
     sc.made("run", *(r["id"] for r in runs.values()))
+    sc.did(
+        "Submitted three runs that fail: one reads a dataset changed after its version was registered "
+        f"({runs['data']['id']}), one loads a module that does not exist ({runs['environment']['id']}), one "
+        f"trains and then passes a bad argument ({runs['code']['id']})."
+    )
     ended = {label: world.wait_run(r["id"], step=f"{label}: the run ends") for label, r in runs.items()}
     for label, done in ended.items():
         # classified by the refresher right after the end; give it a few polls
@@ -82,9 +107,17 @@ def run(world: World, sc: Scenario) -> None:
             return r if (r := world.run(i))["attempts"][-1].get("failure") else None
 
         def failure(i: str = done["id"]) -> str:
-            return repr(world.run(i)["attempts"][-1].get("failure"))
+            return say(world.run(i)["attempts"][-1].get("failure"))
 
         done = world.wait_until(failed, f"{label}: failure recorded", "the attempt's failure", failure)
+
+        # and Slurm's exit code in the attempt's record (sacct's, which may come a refresh later)
+        def exited(i: str = done["id"]) -> dict[str, Any] | None:
+            return r if (r := world.run(i))["attempts"][-1].get("exit_code") is not None else None
+
+        done = world.wait_until(
+            exited, f"{label}: exit code recorded", "the attempt's exit code", lambda: "no exit code yet"
+        )
         _classified(sc, label, done)
     logs = world.client.logs(runs["code"]["id"], stream="stderr")
     sc.check(
@@ -94,8 +127,12 @@ def run(world: World, sc: Scenario) -> None:
         logs.get("text", "")[-300:],
     )
 
+    sc.showed("the code failure's log tail (stderr)", logs.get("text", "")[-300:])
     fixed = world.client.rerun(runs["code"]["id"], {"set": [f"command={FIXED_CODE}"]})
     sc.made("run", fixed["id"])
+    sc.did(
+        f"Reran the code failure with the argument fixed ({fixed['id']}, a rerun of {runs['code']['id']})."
+    )
     world.shared.update(failed=runs["code"]["id"], fixed=fixed["id"])
     done = world.wait_run(fixed["id"], step="fix: the rerun ends")
     sc.check("fix: the rerun succeeds", done["state"] == "succeeded", "state succeeded", done["state"])
@@ -107,9 +144,13 @@ def run(world: World, sc: Scenario) -> None:
     )
     sc.check(
         "fix: the diff is on record",
-        "command" in repr(done.get("derived_diff")),
+        any(d.get("path") == "command" for d in done.get("derived_diff") or []),
         "a derived_diff that changes command",
-        done.get("derived_diff"),
+        "; ".join(
+            f"{d.get('path')}: {d.get('before')!s} -> {d.get('after')!s}"
+            for d in done.get("derived_diff") or []
+        )
+        or "no diff",
     )
     parent = world.run(runs["code"]["id"])
     sc.check(
@@ -119,4 +160,13 @@ def run(world: World, sc: Scenario) -> None:
         parent.get("children"),
     )
     for label, r in runs.items():
-        cost.run_cost(world, sc, r["id"], f"cost of the failed {label} run", failed=True)
+        answer = cost.run_cost(world, sc, r["id"], f"cost of the failed {label} run", failed=True)
+        if label == "code" and answer is not None:
+            sc.check(
+                "code: the failure midway cost money",
+                (answer.get("failed_total") or 0) > 0,
+                "failed_total more than 0 (the attempt trained before it failed)",
+                f"failed_total {money(answer.get('failed_total'), answer.get('currency'))}",
+                fatal=False,
+                kind="cost",
+            )

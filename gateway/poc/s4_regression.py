@@ -9,6 +9,7 @@ from typing import Any
 from gateway.client.api import ApiError
 from gateway.poc import s1_normal
 from gateway.poc.checks import Scenario
+from gateway.poc.words import say
 from gateway.poc.world import World
 
 WEAK = "--order 2 --epochs 1"
@@ -58,21 +59,54 @@ def run(world: World, sc: Scenario) -> None:
         shared["strong_result"],
         gate["baseline_id"],
     )
+    sc.did(
+        f"Trained a weaker model ({weak['id']}, `{WEAK}`), evaluated it with the same suite version "
+        f"(result {result}) and gated it against scenario 1's released result {shared['strong_result']}."
+    )
     sc.check(
         "gate: finds the regression",
         gate["verdict"] == "fail",
         "verdict fail",
-        f"{gate['verdict']}: {gate['decision'].get('reasons')}",
+        f"verdict {gate['verdict']}: " + ("; ".join(gate["decision"].get("reasons", [])) or "no reason"),
     )
     found = _statistics(gate)
     sc.check(
         "gate: with statistics",
         bool(found),
         "a paired comparison with its method, p-value and sample count that marks a regression",
-        [(c.get("task"), c.get("test")) for c in gate["decision"].get("comparisons", [])],
+        "; ".join(_stat_words(c) for c in gate["decision"].get("comparisons", [])) or "no comparison",
+    )
+    sc.showed(
+        f"the regression's statistics (gate {gate['id']}, {gate['verdict']})",
+        "; ".join(_stat_words(c) for c in gate["decision"].get("comparisons", [])),
     )
     _traceable(world, sc, result)
     _release_refused_then_overridden(world, sc, weak, gate)
+
+
+def _stat_words(c: dict[str, Any]) -> str:
+    """One paired comparison in words: task, means, change with its interval, test, p, verdict."""
+    t = c.get("test") or {}
+    if t.get("delta") is None:
+        return f"{c.get('task')}: not tested ({c.get('reason')})"
+    return (
+        f"{c.get('task')} {c.get('metric')} {t.get('baseline_mean'):.4g} -> {t.get('candidate_mean'):.4g}, "
+        f"change {t['delta']:+.4g} [{t.get('ci_low'):+.4g}, {t.get('ci_high'):+.4g}], {t.get('method')} "
+        f"n={t.get('n')} p={t.get('p_value'):.3g} (adjusted {c.get('p_adjusted'):.3g}), "
+        f"{'regression' if c.get('regression') else 'no regression'}"
+    )
+
+
+def _detail(detail: Any) -> str:
+    """An API error's detail in words: validation errors as ``field: message``."""
+    if isinstance(detail, list):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in d.get('loc', []) if p != 'body')}: {d.get('msg')}"
+            if isinstance(d, dict)
+            else str(d)
+            for d in detail
+        )
+    return say(detail)
 
 
 def _traceable(world: World, sc: Scenario, result: str) -> None:
@@ -82,7 +116,9 @@ def _traceable(world: World, sc: Scenario, result: str) -> None:
         "configuration and results traceable",
         bool(compared.get("rows") or compared.get("tasks")),
         "a per-task comparison",
-        str(compared)[:300],
+        f"{len(compared.get('rows') or compared.get('tasks') or [])} task row(s) comparing "
+        f"{compared.get('a')} ({compared.get('a_suite_version')}) with {compared.get('b')} "
+        f"({compared.get('b_suite_version')}), verdict {compared.get('verdict')}",
     )
 
 
@@ -102,9 +138,10 @@ def _release_refused_then_overridden(world: World, sc: Scenario, weak: dict[str,
         "promotion refused",
         refused is not None and refused.status in (403, 409, 422),
         "a refusal naming the failed gate",
-        refused and f"{refused.status} {refused.detail}",
+        f"{refused.status} {say(refused.detail)}" if refused else "accepted",
     )
     assert refused is not None  # the fatal check above raised otherwise
+    sc.showed("the refused promotion, in the gateway's words", f"{refused.status}: {say(refused.detail)}")
     sc.check(
         "refusal names the gate",
         "gate" in str(refused.detail),
@@ -116,7 +153,7 @@ def _release_refused_then_overridden(world: World, sc: Scenario, weak: dict[str,
         "override needs a reason",
         bare is not None and bare.status == 422,
         "422 for an override without a reason",
-        bare and f"{bare.status} {bare.detail}",
+        f"{bare.status} {_detail(bare.detail)}" if bare else "accepted",
     )
     moved = world.call("POST", path, body={"version": release["version"], "override": True, "reason": REASON})
     # the gate that counted: the gateway's own, the weak result against staging's release (the strong one)
@@ -128,14 +165,24 @@ def _release_refused_then_overridden(world: World, sc: Scenario, weak: dict[str,
         and counted.get("candidate_id") == gate["candidate_id"]
         and counted.get("baseline_id") == gate["baseline_id"],
         f"override true, the gateway's failed gate of {gate['candidate_id']} against {gate['baseline_id']}",
-        {k: moved.get(k) for k in ("override", "gate_id", "reason")} | {"verdict": counted.get("verdict")},
+        f"override {say(moved.get('override'))}, gate {moved.get('gate_id')} {counted.get('verdict')} of "
+        f"{counted.get('candidate_id')} against {counted.get('baseline_id')}; reason: {moved.get('reason')}",
+    )
+    sc.did(
+        f"Released it as {release['ref']}; moving staging to it was refused, an override without a reason "
+        "was refused, and an override with a reason moved staging."
     )
     history = world.call("GET", f"/models/{model}/history", params={"alias": "staging"})
     sc.check(
         "override shows in the alias history",
         REASON in repr(history),
         "the reason in the history",
-        str(history)[:300],
+        "; ".join(
+            f"#{e.get('seq')} v{e.get('from_version')} -> v{e.get('to_version')}"
+            + (f" OVERRIDE ({e.get('reason')})" if e.get("override") else "")
+            for e in history.get("events", [])
+        )
+        or "no move",
     )
     detail = world.call("GET", f"/models/{model}/releases/{release['version']}")
     sc.check(

@@ -62,7 +62,7 @@ class World:
                 raise StepFailed(
                     "setup: the site's queues",
                     f"project {self.site.project} with queues {self.site.cpu_queue}, {self.site.gpu_queue}",
-                    f"queues {sorted(queues)}",
+                    f"queues {', '.join(sorted(queues))}",
                 )
         gpu = queues[self.site.gpu_queue]
         self.gpu_type = self.gpu_type or (gpu.get("gpu_types") or [None])[0]
@@ -161,7 +161,7 @@ class World:
         return self.wait_until(
             lambda: r if (r := self.run(run_id))["state"] in states else None,
             step or f"wait for run {run_id}",
-            f"run {run_id} in one of {sorted(states)}",
+            f"run {run_id} in one of {', '.join(sorted(states))}",
             lambda: f"state {self.run(run_id)['state']}",
         )
 

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import RedirectResponse
+from fastapi.responses import FileResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.base import BaseHTTPMiddleware
@@ -26,8 +26,10 @@ from gateway.error_status import HTTP_KINDS, allowed_methods, status_for
 from gateway.errors import GatewayError
 from gateway.web import (
     routes_auth,
+    routes_compare,
     routes_pages,
     routes_records,
+    routes_releases,
     routes_reports,
     routes_run_list,
     routes_run_page,
@@ -47,6 +49,8 @@ def mount_web(app: FastAPI) -> FastAPI:
     """Add the web pages to ``app`` (before it starts); returns it."""
     app.state.web_pages = Pages()
     app.mount(STATIC, StaticFiles(directory=HERE / "static"), name="ui-static")
+    # Browsers ask for /favicon.ico on their own (a page's own link names the SVG): answer it, not 404.
+    app.add_api_route("/favicon.ico", _favicon, methods=["GET"], include_in_schema=False)
     for module in (
         routes_auth,
         routes_run_list,
@@ -54,7 +58,9 @@ def mount_web(app: FastAPI) -> FastAPI:
         routes_submit,
         routes_pages,
         routes_records,
+        routes_releases,
         routes_reports,
+        routes_compare,
     ):
         app.include_router(module.router, prefix=PREFIX, include_in_schema=False)
     app.add_middleware(WebPathsOnly)
@@ -62,6 +68,11 @@ def mount_web(app: FastAPI) -> FastAPI:
     app.add_middleware(ForwardedScheme)
     _error_pages(app)
     return app
+
+
+def _favicon() -> FileResponse:
+    """The pages' icon (an SVG, which every current browser takes under any name)."""
+    return FileResponse(HERE / "static" / "favicon.svg", media_type="image/svg+xml")
 
 
 def _web_path(path: str) -> bool:

@@ -1,5 +1,5 @@
-"""Datasets and their versions (with a diff), eval runs and results with gate decisions, and
-released models with their releases and alias history."""
+"""Datasets and their versions (with a diff), eval runs and results with gate decisions, and the
+list of released models (a model's page and its release actions: ``routes_releases``)."""
 
 from __future__ import annotations
 
@@ -70,25 +70,3 @@ def models(request: Request, pages: PagesDep, principal: PrincipalDep) -> Respon
     """Registered models the caller may read."""
     found = services_of(request).releases.models(principal=principal)
     return pages.render(request, "models.html", principal, models=found)
-
-
-@router.get("/models/{project}/{name}")
-def model_page(
-    request: Request, project: Name, name: Name, pages: PagesDep, principal: PrincipalDep
-) -> Response:
-    """A model: its releases, where each alias points now, and every alias move (oldest first)."""
-    services = services_of(request)
-    model = services.releases.model(project, name, principal=principal)
-    releases = services.releases.releases(project, name, principal=principal)
-    aliases = services.promotions.aliases(project, name, principal=principal)
-    history = services.promotions.history(project, name, principal=principal)
-    return pages.render(
-        request,
-        "model.html",
-        principal,
-        model=model,
-        releases=releases,
-        aliases=aliases,
-        events=history["events"],
-        policies=services.alias_policies.policies(project, name, principal=principal),
-    )

@@ -15,8 +15,10 @@ from gateway.core.domain import Principal, Run
 from gateway.core.runs.rerun import command_text
 from gateway.core.slurm.states import LIVE
 from gateway.errors import Forbidden, GatewayError, NotFound, SpecError
+from gateway.services.lineage.metric_plots import run_figures
 from gateway.web import svg
 from gateway.web.deps import PREFIX, FormDep, PagesDep, PrincipalDep, services_of
+from gateway.web.routes_compare import data_uri
 from gateway.web.run_usage import usage_sections
 
 router = APIRouter()
@@ -45,6 +47,12 @@ def rerun_suggestion(run: Run) -> list[str]:
     klass = (latest.failure or {}).get("class") if latest else None
     make = SUGGESTIONS.get(klass or "")
     return make(run) if make else []
+
+
+def metric_figures(series: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run's metric charts (losses together, the learning rate apart, no step counters), each as
+    its title, the series it holds and a ``data:`` image."""
+    return [{"title": f.title, "labels": f.labels, "src": data_uri(f.svg)} for f in run_figures(series)]
 
 
 def _lineage(request: Request, principal: Principal, run: Run) -> dict[str, Any]:
@@ -93,7 +101,7 @@ def run_page(request: Request, run_id: RunId, pages: PagesDep, principal: Princi
         **context,
         **usage_sections(services_of(request), principal, run),
         lineage=lineage,
-        metrics_plot=svg.line_plot(lineage["outputs"]["series"]),
+        metric_figures=metric_figures(lineage["outputs"]["series"]),
         suggestion="\n".join(rerun_suggestion(run)),
         rerun_error=None,
     )
@@ -175,7 +183,7 @@ def rerun(
             **context,
             **usage_sections(services, principal, context["run"]),
             lineage=lineage,
-            metrics_plot=svg.line_plot(lineage["outputs"]["series"]),
+            metric_figures=metric_figures(lineage["outputs"]["series"]),
             suggestion="\n".join(changes),
             rerun_error=message,
         )

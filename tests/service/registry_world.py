@@ -29,8 +29,11 @@ def principals(project: str) -> dict[str, Principal]:
     return made
 
 
-def ended_run(services: Services, project: str, *, state: RunState = RunState.SUCCEEDED) -> tuple[str, str]:
-    """A run of ``project`` that ended in ``state`` with one artifact, outputs/model.bin; (run id, sha256)."""
+def ended_run(
+    services: Services, project: str, *, state: RunState = RunState.SUCCEEDED, series: dict | None = None
+) -> tuple[str, str]:
+    """A run of ``project`` that ended in ``state`` with one artifact, outputs/model.bin, and the metric
+    ``series`` (name -> [(step, value)]) its harvest found, if given; (run id, sha256)."""
     run_id = f"r-{uuid.uuid4().hex[:12]}"
     spec = build_spec(
         {"name": "train", "project": project, "queue": "cpu", "command": "true", "outputs": ["outputs/*"]}
@@ -55,7 +58,7 @@ def ended_run(services: Services, project: str, *, state: RunState = RunState.SU
     sha = hashlib.sha256(run_id.encode()).hexdigest()
     job = HarvestJob(run_id, attempt.id, 1, f"/tmp/{run_id}", ["outputs/*"], [], True)
     services.lineage.store.record_outputs(
-        job, files=[("outputs/model.bin", 12, sha)], summary=None, series=None, note=None
+        job, files=[("outputs/model.bin", 12, sha)], summary=None, series=series, note=None
     )
     return run_id, sha
 

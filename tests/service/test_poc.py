@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.service import page_checks
 from tests.service.conftest import fresh_database
 from tests.service.gw_serve import GW, gw_serve
 
@@ -95,6 +97,78 @@ def test_the_five_scenarios_pass_and_the_summary_renders(served, tmp_path):
         assert served.tokens["admin"] not in blob and "/root/" not in blob
     assert all(c in " ".join(summary["cleanup"]) for c in ("removed project", summary["project"]))
     _renders(out / "summary.html", tmp_path / "summary.png")
+    _reads_as_a_report(out, summary)
+    _looked_at_in_the_browser(out)
+
+
+REPR = re.compile(r"\{'|'\}|\[\]|\bNone\b|\[\(|\): \[|\bTrue\b|\bFalse\b")
+
+
+def _reads_as_a_report(out: Path, summary: dict) -> None:
+    """No Python repr in what a check saw; each scenario says what it did and showed and has a cost; the
+    failure midway cost money; scenario 5's trace counts this POC's runs only; the PDF was printed."""
+    for sc in summary["scenarios"]:
+        for check in sc["checks"]:
+            assert not REPR.search(check["seen"]), (sc["number"], check["step"], check["seen"])
+            assert not REPR.search(check["expected"]), (sc["number"], check["step"], check["expected"])
+        assert sc["done"], sc["number"]
+        assert sc["costs"] and sc["cost_total"] is not None and sc["cost_total"] > 0, sc["number"]
+    by_number = {s["number"]: s for s in summary["scenarios"]}
+    showed = {s["what"].split(" (")[0]: s["words"] for sc in summary["scenarios"] for s in sc["shown"]}
+    assert "1 of 1 GPUs in use" in " ".join(showed.values())  # the waiting reason in the platform's words
+    assert "class data_access" in showed["data failure"] and "Failing step inputs" in showed["data failure"]
+    assert (
+        "mcnemar" in showed["the regression's statistics"]
+        and "regression" in showed["the regression's statistics"]
+    )
+    assert "-> data" in showed["the trace from the model file back to the data"]
+    midway = {c["step"]: c for c in by_number[3]["checks"]}["code: the failure midway cost money"]
+    assert midway["ok"] and midway["kind"] == "cost", midway
+    failed_cost = [
+        c
+        for c in by_number[3]["checks"]
+        if c["step"] == "cost of the failed code run: cost of the failed attempts"
+    ]
+    assert failed_cost and failed_cost[0]["ok"] and not re.search(r"failed_total 0 ", failed_cost[0]["seen"])
+    traced = {c["step"]: c for c in by_number[5]["checks"]}["file -> run"]
+    assert traced["seen"].split(" (")[0] == f"this POC's runs: {by_number[1]['ids']['run'][0]}", traced
+    assert summary["pdf"]["file"] == "summary.pdf" and (out / "summary.pdf").read_bytes().startswith(b"%PDF")
+    page = (out / "summary.html").read_text()
+    assert "<table class=overview>" in page and page.index("id=overview") < page.index("id='s1'")
+    # every link into a bundle lands on an element of that bundle's report
+    for target, anchor in set(re.findall(r"href='(scenario-\d/bundle/index\.html)#([^']+)'", page)):
+        report = (out / target).read_text()
+        assert f"id='{anchor}'" in report or f'id="{anchor}"' in report, (target, anchor)
+    assert re.search(r"href='scenario-1/bundle/index\.html#r-", page), "no run id linked to its evidence"
+
+
+def _looked_at_in_the_browser(out: Path) -> None:
+    """The summary and the five bundles' reports (a release's, a run's, an artifact's) at 1366 px and in
+    print, in Chromium: nothing wider than the window or the paper, no console error, every in-page link
+    resolved; screenshots and PDFs kept (page_checks.SCREENSHOTS)."""
+    from playwright.sync_api import sync_playwright
+
+    pages = {"poc-summary": out / "summary.html"}
+    pages |= {f"evidence-scenario-{n}": out / f"scenario-{n}" / "bundle" / "index.html" for n in range(1, 6)}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=page_checks.CHROMIUM, args=["--no-sandbox"])
+        try:
+            for name, file in pages.items():
+                page, errors = page_checks.open_page(browser, file.as_uri())
+                page_checks.check_screen(page, errors, page_checks.SCREENSHOTS / f"{name}.png")
+                assert not page_checks.unresolved_links(page), (name, page_checks.unresolved_links(page))
+                pages_a4 = page_checks.check_print(page, page_checks.SCREENSHOTS / f"{name}.pdf")
+                assert pages_a4 >= 1, name
+                if name.startswith("evidence"):
+                    # the chain at the top: seven steps, each item a link to its record in this file
+                    assert page.locator(".chain .box").count() == 7, name
+                    for href in page.locator(".chain a").evaluate_all(
+                        "as => as.map(a => a.getAttribute('href'))"
+                    ):
+                        assert href.startswith("#") and page.locator(f"[id='{href[1:]}']").count() == 1, href
+                page.context.close()
+        finally:
+            browser.close()
 
 
 def _renders(page: Path, png: Path) -> None:

@@ -134,6 +134,11 @@ def test_release_protected_prod_approved_by_a_second_user_then_traced_from_the_f
     refused = gw("release", "promote", f"{model}@1", "--alias", "prod")
     assert refused.returncode == 5, refused
     assert "1 approval(s) by someone other than the requester; 0 given" in refused.stderr
+    # the same checks before the move, in words and as JSON (gw release check): nothing moves
+    checked = ok(gw("release", "check", f"{model}@1", "--alias", "prod"))
+    assert "would be refused" in checked and "missing: 1 approval(s)" in checked and "gate:" in checked
+    as_json = json.loads(ok(gw("release", "check", f"{model}@1", "--alias", "prod", "--json")))
+    assert not as_json["ok"] and as_json["gate_verdict"] == "pass" and as_json["policy"]["approvals"] == 1
     own = gw("release", "approve", request["id"])
     assert own.returncode == 77 and "someone else" in own.stderr
     assert gw("release", "approve", request["id"], user="mia").returncode == 77  # a member may not approve
@@ -141,6 +146,7 @@ def test_release_protected_prod_approved_by_a_second_user_then_traced_from_the_f
         ok(gw("release", "approve", request["id"], "--note", "gate and reviews ok", "--json", user="rita"))
     )
     assert approved["status"] == "approved" and approved["approvers"] == ["rita"]
+    assert json.loads(ok(gw("release", "check", f"{model}@1", "--alias", "prod", "--json")))["ok"]
     moved = json.loads(
         ok(gw("release", "promote", f"{model}@1", "--alias", "prod", "--reason", "go", "--json"))
     )

@@ -249,3 +249,37 @@ def test_bad_input_gets_clear_errors(world):
         ]
         == []
     )
+
+
+def test_a_move_is_checked_before_it_is_made_with_what_it_counts_and_misses(world):
+    """``PromotionService.preview`` and ``GET /models/{p}/{n}/aliases/{alias}/check``: the same checks as
+    the move, nothing moved; viewers may not check (they may not move)."""
+    from fastapi.testclient import TestClient
+
+    from gateway.api import create_app
+    from gateway.core.domain import Principal
+
+    services, project, who = world
+    name, _ = model_with_releases(services, project, who, 1)
+    services.alias_policies.set_policy(project, name, "prod", principal=who["lead"], approvals=1)
+    before = services.promotions.preview(project, name, 1, "prod", principal=who["member"])
+    assert not before.ok and before.missing and "approval" in before.missing[0] and not before.gate_failed
+    assert services.promotions.history(project, name, principal=who["viewer"], alias="prod")["events"] == []
+    request = services.promotions.request(project, name, 1, "prod", principal=who["member"])
+    services.promotions.decide(request.id, "approve", principal=who["lead2"], note="ok")
+    after = services.promotions.preview(project, name, 1, "prod", principal=who["member"])
+    assert after.ok and after.approvers == (who["lead2"].user,) and after.request is not None
+    with pytest.raises(Forbidden):
+        services.promotions.preview(project, name, 1, "prod", principal=who["viewer"])
+    token = services.auth.issue_token(Principal.operator(), who["member"].user, name="pytest")[0]
+    with TestClient(create_app(services=services)) as client:
+        path = f"/models/{project}/{name}/aliases/prod/check"
+        answer = client.get(path, params={"version": 1}, headers={"Authorization": f"Bearer {token}"})
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert body["ok"] and body["approvals"] == [who["lead2"].user] and body["policy"]["approvals"] == 1
+        assert body["request_id"] == request.id and body["missing"] == [] and not body["already"]
+        bad = client.get(path, params={"version": 0}, headers={"Authorization": f"Bearer {token}"})
+        assert bad.status_code == 422
+    services.promotions.promote(project, name, 1, "prod", principal=who["member"])
+    assert services.promotions.preview(project, name, 1, "prod", principal=who["member"]).already

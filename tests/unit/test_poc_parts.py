@@ -10,6 +10,7 @@ from gateway.errors import SpecError
 from gateway.poc.checks import Scenario, StepFailed
 from gateway.poc.report import render
 from gateway.poc.site import load_site
+from gateway.poc.words import say
 
 
 def test_a_site_file_with_an_unknown_key_or_a_bad_prefix_is_refused_with_the_key(tmp_path):
@@ -45,6 +46,7 @@ def test_the_summary_page_escapes_what_it_shows_and_marks_failures():
     sc.check("cost", False, "a cost", "<script>alert(1)</script>", fatal=False, kind="cost")
     data = {
         "passed": False,
+        "gateway": "http://127.0.0.1:8000",
         "project": "poc-1",
         "seconds": 1.0,
         "scenarios": [sc.as_dict()],
@@ -53,7 +55,19 @@ def test_the_summary_page_escapes_what_it_shows_and_marks_failures():
     }
     page = render(data)
     assert "<script>" not in page and "&lt;script&gt;" in page and "regression &lt;b&gt;" in page
-    assert "FAIL" in page and "(cost)" in page and "id='s4'" in page and "http" not in page
+    assert "FAIL" in page and "(cost)" in page and "id='s4'" in page and "href='http" not in page
+    assert "<table class=overview>" in page and "0 of 1 scenarios passed" in page
+
+
+def test_what_a_check_saw_is_written_in_words_not_as_a_python_repr():
+    sc = Scenario(1, "words")
+    sc.check(
+        "a dict", True, "x", {"ingested": None, "pass": [], "ids": ["a", "b"], "n": 1.4722e-05, "ok": True}
+    )
+    sc.check("a tuple list", True, "x", [("g1", "ALLOCATED", "4/4 CPUs")])
+    seen = [c.seen for c in sc.checks]
+    assert seen == ["ingested nothing; pass none; ids a, b; n 0.0000147; ok yes", "g1 ALLOCATED 4/4 CPUs"]
+    assert say({"a": {"b": 1}}) == "a (b 1)" and say("x" * 700).endswith("...") and len(say("x" * 700)) == 600
 
 
 def test_redaction_keeps_the_schema_name_when_a_person_is_called_like_it():

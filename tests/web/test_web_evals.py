@@ -119,3 +119,31 @@ def test_an_eval_result_shows_suite_tasks_gate_statistics_and_reviews(
     shot(page, f"error-not-found-{backend}")
     page.click("#error-back")
     page.wait_for_selector("table.runs")
+
+
+def test_eval_compare_from_the_web_page_shows_per_task_differences_with_intervals(
+    eval_world, page_as, pages_url, backend
+):
+    """The comparison `gw eval compare --html` writes, from the result's page: the verdict, a plot of
+    each task's paired difference with its interval, and the table; a bad id is said next to the form."""
+    from tests.service import page_checks
+
+    weak, strong = eval_world.results["weak"], eval_world.results["strong"]
+    page = page_as("tester")
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.set_viewport_size({"width": page_checks.WIDTH, "height": 900})
+    page.goto(f"{pages_url}/ui/evals/results/{weak}")
+    page.fill("#compare-b", strong)
+    page.click("#compare-with button")
+    page.wait_for_selector("#eval-compare-rows")
+    rows = page.locator("#eval-compare-rows tr.compare-row")
+    assert {r.get_attribute("data-task") for r in rows.all()} == set(TASKS)
+    intervals = page.locator("#eval-compare-rows td.nowrap").all_inner_texts()
+    assert any(t.startswith("[") and "at 0.95" in t for t in intervals), intervals
+    assert "regressed" in page.inner_text("#eval-compare-rows")
+    assert page.locator("#eval-compare-plot img").evaluate("i => i.naturalWidth > 0")
+    assert "fail" in page.inner_text("#eval-compare-verdict")
+    page_checks.check_screen(page, errors, page_checks.SCREENSHOTS / f"eval-compare-{backend}.png")
+    page.goto(f"{pages_url}/ui/evals/compare?a={weak}&b=er-nope")
+    assert "er-nope" in page.inner_text("#eval-compare-error")

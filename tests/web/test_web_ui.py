@@ -7,6 +7,7 @@ import re
 import subprocess
 import time
 
+import httpx
 import pytest
 from playwright.sync_api import expect
 
@@ -107,6 +108,10 @@ def test_the_form_offers_only_gpu_counts_the_queues_nodes_have(signed_in):
         int(v) for v in page.eval_on_selector_all("#gpus_per_node option", "os => os.map(o => o.value)")
     ]
     assert offered == [0] and max(_gpus_per_node("cpu")) == 0
+    # a queue with no GPU nodes says so, and no GPU quota hint next to it (issue 29: "has no GPU nodes
+    # · 4 GPUs free now of a cap of 4")
+    hints = page.locator("#gpus_per_node ~ .quota-hint")
+    assert hints.count() == 0, hints.all_inner_texts()
 
 
 def test_a_4_gpu_run_against_a_2_gpu_cap_is_refused_next_to_the_field(signed_in, serve):
@@ -142,6 +147,8 @@ def test_submit_tiny_lm_through_the_form_and_watch_it_succeed(signed_in, serve):
     page.click("#preview")
     expect(page.locator("#preview-script")).to_contain_text("#SBATCH")
     expect(page.locator("#preview-script")).to_contain_text("examples/tiny_lm/train.py")
+    # the whole script shows, its command lines (last) included: the box does not cut it off
+    assert page.locator("#preview-script").evaluate("e => e.scrollHeight <= e.clientHeight + 1")
     expect(page.locator("#spec-yaml")).to_contain_text("name: tiny-lm-web")
     expect(page.locator("#sbatch-command")).to_contain_text("gw sbatch -A test -p cpu")
     assert not _own_runs(serve, "tester", tag="web-ui")  # a preview submits nothing
@@ -157,7 +164,10 @@ def test_submit_tiny_lm_through_the_form_and_watch_it_succeed(signed_in, serve):
     assert elapsed.inner_text().strip().isdigit()
     expect(page.locator("#attempts td.tres").first).to_contain_text("cpu=")
     expect(page.locator("#artifacts")).to_contain_text("model.json")
-    expect(page.locator("svg.plot").first).to_be_visible()
+    # the metrics as grouped charts (losses together, no step counters), each a drawn image
+    groups = page.locator("figure.metric-chart").evaluate_all("fs => fs.map(f => f.dataset.group)")
+    assert groups and groups[0] == "loss" and "epoch" not in groups and "step" not in groups, groups
+    assert page.locator("figure.metric-chart img").evaluate_all("is => is.every(i => i.naturalWidth > 0)")
     expect(page.locator("svg.timeline")).to_be_visible()
     shot(page, "run-succeeded")
     _release(page, serve, page.url.rsplit("/", 1)[1])
@@ -298,6 +308,9 @@ def test_datasets_their_diff_and_the_forms_dataset_versions(signed_in, serve, tm
     page = signed_in("tester")
     page.goto(f"{serve.url}/ui/datasets")
     expect(page.locator("main")).to_contain_text("test/web-text")
+    headers = page.locator("main table th").all_inner_texts()
+    described = [t for t in page.locator("main td.desc").all_inner_texts() if t.strip() not in ("", "-")]
+    assert ("Description" in headers) == bool(described)  # no column that is empty for every dataset
     page.click('a:text-is("test/web-text")')
     expect(page.locator("main")).to_contain_text("<b>first</b> version")  # a description is text
     page.click("#diff")
@@ -325,3 +338,41 @@ def test_project_and_admin_pages(signed_in, serve):
     shot(page, "admin-queue")
     tester = signed_in("tester")
     assert tester.request.get(f"{serve.url}/ui/queue").status == 403
+
+
+# each list page, and the prefix of the records it links to (the first one is opened too)
+PAGE_KINDS = {
+    "runs": "/ui/runs/r-",
+    "submit": None,
+    "projects": "/ui/projects/",
+    "datasets": "/ui/datasets/",
+    "evals": "/ui/evals/results/",
+    "models": "/ui/models/",
+    "reports": None,
+    "queue": None,
+}
+
+
+def test_every_page_kind_fits_1366_px_with_no_console_error(browser, serve):
+    """Each list page and the first record each one links to, signed in as the admin (who sees every
+    page), at 1366 px: nothing wider than the window, no console error; and /favicon.ico answers."""
+    from tests.service import page_checks
+
+    assert httpx.get(f"{serve.url}/favicon.ico", timeout=10).status_code == 200
+    page, errors = page_checks.open_page(browser, f"{serve.url}/ui/login")
+    page.fill("#token", serve.tokens["admin"])
+    page.click("#sign-in")
+    page.wait_for_selector("#signed-in-as")
+    seen = []
+    for kind, records in PAGE_KINDS.items():
+        page.goto(f"{serve.url}/ui/{kind}")
+        page_checks.check_screen(page, errors, page_checks.SCREENSHOTS / f"kind-{kind}.png")
+        seen.append(page.url)
+        first = page.locator(f"main a[href^='{records}']").first if records else None
+        if first is not None and first.count():
+            href = first.get_attribute("href")
+            page.goto(f"{serve.url}{href}")
+            page_checks.check_screen(page, errors, page_checks.SCREENSHOTS / f"kind-{kind}-one.png")
+            seen.append(page.url)
+    assert len(seen) >= len(PAGE_KINDS) and not errors, (seen, errors)
+    page.context.close()

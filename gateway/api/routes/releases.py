@@ -19,6 +19,7 @@ from gateway.api.schemas_release import (
     HistoryPublic,
     ModelCreate,
     ModelPublic,
+    MoveCheckPublic,
     PolicyPublic,
     PolicySet,
     PromotionCreate,
@@ -32,7 +33,15 @@ from gateway.api.schemas_release import (
     release_public,
 )
 from gateway.core.described import anchored
-from gateway.core.releases.domain import ALIAS, ALIAS_HELP, AT, RELEASE_NUMBER, VERSION_SELECTOR, parse_at
+from gateway.core.releases.domain import (
+    ALIAS,
+    ALIAS_HELP,
+    AT,
+    MAX_RELEASE_NUMBER,
+    RELEASE_NUMBER,
+    VERSION_SELECTOR,
+    parse_at,
+)
 from gateway.core.releases.views import release_dict
 from gateway.errors import SpecError, SpecIssue
 
@@ -162,6 +171,28 @@ def set_status(
         project, name, int(version.removeprefix("v")), body.status, reason=body.reason, principal=principal
     )
     return release_public(release)
+
+
+@router.get(
+    "/models/{project}/{name}/aliases/{alias}/check",
+    response_model=MoveCheckPublic,
+    responses=W,
+    summary="What moving an alias would need",
+)
+def check_move(
+    project: Project,
+    name: Name,
+    alias: Alias,
+    services: ServicesDep,
+    principal: PrincipalDep,
+    version: Annotated[
+        int, Query(ge=1, le=MAX_RELEASE_NUMBER, description="The release the alias would point at")
+    ],
+) -> MoveCheckPublic:
+    """The checks of a move before it is made (those who may move aliases): the policy in force, the
+    gateway's gate for it (decided on the policy's terms as at the move, so the same terms give the
+    decision recorded before), the approvals that count, and every piece still missing. Nothing moves."""
+    return MoveCheckPublic.of(services.promotions.preview(project, name, version, alias, principal=principal))
 
 
 @router.get(

@@ -47,7 +47,7 @@ from gateway.core.releases.domain import (
 )
 from gateway.core.releases.views import move_dict, release_dict, request_dict
 from gateway.errors import Conflict, Forbidden, NotFound, SpecError, SpecIssue
-from gateway.services.releases.policy_gate import PolicyGate
+from gateway.services.releases.policy_gate import AliasGate, PolicyGate
 from gateway.services.releases.registry import ReleaseService, text_issue
 from gateway.store.access import AccessStore
 from gateway.store.promotions import NewMove, PromotionStore
@@ -60,6 +60,30 @@ class AliasState:
     alias: str
     event: AliasEvent | None
     release: Release | None
+
+
+@dataclass(frozen=True)
+class MovePreview:
+    """A move before it happens: what it would count (request, gate, approvers) and what it misses."""
+
+    release: Release
+    alias: str
+    policy: AliasPolicy | None
+    request: PromotionRequest | None
+    gate_id: str | None
+    gate_verdict: str | None
+    gate_detail: str
+    approvers: tuple[str, ...]
+    dropped: tuple[dict[str, str], ...]
+    missing: tuple[str, ...]
+    gate_failed: bool  # only a passing gate is missing: a lead may override it with a reason
+    may_override: bool  # the gate alone is missing and the caller may override
+    already: bool  # the alias points at this release already
+
+    @property
+    def ok(self) -> bool:
+        """Nothing is missing: the move would go ahead."""
+        return not self.missing and not self.already
 
 
 class PromotionService:
@@ -237,6 +261,48 @@ class PromotionService:
         """The request, policy, gate, the approvers that count now and those that no longer do (with
         why), and what the move misses; raises when it may not go ahead (Conflict listing the missing
         pieces and the approvals not counted, Forbidden for an override below lead)."""
+        request, policy, decided, approvers, dropped, check = self._assess(
+            release, alias, request_id, principal
+        )
+        gate = decided.gate if decided is not None else None
+        if override and not check.gate_failed:
+            if check.ok:
+                raise SpecError(
+                    [SpecIssue("override", "nothing to override: the gate passed (or none is asked for)")],
+                    what="alias move",
+                )
+            raise Conflict(
+                f"cannot move {alias} to {release.ref}: an override stands in for a failed or missing gate "
+                "only, and more is missing:\n" + "\n".join(f"  - {m}" for m in check.missing)
+            )
+        if override:
+            require(principal, "release.override", release.project)
+        elif not check.ok:
+            raise Conflict(
+                f"cannot move {alias} to {release.ref}; missing:\n"
+                + "\n".join(f"  - {m}" for m in check.missing)
+                + "".join(f"\n  (the approval by {d['user']} no longer counts: {d['why']})" for d in dropped)
+                + (
+                    "\n(a lead or admin may override the gate with --override --reason)"
+                    if check.gate_failed
+                    else ""
+                )
+            )
+        return request, policy, gate, approvers, dropped, check
+
+    def _assess(
+        self, release: Release, alias: str, request_id: str | None, principal: Principal
+    ) -> tuple[
+        PromotionRequest | None,
+        AliasPolicy | None,
+        AliasGate | None,
+        list[str],
+        list[dict[str, str]],
+        MoveCheck,
+    ]:
+        """What a move of ``alias`` to ``release`` by ``principal`` would count and miss: the request, the
+        policy, the gateway's gate (decided on the policy's terms: the same terms give the decision
+        recorded before), the approvers that count now and those that no longer do, the check."""
         project = release.project
         request = self._request_for(release, alias, request_id, principal)
         policy = self.store.policy(project, release.model_id, alias)
@@ -256,30 +322,37 @@ class PromotionService:
             release_status=release.status,
             gate_detail=decided.detail if decided is not None else "",
         )
-        if override and not check.gate_failed:
-            if check.ok:
-                raise SpecError(
-                    [SpecIssue("override", "nothing to override: the gate passed (or none is asked for)")],
-                    what="alias move",
-                )
-            raise Conflict(
-                f"cannot move {alias} to {release.ref}: an override stands in for a failed or missing gate "
-                "only, and more is missing:\n" + "\n".join(f"  - {m}" for m in check.missing)
-            )
-        if override:
-            require(principal, "release.override", project)
-        elif not check.ok:
-            raise Conflict(
-                f"cannot move {alias} to {release.ref}; missing:\n"
-                + "\n".join(f"  - {m}" for m in check.missing)
-                + "".join(f"\n  (the approval by {d['user']} no longer counts: {d['why']})" for d in dropped)
-                + (
-                    "\n(a lead or admin may override the gate with --override --reason)"
-                    if check.gate_failed
-                    else ""
-                )
-            )
-        return request, policy, gate, approvers, dropped, check
+        return request, policy, decided, approvers, dropped, check
+
+    def preview(
+        self, project: str, model: str, version: int, alias: str, *, principal: Principal
+    ) -> MovePreview:
+        """What moving ``alias`` to release ``version`` would count and what it misses, before anyone
+        presses the button (the web page's promote form): the same checks as ``promote``, nothing moved.
+        Needs ``release.promote`` (who may not move aliases sees no preview: Forbidden)."""
+        release = self.releases.release(project, model, version, principal=principal)
+        require(principal, "release.promote", project)
+        issues = alias_issues(alias)
+        if issues:
+            raise SpecError(issues, what="alias move")
+        current = self.store.alias_events(release.model_id, alias)
+        request, policy, decided, approvers, dropped, check = self._assess(release, alias, None, principal)
+        gate = decided.gate if decided is not None else None
+        return MovePreview(
+            release=release,
+            alias=alias,
+            policy=policy,
+            request=request,
+            gate_id=gate.id if gate else None,
+            gate_verdict=gate.verdict if gate else None,
+            gate_detail=decided.detail if decided is not None else "",
+            approvers=tuple(approvers),
+            dropped=tuple(dropped),
+            missing=check.missing,
+            gate_failed=check.gate_failed,
+            may_override=check.gate_failed and allowed(principal, "release.override", project),
+            already=bool(current) and current[-1].to_release == release.id,
+        )
 
     def _approvers_now(
         self, request: PromotionRequest | None, project: str

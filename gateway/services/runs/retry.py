@@ -192,12 +192,28 @@ class RetryService:
         )
 
 
+CANCEL_NOTE = "cancel requested by "  # the note RunService.cancel records on the attempt
+
+
+def canceller(attempt: Attempt) -> str | None:
+    """Who cancelled ``attempt``, in the words a person reads: the gateway user who asked (the note
+    ``RunService.cancel`` records), else the OS user Slurm names by uid (a cancel outside the gateway:
+    ``scancel`` by hand, an admin). Slurm's uid is the account scancel ran as, which for a cancel through
+    the gateway is the gateway's service user (root here): "cancelled by 0" said nothing."""
+    asked = [e.reason for e in attempt.events if e.reason and e.reason.startswith(CANCEL_NOTE)]
+    if asked:
+        return f"{asked[-1].removeprefix(CANCEL_NOTE)} (through the gateway)"
+    if attempt.cancelled_by_uid is None:
+        return None
+    return f"OS user uid {attempt.cancelled_by_uid} (outside the gateway, with scancel)"
+
+
 def _ended(
     run: Run, attempt: Attempt, *, steps: list[StepRecord], stderr_tail: str, with_cancel: bool
 ) -> EndedAttempt:
     """What ``classify`` needs to know of ``attempt``, from its record and ``run``'s spec."""
     resources = run.spec.resources
-    cancelled_by = attempt.cancelled_by_uid if with_cancel else None
+    cancelled_by = canceller(attempt) if with_cancel else None
     return EndedAttempt(
         state=attempt.state,
         slurm_state=attempt.slurm_state,
@@ -209,7 +225,7 @@ def _ended(
         requested_mem_mb=resources.mem_mb or None,  # 0 (a whole node) and unset: no size to compare
         walltime_min=resources.walltime_min,
         node_list=attempt.node_list,
-        cancelled_by=str(cancelled_by) if cancelled_by is not None else None,
+        cancelled_by=cancelled_by,
         reason=attempt.reason,
         dataset_paths=run.spec.dataset_paths(),
     )
