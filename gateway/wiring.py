@@ -39,6 +39,8 @@ from gateway.services.eval.reviews import ReviewService
 from gateway.services.eval.runs import EvalJobSettings, EvalRunService
 from gateway.services.eval.suites import EvalSuiteService
 from gateway.services.eval.trace import EvalTraceService
+from gateway.services.envs.catalog import EnvCatalog
+from gateway.services.envs.registry import EnvironmentService
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.lineage.outputs import OutputHarvester
 from gateway.services.lineage.walk import LineageService
@@ -68,6 +70,7 @@ from gateway.store.access import AccessStore
 from gateway.store.accounting import AccountingStore
 from gateway.store.audit import AuditStore
 from gateway.store.datasets import DatasetStore
+from gateway.store.envs import EnvStore
 from gateway.store.eval_results import EvalResultStore
 from gateway.store.eval_reviews import ReviewStore
 from gateway.store.evals import EvalStore
@@ -109,7 +112,11 @@ def build_services(
     refresher = Refresher(store, backend, settings, retries, on_change=cluster.forget)
     harvester = _harvester(settings, lineage_store, telemetry_store, host, files)
     admission = Admission(access, host, cluster)  # reads partitions' DefaultTime through the cache
-    runs = RunService(store, admission, cluster, host, templates, settings, datasets, waiting, metrics)
+    env_catalog = EnvCatalog(EnvStore(db), store, host, runtime=settings.container_runtime)
+    runs = RunService(
+        store, admission, cluster, host, templates, settings, datasets, waiting, metrics, env_catalog
+    )
+    environments = EnvironmentService(env_catalog.store, env_catalog, access, runs, host, settings)
     slurm_sync = SlurmSync(access, SlurmAccounts(slurm_runner, timeout_s=settings.slurm_query_timeout_s))
     lineage = LineageService(lineage_store, datasets, store, telemetry_store)
     evals = _evals(settings, db, datasets, access, runs, store, lineage_store, lineage, host, files)
@@ -139,6 +146,7 @@ def build_services(
         refresher=refresher,
         retries=retries,
         datasets=datasets,
+        environments=environments,
         lineage=lineage,
         harvester=harvester,
         **evals,

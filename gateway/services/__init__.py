@@ -32,6 +32,7 @@ from gateway.services.eval.reviews import ReviewService
 from gateway.services.eval.runs import EvalRunService
 from gateway.services.eval.suites import EvalSuiteService
 from gateway.services.eval.trace import EvalTraceService
+from gateway.services.envs.registry import EnvironmentService
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.lineage.outputs import OutputHarvester
 from gateway.services.lineage.walk import LineageService
@@ -78,6 +79,7 @@ class Services:
     refresher: Refresher
     retries: RetryService
     datasets: DatasetService
+    environments: EnvironmentService  # training environments: versions, builds, diffs (docs/environments.md)
     lineage: LineageService
     harvester: OutputHarvester
     eval_suites: EvalSuiteService
