@@ -186,7 +186,7 @@ class Settings(AccountingSettings):
     env_build_python: str = Field(
         default="/usr/bin/python3",
         pattern=r"^[A-Za-z0-9._/+-]{1,1024}$",
-        description="The interpreter a locked environment's venv is made from (python -m venv), on the nodes.",
+        description="The interpreter a locked environment's venv is made from (python -m venv) on the nodes.",
     )
     env_pip_find_links: Path | None = Field(
         default=None,
@@ -196,12 +196,12 @@ class Settings(AccountingSettings):
     env_pip_index_url: str | None = Field(
         default=None,
         pattern=r"^https?://[A-Za-z0-9._~:/?#@!$&'()*+,;=%-]{1,2000}$",
-        description="The package index locked environments install from (pip --index-url); default pip's own.",
+        description="The package index locked environments install from (pip --index-url); default: pip's.",
     )
     container_runtime: str = Field(
         default="podman",
         pattern=r"^(podman)$",
-        description="The runtime image environments run with (podman: docs/environments.md says how it is set up).",
+        description="The runtime image environments run with: podman (set up as docs/environments.md says).",
     )
     eval_results_max_bytes: int = Field(
         default=4 * 1024**3,

@@ -33,7 +33,9 @@ def wheel(name: str, version: str, directory: Path = WHEELHOUSE) -> Path:
     files = {
         f"{module}/__init__.py": f'VERSION = "{version}"\n'.encode(),
         f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
-        f"{dist}/WHEEL": b"Wheel-Version: 1.0\nGenerator: gw-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{dist}/WHEEL": (
+            b"Wheel-Version: 1.0\nGenerator: gw-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        ),
     }
     record = [_record_line(n, d) for n, d in files.items()] + [f"{dist}/RECORD,,"]
     files[f"{dist}/RECORD"] = ("\n".join(record) + "\n").encode()
@@ -66,7 +68,9 @@ def busybox_image(tag: str, out: Path) -> tuple[Path, str]:
             target = rootfs / name.lstrip("/")
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(name, target)
-    applets = subprocess.run([str(rootfs / "bin/busybox"), "--list"], capture_output=True, text=True, check=True)
+    applets = subprocess.run(
+        [str(rootfs / "bin/busybox"), "--list"], capture_output=True, text=True, check=True
+    )
     for applet in applets.stdout.split():
         link = rootfs / "bin" / applet
         if not link.exists():
@@ -74,7 +78,11 @@ def busybox_image(tag: str, out: Path) -> tuple[Path, str]:
     (rootfs / "tmp").mkdir(exist_ok=True)
     tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
     imported = subprocess.run(
-        ["podman", "import", "--quiet", "-", tag], stdin=tar.stdout, capture_output=True, text=True, timeout=120
+        ["podman", "import", "--quiet", "-", tag],
+        stdin=tar.stdout,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     tar.wait()
     assert imported.returncode == 0, imported.stderr

@@ -99,7 +99,7 @@ class AgentRunHost:
             return {"venv": venv, "error": str(exc)}
 
     def image_archive(self, path: str, *, as_user: str) -> dict[str, Any]:
-        """``RunHost.image_archive``: the agent reads the archive as ``as_user``; failing, ``{"path", "error"}``."""
+        """``RunHost.image_archive``: the agent reads it as ``as_user``; failing, ``{"path", "error"}``."""
         try:
             return self._call("image_archive", as_user, path=path)
         except RunHostError as exc:

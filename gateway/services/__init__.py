@@ -25,6 +25,7 @@ from gateway.services.accounting.reports import ReportService
 from gateway.services.accounting.telemetry import TelemetryService
 from gateway.services.accounting.usage import UsageService
 from gateway.services.audit import AuditService
+from gateway.services.envs.registry import EnvironmentService
 from gateway.services.eval.gates import GateService
 from gateway.services.eval.imports import EvalImportService
 from gateway.services.eval.ingest import EvalIngest
@@ -32,7 +33,6 @@ from gateway.services.eval.reviews import ReviewService
 from gateway.services.eval.runs import EvalRunService
 from gateway.services.eval.suites import EvalSuiteService
 from gateway.services.eval.trace import EvalTraceService
-from gateway.services.envs.registry import EnvironmentService
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.lineage.outputs import OutputHarvester
 from gateway.services.lineage.walk import LineageService

@@ -182,7 +182,8 @@ class EnvStore:
         with self.db.session() as session:
             exists = session.scalar(
                 select(EnvObservationRow.id).where(
-                    EnvObservationRow.run_id == observation.run_id, EnvObservationRow.job_id == observation.job_id
+                    EnvObservationRow.run_id == observation.run_id,
+                    EnvObservationRow.job_id == observation.job_id,
                 )
             )
             if exists is not None:
@@ -201,6 +202,7 @@ class EnvStore:
     # -- reads ------------------------------------------------------------------------------
 
     def environment(self, project: str, name: str) -> Environment:
+        """``project/name`` with its latest version, or NotFound."""
         with self.db.session() as session:
             row = session.scalar(
                 select(EnvironmentRow).where(EnvironmentRow.project == project, EnvironmentRow.name == name)
@@ -218,6 +220,7 @@ class EnvStore:
             return [_environment(session, row) for row in session.scalars(query)]
 
     def versions(self, environment_id: str) -> list[EnvVersion]:
+        """Every version of the environment, oldest first."""
         with self.db.session() as session:
             env = session.get_one(EnvironmentRow, environment_id)
             rows = session.scalars(
@@ -228,6 +231,7 @@ class EnvStore:
             return [to_version(r, env) for r in rows]
 
     def version(self, version_id: str) -> EnvVersion:
+        """The version with id ``version_id``, or NotFound."""
         with self.db.session() as session:
             row = session.get(EnvVersionRow, version_id)
             if row is None:
@@ -254,14 +258,18 @@ class EnvStore:
                     raise NotFound(f"environment {label} has no version sha256:{digest_prefix}")
                 raise NotFound(f"environment {label} has no versions")
             if digest_prefix is not None and len(rows) > 1:
-                raise NotFound(f"sha256:{digest_prefix} matches several versions of {label}; give more digits")
+                raise NotFound(
+                    f"sha256:{digest_prefix} matches several versions of {label}; give more digits"
+                )
             return to_version(rows[0], env)
 
     def observations(self, run_id: str) -> list[Observation]:
         """What each job of the run found at its start, in the order they were recorded."""
         with self.db.session() as session:
             rows = session.scalars(
-                select(EnvObservationRow).where(EnvObservationRow.run_id == run_id).order_by(EnvObservationRow.id)
+                select(EnvObservationRow)
+                .where(EnvObservationRow.run_id == run_id)
+                .order_by(EnvObservationRow.id)
             )
             return [Observation(r.run_id, r.job_id, r.version_id, r.observed, r.drift) for r in rows]
 
@@ -297,6 +305,7 @@ def _environment(session: Session, row: EnvironmentRow) -> Environment:
 
 
 def to_version(row: EnvVersionRow, env: EnvironmentRow) -> EnvVersion:
+    """A version row of ``env`` as the core's ``EnvVersion``."""
     return EnvVersion(
         id=row.id,
         environment_id=row.environment_id,

@@ -29,7 +29,9 @@ def register(services, who="tester", **fields):
 def settle(services, version, timeout_s=150.0):
     """Refresh until the build run of ``version`` ends; the version as the catalog then reads it."""
     refresh_until(services, version.build_run_id, timeout_s=timeout_s)
-    return services.environments.catalog.resolve(version.ref, project=PROJECT, principal=services.access.principal("tester"))
+    return services.environments.catalog.resolve(
+        version.ref, project=PROJECT, principal=services.access.principal("tester")
+    )
 
 
 def submit(services, name, command, environment, who="tester"):
@@ -59,7 +61,9 @@ def test_locked_venv_is_built_by_a_job_used_by_a_run_and_drift_is_seen(services,
     assert v1.packages["gwtoy"] == "1.0" and v1.packages["gwdep"] == "0.3" and "pip" in v1.packages
     assert v1.packages_sha256 and len(v1.packages_sha256) == 64
 
-    run = submit(services, "uses-venv", ["python", "-c", "import gwtoy; print('toy', gwtoy.VERSION)"], f"{name}@latest")
+    run = submit(
+        services, "uses-venv", ["python", "-c", "import gwtoy; print('toy', gwtoy.VERSION)"], f"{name}@latest"
+    )
     assert run.environment["ref"] == f"{PROJECT}/{name}@1" and run.environment["version_id"] == v1.id
     assert "import importlib.metadata" in run.script and v1.location in run.script
     done = refresh_until(services, run.id)
@@ -78,8 +82,12 @@ def test_locked_venv_is_built_by_a_job_used_by_a_run_and_drift_is_seen(services,
     (obs,) = seen.observations
     assert obs.drift == {
         "packages": {
-            "added": [], "removed": [], "upgraded": [{"name": "gwtoy", "from": "1.0", "to": "1.1"}],
-            "downgraded": [], "changed": [], "unchanged": len(v1.packages) - 1,
+            "added": [],
+            "removed": [],
+            "upgraded": [{"name": "gwtoy", "from": "1.0", "to": "1.1"}],
+            "downgraded": [],
+            "changed": [],
+            "unchanged": len(v1.packages) - 1,
         }
     }
     assert seen.warnings and "upgraded gwtoy 1.0 -> 1.1" in seen.warnings[0]
@@ -92,15 +100,21 @@ def test_locked_venv_is_built_by_a_job_used_by_a_run_and_drift_is_seen(services,
     assert v2.parent_diff["removed"] == [{"name": "gwdep", "version": "0.3"}]
     v2 = settle(services, v2)
     assert v2.status == "ready" and v2.packages["gwtoy"] == "2.0" and "gwdep" not in v2.packages
-    diff = services.environments.diff(f"{name}@1", f"{name}@2", project=PROJECT, principal=services.access.principal("tester"))
+    diff = services.environments.diff(
+        f"{name}@1", f"{name}@2", project=PROJECT, principal=services.access.principal("tester")
+    )
     assert diff.packages["upgraded"] == [{"name": "gwtoy", "from": "1.0", "to": "2.0"}]
     assert diff.packages["removed"] == [{"name": "gwdep", "version": "0.3"}]
     assert diff.packages["added"] == [] and diff.packages["downgraded"] == []
-    by_runs = services.environments.diff(run.id, run.id, project=PROJECT, principal=services.access.principal("tester"))
+    by_runs = services.environments.diff(
+        run.id, run.id, project=PROJECT, principal=services.access.principal("tester")
+    )
     assert by_runs.packages["unchanged"] == len(v1.packages)
-    events = services.audit.store.events(target_id=v2.id) if hasattr(services.audit.store, "events") else None
-    if events is not None:
-        assert any(e.actor == "mia" and e.action == "env.register" for e in events)
+    events = services.audit.store.events(target_id=v2.id)
+    registered = next(e for e in events if e.action == "env.register")
+    assert registered.actor == "mia" and registered.after["parent_diff"] == v2.parent_diff
+    built = next(e for e in events if e.action == "env.build")
+    assert built.after["status"] == "ready" and built.after["packages_sha256"] == v2.packages_sha256
 
 
 def test_a_failed_build_is_recorded_and_refused_by_runs(services):

@@ -74,7 +74,9 @@ def parse_lock(text: str) -> list[LockedPackage]:
                 "with --hash=sha256:... (pip-compile --generate-hashes, uv pip compile --generate-hashes)"
             )
         if not hashes:
-            raise ValueError(f"line {number}: {match.group('name')} has no --hash=sha256:...; a lock pins files")
+            raise ValueError(
+                f"line {number}: {match.group('name')} has no --hash=sha256:...; a lock pins files"
+            )
         name = normalise(match.group("name"))
         if name in found:
             raise ValueError(f"line {number}: {name} is pinned twice")

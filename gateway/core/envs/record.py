@@ -70,10 +70,12 @@ class EnvVersion:
 
     @property
     def image_id(self) -> str | None:
+        """An image version's ``sha256:`` image id; None for other kinds."""
         return self.content.get("image_id") if self.kind == "image" else None
 
     @property
     def modules(self) -> list[str]:
+        """A modules version's modules, in load order; empty for other kinds."""
         return list(self.content.get("modules", [])) if self.kind == "modules" else []
 
 

@@ -226,7 +226,9 @@ class RunSpec(_Strict):
     _digests = field_validator("dataset_digests")(classmethod(lambda cls, v: spec_fields.check_digests(v)))
     _modules = field_validator("modules")(classmethod(lambda cls, v: spec_fields.check_modules(v)))
     _venv = field_validator("venv")(classmethod(lambda cls, v: spec_fields.check_venv(v)))
-    _environment = field_validator("environment")(classmethod(lambda cls, v: spec_fields.check_environment(v)))
+    _environment = field_validator("environment")(
+        classmethod(lambda cls, v: spec_fields.check_environment(v))
+    )
     _tags = field_validator("tags")(classmethod(lambda cls, v: spec_fields.check_tags(v)))
 
     @model_validator(mode="after")

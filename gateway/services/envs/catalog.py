@@ -52,7 +52,9 @@ class RunEnvironment:
 def drift_words(drift: dict[str, Any]) -> str:
     """One line saying how a job's environment differed from its recorded version."""
     if "image_id" in drift:
-        return f"ran image {drift['image_id']['observed']}, the version records {drift['image_id']['recorded']}"
+        return (
+            f"ran image {drift['image_id']['observed']}, the version records {drift['image_id']['recorded']}"
+        )
     if "error" in drift:
         return str(drift["error"])
     parts = []
@@ -77,6 +79,7 @@ class EnvCatalog:
     # -- reading ----------------------------------------------------------------------------
 
     def list(self, *, principal: Principal, project: str | None = None) -> builtins.list[Environment]:
+        """Environments of the caller's projects (of ``project`` only, when given)."""
         visible = visible_projects(principal)
         if project is not None:
             if visible is not None and project not in visible:
@@ -85,24 +88,31 @@ class EnvCatalog:
         return self.store.environments(visible)
 
     def get(self, project: str, name: str, *, principal: Principal) -> Environment:
+        """``project/name``; NotFound when there is none or the caller may not read it."""
         if not allowed(principal, "env.read", project):
             raise NotFound(f"no environment {project}/{name}")
         return self.store.environment(project, name)
 
     def versions(self, project: str, name: str, *, principal: Principal) -> builtins.list[EnvVersion]:
+        """Every version, oldest first, builds that ended settled; NotFound as ``get``."""
         env = self.get(project, name, principal=principal)
         return [self.settle(v) for v in self.store.versions(env.id)]
 
-    def resolve(self, text: str, *, project: str, principal: Principal, field: str = "environment") -> EnvVersion:
+    def resolve(
+        self, text: str, *, project: str, principal: Principal, field: str = "environment"
+    ) -> EnvVersion:
         """The version ``[project/]name@version`` names (``project`` when it names none), settled."""
         try:
             ref = parse_dataset_ref(text)
         except ValueError as exc:
             raise SpecError([SpecIssue(field, str(exc).replace("dataset", "environment"), text)]) from exc
         env = self.get(ref.project or project, ref.name, principal=principal)
-        return self.settle(self.store.find_version(env.id, number=ref.number, digest_prefix=ref.digest_prefix))
+        return self.settle(
+            self.store.find_version(env.id, number=ref.number, digest_prefix=ref.digest_prefix)
+        )
 
     def by_id(self, version_id: str, *, principal: Principal) -> EnvVersion:
+        """The version with id ``version_id``, settled; NotFound as ``get``."""
         version = self.store.version(version_id)
         self.get(version.project, version.name, principal=principal)
         return self.settle(version)
@@ -118,7 +128,9 @@ class EnvCatalog:
         try:
             ref = parse_dataset_ref(text)
         except ValueError as exc:
-            raise SpecError([SpecIssue("environment", str(exc).replace("dataset", "environment"), text)]) from exc
+            raise SpecError(
+                [SpecIssue("environment", str(exc).replace("dataset", "environment"), text)]
+            ) from exc
         if ref.project not in (None, project):
             raise NotFound(
                 f"no environment {text} for project {project}: a run names its own project's environments"

@@ -87,7 +87,9 @@ class EnvironmentService:
         is not in; Forbidden without ``env.register``; Conflict when the same content failed to build.
         """
         if not names.NAME.fullmatch(req.name):
-            raise SpecError([SpecIssue("name", f"not a valid environment name; use {names.NAME_HELP}", req.name)])
+            raise SpecError(
+                [SpecIssue("name", f"not a valid environment name; use {names.NAME_HELP}", req.name)]
+            )
         if principal.role(req.project) is None and not principal.is_admin:
             raise NotFound(f"no project {req.project!r} that {principal.user} is a member of")
         self.access.project(req.project)
@@ -178,7 +180,13 @@ class EnvironmentService:
         if req.kind == "image":
             if not req.archive or not names.SAFE_PATH.fullmatch(req.archive):
                 raise SpecError(
-                    [SpecIssue("archive", f"give the image archive (podman save) as {names.SAFE_PATH_HELP}", req.archive)]
+                    [
+                        SpecIssue(
+                            "archive",
+                            f"give the image archive (podman save) as {names.SAFE_PATH_HELP}",
+                            req.archive,
+                        )
+                    ]
                 )
             # read as the caller's OS user: the kernel decides whether they may read it
             info = self.host.image_archive(req.archive, as_user=self.runs.admission.os_user(principal))
@@ -198,7 +206,13 @@ class EnvironmentService:
     def _build(self, version: EnvVersion, lock: str, queue: str, principal: Principal) -> Run:
         """Submit the job that builds ``version``'s venv (an ordinary run of its project)."""
         settings = self.settings
-        pip = ["--no-input", "--disable-pip-version-check", "--require-hashes", "--no-deps", "--only-binary=:all:"]
+        pip = [
+            "--no-input",
+            "--disable-pip-version-check",
+            "--require-hashes",
+            "--no-deps",
+            "--only-binary=:all:",
+        ]
         if settings.env_pip_find_links:
             pip += ["--no-index", "--find-links", str(settings.env_pip_find_links)]
         elif settings.env_pip_index_url:
@@ -253,6 +267,7 @@ class EnvironmentService:
         return self.catalog.of_run(self.runs.get(run_id, principal=principal))
 
     def readable(self, version: EnvVersion, principal: Principal) -> bool:
+        """True when ``principal`` may read ``version`` (its project's viewers and up)."""
         return allowed(principal, "env.read", version.project)
 
 
@@ -288,7 +303,9 @@ cat > "$GW_RUN_DIR/requirements.lock" <<'{end}'
 '{python}' -m venv -- "$dir"
 "$dir/bin/python" -m pip install {pip} -r "$GW_RUN_DIR/requirements.lock"
 "$dir/bin/python" -I -c 'import importlib.metadata as m, json, re, sys
-print(json.dumps({{"python": sys.version.split()[0], "packages": {{re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower(): d.version for d in m.distributions() if d.metadata["Name"]}}}}, sort_keys=True))' \\
+names = {{re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower(): d.version
+         for d in m.distributions() if d.metadata["Name"]}}
+print(json.dumps({{"python": sys.version.split()[0], "packages": names}}, sort_keys=True))' \\
   > "$dir/{installed}.tmp"
 mv -- "$dir/{installed}.tmp" "$dir/{installed}"
 chmod -R go-w -- "$dir"

@@ -20,9 +20,9 @@ from gateway.core.domain import Principal
 from gateway.core.sbatch.render import RenderedScript, render_sbatch
 from gateway.core.spec.run_spec import RunSpec
 from gateway.services.accounting.telemetry import telemetry_launch
+from gateway.services.envs.catalog import EnvCatalog
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.runs.admission import Admission, Admitted
-from gateway.services.envs.catalog import EnvCatalog
 from gateway.services.runs.inputs import resolve_environment, resolve_inputs
 from gateway.settings import Settings
 

@@ -89,7 +89,9 @@ def resolve_inputs(
     return resolved
 
 
-def resolve_environment(spec: RunSpec, *, principal: Principal, catalog: EnvCatalog | None) -> EnvLaunch | None:
+def resolve_environment(
+    spec: RunSpec, *, principal: Principal, catalog: EnvCatalog | None
+) -> EnvLaunch | None:
     """The registered environment ``spec`` names, pinned (``latest`` becomes a number); None when it
     names none. SpecError/NotFound/Conflict as ``EnvCatalog.launch_for``."""
     if spec.environment is None:

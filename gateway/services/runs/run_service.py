@@ -44,11 +44,11 @@ from gateway.core.spec.diff import diff, parse_assignment, set_path
 from gateway.core.spec.run_spec import RunSpec, build_spec
 from gateway.errors import Conflict, GatewayError, NotFound, RunHostError, SubmitRejected
 from gateway.services.accounting.telemetry import telemetry_launch
+from gateway.services.envs.catalog import EnvCatalog
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.ops.prometheus import refusal_reason
 from gateway.services.runs.admission import Admission, Admitted
 from gateway.services.runs.check import RunCheck, RunChecker
-from gateway.services.envs.catalog import EnvCatalog
 from gateway.services.runs.inputs import (
     ResolvedInput,
     environment_of,

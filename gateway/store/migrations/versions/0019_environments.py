@@ -64,7 +64,11 @@ def upgrade() -> None:
         "environment_observations",
         sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
         sa.Column(
-            "run_id", sa.String(length=64), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False, index=True
+            "run_id",
+            sa.String(length=64),
+            sa.ForeignKey("runs.id", ondelete="CASCADE"),
+            nullable=False,
+            index=True,
         ),
         sa.Column("job_id", sa.String(length=64), nullable=False),
         sa.Column(
