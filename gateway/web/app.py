@@ -26,6 +26,7 @@ from gateway.error_status import HTTP_KINDS, allowed_methods, status_for
 from gateway.errors import GatewayError
 from gateway.web import (
     routes_auth,
+    routes_envs,
     routes_pages,
     routes_records,
     routes_reports,
@@ -54,6 +55,7 @@ def mount_web(app: FastAPI) -> FastAPI:
         routes_submit,
         routes_pages,
         routes_records,
+        routes_envs,
         routes_reports,
     ):
         app.include_router(module.router, prefix=PREFIX, include_in_schema=False)

@@ -86,6 +86,7 @@ def run_page(request: Request, run_id: RunId, pages: PagesDep, principal: Princi
     context = _status_context(request, principal, run_id)
     run = context["run"]
     lineage = _lineage(request, principal, run)
+    environment = services_of(request).environments.catalog.of_run(run)
     return pages.render(
         request,
         "run.html",
@@ -93,6 +94,7 @@ def run_page(request: Request, run_id: RunId, pages: PagesDep, principal: Princi
         **context,
         **usage_sections(services_of(request), principal, run),
         lineage=lineage,
+        environment=environment,
         metrics_plot=svg.line_plot(lineage["outputs"]["series"]),
         suggestion="\n".join(rerun_suggestion(run)),
         rerun_error=None,
