@@ -198,6 +198,11 @@ class Settings(AccountingSettings):
         pattern=r"^https?://[A-Za-z0-9._~:/?#@!$&'()*+,;=%-]{1,2000}$",
         description="The package index locked environments install from (pip --index-url); default: pip's.",
     )
+    advisory_dir: Path | None = Field(
+        default=None,
+        description="A directory of OSV advisory files (JSON) the site keeps current; environments' packages "
+        "are scanned against it (docs/environments.md). Unset: no scan.",
+    )
     container_runtime: str = Field(
         default="podman",
         pattern=r"^(podman)$",

@@ -13,7 +13,7 @@ from gateway.core.envs.record import Environment, EnvVersion
 from gateway.core.spec.lineage import DATASET_REF_PATTERN
 from gateway.core.spec.parts import MODULE_NAME
 from gateway.services.envs.catalog import RunEnvironment
-from gateway.services.envs.registry import EnvDiff
+from gateway.services.envs.registry import EnvDiff, ScanReport
 
 
 class EnvVersionCreate(BaseModel):
@@ -152,6 +152,38 @@ class EnvDiffPublic(BaseModel):
         )
 
 
+class FindingPublic(BaseModel):
+    package: str
+    version: str
+    advisory: str = Field(description="The OSV id")
+    severity: str = Field(description="UNKNOWN, LOW, MODERATE, HIGH or CRITICAL")
+    summary: str
+    fixed: list[str] = Field(description="Versions that fix it")
+    aliases: list[str]
+
+
+class ScanPublic(BaseModel):
+    ref: str
+    scanned: int = Field(description="Packages checked (a python version's installed set, or its lock)")
+    source: str | None = Field(description="The advisory directory; null: the site keeps none")
+    advisories: int = Field(description="Advisories in it")
+    worst: str | None
+    findings: list[FindingPublic]
+    problems: list[str] = Field(description="Files of the directory that could not be read")
+
+    @classmethod
+    def of(cls, r: ScanReport) -> ScanPublic:
+        return cls(
+            ref=r.version.ref,
+            scanned=r.scanned,
+            source=r.source,
+            advisories=r.advisories,
+            worst=r.worst,
+            findings=[FindingPublic(**f.to_dict()) for f in r.findings],
+            problems=r.problems[:50],
+        )
+
+
 class EnvObservationPublic(BaseModel):
     job_id: str
     version_id: str
@@ -165,6 +197,7 @@ class RunEnvironmentPublic(BaseModel):
     version: EnvVersionPublic | None
     observations: list[EnvObservationPublic]
     warnings: list[str] = Field(description="Drift in words, one line per job")
+    findings: list[FindingPublic] = Field(description="Known advisories in the version's packages")
 
     @classmethod
     def of(cls, r: RunEnvironment) -> RunEnvironmentPublic:
@@ -179,4 +212,5 @@ class RunEnvironmentPublic(BaseModel):
                 for o in r.observations
             ],
             warnings=r.warnings,
+            findings=[FindingPublic(**f.to_dict()) for f in r.findings],
         )

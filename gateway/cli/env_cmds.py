@@ -235,6 +235,38 @@ def diff(
     console.print(f"  {len(lines)} changed, {found['unchanged']} unchanged", markup=False)
 
 
+@env_app.command("scan")
+def scan(
+    ref: Annotated[str, typer.Argument(help="PROJECT/NAME[@VERSION] (default latest).", metavar="REF")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Known advisories in a version's packages (the site's OSV directory); exit 1 when any is found."""
+    project, name, version = _ref(ref)
+    found = call("env_scan", project, name, version)
+    if as_json:
+        print_json(found)
+    else:
+        _findings(found["findings"])
+        source = found["source"] or "no advisory directory (the site sets GATEWAY_ADVISORY_DIR)"
+        console.print(
+            f"{found['ref']}: {found['scanned']} packages, {found['advisories']} advisories ({source})",
+            markup=False,
+        )
+        for problem in found["problems"]:
+            console.print(f"  unreadable: {problem}", markup=False)
+    if found["findings"]:
+        raise typer.Exit(1)
+
+
+def _findings(findings: list[dict]) -> None:
+    for f in findings:
+        fixed = f" (fixed in {', '.join(f['fixed'])})" if f["fixed"] else ""
+        console.print(
+            f"  {f['severity']:<8} {f['package']} {f['version']}: {f['advisory']} {f['summary']}{fixed}",
+            markup=False,
+        )
+
+
 @env_app.command("run")
 def run_environment(
     run_id: Annotated[str, typer.Argument(help="The run.")], as_json: JsonOpt = False
@@ -258,3 +290,4 @@ def run_environment(
         )
     for warning in found["warnings"]:
         console.print(f"  [yellow]warning[/yellow]: {escape(warning)}")
+    _findings(found.get("findings") or [])

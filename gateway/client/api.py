@@ -225,6 +225,10 @@ class GatewayClient:
         (each ``[project/]name@version`` or a run id)."""
         return self._call("GET", "/environments/diff", params={"a": a, "b": b, "project": project})
 
+    def env_scan(self, project: str, name: str, version: str) -> dict:
+        """``GET .../versions/{version}/advisories``: known advisories in the version's packages."""
+        return self._call("GET", f"/environments/{project}/{name}/versions/{version}/advisories")
+
     def run_environment(self, run_id: str) -> dict:
         """``GET /runs/{id}/environment``: the version a run named and what each job found."""
         return self._call("GET", f"/runs/{run_id}/environment")

@@ -72,6 +72,13 @@ def version_page(
     )
     parent_lines = diff_lines(version.parent_diff) if version.parent_diff else []
     runs = services.environments.catalog.store.runs_using(version.id, limit=50)
+    report = services.environments.scan(version.ref, project=project, principal=principal)
     return pages.render(
-        request, "env_version.html", principal, version=version, parent_lines=parent_lines, runs=runs
+        request,
+        "env_version.html",
+        principal,
+        version=version,
+        parent_lines=parent_lines,
+        runs=runs,
+        report=report,
     )

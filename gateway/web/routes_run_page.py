@@ -86,7 +86,7 @@ def run_page(request: Request, run_id: RunId, pages: PagesDep, principal: Princi
     context = _status_context(request, principal, run_id)
     run = context["run"]
     lineage = _lineage(request, principal, run)
-    environment = services_of(request).environments.catalog.of_run(run)
+    environment = services_of(request).environments.of_run(run.id, principal=principal)
     return pages.render(
         request,
         "run.html",

@@ -72,6 +72,17 @@ def test_locked_venv_is_built_by_a_job_used_by_a_run_and_drift_is_seen(services,
     assert [o.drift for o in seen.observations] == [None] and seen.warnings == []
     assert seen.observations[0].observed["packages"]["gwtoy"] == "1.0"
 
+    # the scan finds the planted advisory (tests/data/osv) and nothing else
+    report = services.environments.scan(
+        v1.ref, project=PROJECT, principal=services.access.principal("tester")
+    )
+    assert [(f.package, f.version, f.advisory, f.severity, f.fixed) for f in report.findings] == [
+        ("gwtoy", "1.0", "GHSA-gwt0-0000-0001", "CRITICAL", ("1.1",))
+    ]
+    assert report.advisories == 3 and report.problems == [] and report.worst == "CRITICAL"
+    seen = services.environments.of_run(run.id, principal=services.access.principal("tester"))
+    assert [f.advisory for f in seen.findings] == ["GHSA-gwt0-0000-0001"]
+
     # a package changed by hand in the built venv: the next run's job finds it, a warning says so
     site = next(Path(v1.location).glob("lib/python*/site-packages"))
     meta = site / "gwtoy-1.0.dist-info" / "METADATA"
@@ -100,6 +111,12 @@ def test_locked_venv_is_built_by_a_job_used_by_a_run_and_drift_is_seen(services,
     assert v2.parent_diff["removed"] == [{"name": "gwdep", "version": "0.3"}]
     v2 = settle(services, v2)
     assert v2.status == "ready" and v2.packages["gwtoy"] == "2.0" and "gwdep" not in v2.packages
+    assert (
+        services.environments.scan(
+            v2.ref, project=PROJECT, principal=services.access.principal("tester")
+        ).findings
+        == []
+    )
     diff = services.environments.diff(
         f"{name}@1", f"{name}@2", project=PROJECT, principal=services.access.principal("tester")
     )

@@ -18,6 +18,7 @@ from gateway.api.schemas_envs import (
     EnvVersionPublic,
     EnvVersionRegistered,
     RunEnvironmentPublic,
+    ScanPublic,
 )
 from gateway.core import names
 from gateway.core.spec.lineage import DATASET_REF_PATTERN, VERSION_SELECTOR, VERSION_SELECTOR_HELP
@@ -145,6 +146,22 @@ def get_version(
         f"{project}/{name}@{version}", project=project, principal=principal
     )
     return EnvVersionDetail.of_detail(found)
+
+
+@router.get(
+    "/{project}/{name}/versions/{version}/advisories",
+    response_model=ScanPublic,
+    responses={404: ERRORS[404]},
+    summary="Scan an environment version against the site's advisories",
+)
+def scan_version(
+    project: Project, name: Name, version: Version, services: ServicesDep, principal: PrincipalDep
+) -> ScanPublic:
+    """The version's packages checked against the site's OSV directory: each known advisory with its
+    severity and the versions that fix it."""
+    return ScanPublic.of(
+        services.environments.scan(f"{project}/{name}@{version}", project=project, principal=principal)
+    )
 
 
 @runs_router.get(

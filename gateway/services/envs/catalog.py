@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import builtins
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.adapters.runhost import RunHost
 from gateway.core.access.policy import allowed, visible_projects
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal, Run
+from gateway.core.envs.advisories import Finding
 from gateway.core.envs.diff import is_empty, package_diff
 from gateway.core.envs.record import Environment, EnvLaunch, EnvVersion, launch_of, packages_sha256
 from gateway.core.slurm.states import TERMINAL, RunState
@@ -38,6 +39,7 @@ class RunEnvironment:
     record: dict[str, Any] | None  # the run's environment record (kind, ref, digest ...)
     version: EnvVersion | None
     observations: list[Observation]
+    findings: list[Finding] = field(default_factory=list)  # the version's advisories (scan)
 
     @property
     def warnings(self) -> list[str]:

@@ -14,14 +14,16 @@ change record (``package_diff``) is stored with it and written to the audit log 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gateway.adapters.advisories import OsvDirectory
 from gateway.adapters.runhost import RunHost
 from gateway.core import names
 from gateway.core.access.policy import allowed, require
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal, Run
+from gateway.core.envs.advisories import Finding, scan, worst
 from gateway.core.envs.diff import package_diff
 from gateway.core.envs.lockfile import HEREDOC_END, lock_sha256, parse_lock
 from gateway.core.envs.record import KINDS, EnvVersion, content_digest
@@ -54,6 +56,23 @@ class EnvRegistration:
 
 
 @dataclass(frozen=True)
+class ScanReport:
+    """A version's packages checked against the site's advisory database."""
+
+    version: EnvVersion
+    findings: list[Finding]
+    scanned: int  # packages checked
+    source: str | None  # the advisory directory; None: the site keeps none
+    advisories: int  # how many it holds
+    problems: list[str]  # files of it that could not be read
+
+    @property
+    def worst(self) -> str | None:
+        """The highest severity found; None for none."""
+        return worst(self.findings)
+
+
+@dataclass(frozen=True)
 class EnvDiff:
     old: str  # what was compared: a version ref, or a run id and its version
     new: str
@@ -72,7 +91,9 @@ class EnvironmentService:
         runs: RunService,
         host: RunHost,
         settings: Settings,
+        advisories: OsvDirectory | None = None,
     ) -> None:
+        self.advisories = advisories or OsvDirectory(settings.advisory_dir)
         self.store = store
         self.catalog = catalog
         self.access = access
@@ -263,8 +284,23 @@ class EnvironmentService:
         return f"{run.id} ({version.ref})", version
 
     def of_run(self, run_id: str, *, principal: Principal) -> RunEnvironment:
-        """The run's environment and what each of its jobs found (read back now)."""
-        return self.catalog.of_run(self.runs.get(run_id, principal=principal))
+        """The run's environment, what each of its jobs found (read back now), and its advisories."""
+        found = self.catalog.of_run(self.runs.get(run_id, principal=principal))
+        if found.version is None:
+            return found
+        return replace(found, findings=self._scan(found.version).findings)
+
+    def scan(self, text: str, *, project: str, principal: Principal) -> ScanReport:
+        """The packages of version ``text`` checked against the site's OSV directory (advisory_dir)."""
+        return self._scan(self.catalog.resolve(text, project=project, principal=principal))
+
+    def _scan(self, version: EnvVersion) -> ScanReport:
+        loaded = self.advisories.load()
+        packages = _packages(version) if version.kind == "python" else {}
+        findings = scan(packages, loaded.advisories)
+        return ScanReport(
+            version, findings, len(packages), loaded.source, len(loaded.advisories), loaded.problems
+        )
 
     def readable(self, version: EnvVersion, principal: Principal) -> bool:
         """True when ``principal`` may read ``version`` (its project's viewers and up)."""
