@@ -129,9 +129,12 @@ def test_locked_venv_is_built_by_a_job_used_by_a_run_and_drift_is_seen(services,
     assert by_runs.packages["unchanged"] == len(v1.packages)
     events = services.audit.store.events(target_id=v2.id)
     registered = next(e for e in events if e.action == "env.register")
-    assert registered.actor == "mia" and registered.after["parent_diff"] == v2.parent_diff
+    assert registered.actor == "mia"  # the lock's change, recorded when it was registered
+    assert registered.after["parent_diff"]["upgraded"] == [{"name": "gwtoy", "from": "1.0", "to": "2.0"}]
+    assert registered.after["parent_diff"]["unchanged"] == 0
     built = next(e for e in events if e.action == "env.build")
     assert built.after["status"] == "ready" and built.after["packages_sha256"] == v2.packages_sha256
+    assert built.after["parent_diff"] == v2.parent_diff  # the installed sets' change, once built
 
 
 def test_a_failed_build_is_recorded_and_refused_by_runs(services):
