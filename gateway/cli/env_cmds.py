@@ -216,16 +216,15 @@ def diff(
     as_json: JsonOpt = False,
 ) -> None:
     """Packages added, removed, upgraded and downgraded from A to B."""
-    owner = project
-    for side in (a, b):
-        if "@" in side and "/" in side.split("@")[0]:
-            owner = owner or side.split("/")[0]
-    if owner is None:
-        usage("give --project, or name a side as PROJECT/NAME@VERSION")
-    found = call("env_diff", a, b, project=owner)
+    found = call("env_diff", a, b, project=project)
     if as_json:
         print_json(found)
         return
+    print_diff(found)
+
+
+def print_diff(found: dict) -> None:
+    """An environment diff (``EnvDiffPublic``) in words: a line per change, then the counts."""
     console.print(f"{escape(found['old'])} -> {escape(found['new'])}")
     if found.get("image") and found["image"]["old"] != found["image"]["new"]:
         console.print(f"  image {found['image']['old']} -> {found['image']['new']}", markup=False)

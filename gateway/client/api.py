@@ -220,10 +220,11 @@ class GatewayClient:
         """``GET .../versions/{version}``: one version with its installed set and lock."""
         return self._call("GET", f"/environments/{project}/{name}/versions/{version}")
 
-    def env_diff(self, a: str, b: str, *, project: str) -> dict:
+    def env_diff(self, a: str, b: str, *, project: str | None = None) -> dict:
         """``GET /environments/diff``: packages added, removed, upgraded, downgraded from ``a`` to ``b``
         (each ``[project/]name@version`` or a run id)."""
-        return self._call("GET", "/environments/diff", params={"a": a, "b": b, "project": project})
+        params = {"a": a, "b": b, **({"project": project} if project else {})}
+        return self._call("GET", "/environments/diff", params=params)
 
     def env_scan(self, project: str, name: str, version: str) -> dict:
         """``GET .../versions/{version}/advisories``: known advisories in the version's packages."""

@@ -186,6 +186,12 @@ def test_image_and_module_registrations_check_their_input(services, tmp_path):
         register(services, name=unique_tag(), kind="conda")
     with pytest.raises(SpecError, match="lock"):
         register(services, name=unique_tag(), kind="python", lock="torch>=2\n", build_queue="cpu")
+    unbuilt = unique_tag()  # a build queue the project lacks: refused before anything is written
+    with pytest.raises(SpecError, match="queue"):
+        lock = f"gwtoy==1.0 --hash=sha256:{'0' * 64}\n"
+        register(services, name=unbuilt, kind="python", lock=lock, build_queue="no-such-queue")
+    with pytest.raises(NotFound):
+        services.environments.catalog.get(PROJECT, unbuilt, principal=services.access.principal("tester"))
     with pytest.raises(SpecError, match="module"):
         register(services, name=unique_tag(), kind="modules", modules=["cuda; rm -rf /"])
     with pytest.raises(Forbidden):

@@ -68,8 +68,8 @@ def diff_environments(
     a: Annotated[str, Query(pattern=SIDE, description="[project/]name@version, or a run id")],
     b: Annotated[str, Query(pattern=SIDE, description="[project/]name@version, or a run id")],
     project: Annotated[
-        str, Query(pattern=NAME_PATTERN, description="The project of a reference without one")
-    ],
+        str | None, Query(pattern=NAME_PATTERN, description="The project of a reference without one")
+    ] = None,
 ) -> EnvDiffPublic:
     """Packages added, removed, upgraded and downgraded from ``a`` to ``b`` (installed sets once built,
     else what the locks pin; module lists as name/version)."""

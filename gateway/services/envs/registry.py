@@ -22,14 +22,14 @@ from gateway.adapters.runhost import RunHost
 from gateway.core import names
 from gateway.core.access.policy import allowed, require
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Principal, Run
+from gateway.core.domain import Principal
 from gateway.core.envs.advisories import Finding, scan, worst
 from gateway.core.envs.diff import package_diff
 from gateway.core.envs.lockfile import HEREDOC_END, lock_sha256, parse_lock
 from gateway.core.envs.record import KINDS, EnvVersion, content_digest
 from gateway.core.spec.parts import MODULE_NAME
-from gateway.core.spec.run_spec import build_spec
-from gateway.errors import Conflict, NotFound, SpecError, SpecIssue
+from gateway.core.spec.run_spec import RunSpec, build_spec
+from gateway.errors import Conflict, GatewayError, NotFound, SpecError, SpecIssue
 from gateway.services.envs.catalog import INSTALLED_FILE, EnvCatalog, RunEnvironment
 from gateway.services.runs.run_service import RunService
 from gateway.settings import Settings
@@ -122,6 +122,11 @@ class EnvironmentService:
         parent = self._parent(req, principal)
         content, location, packages, status = self._content(req, principal)
         digest = content_digest(req.kind, content)
+        build = None
+        if req.kind == "python":  # the build job is admitted before anything is written
+            assert req.build_queue is not None and req.lock is not None and location is not None
+            build = self._build_spec(req.project, req.name, location, req.lock, req.build_queue)
+            self.runs.admission.admit(build, principal)
         parent_diff = None
         mine = content.get("locked") or _module_set(content.get("modules", []))
         if parent is not None:
@@ -160,9 +165,25 @@ class EnvironmentService:
                     "file and register it again"
                 )
             return self.catalog.settle(version), False
-        if req.kind == "python":
-            assert req.build_queue is not None and req.lock is not None
-            run = self._build(version, req.lock, req.build_queue, principal)
+        if build is not None:
+            try:
+                run = self.runs.submit(build, principal=principal)
+            except GatewayError as exc:  # Slurm refused it: the version says so, and the caller hears it
+                self.store.finish_build(
+                    version.id,
+                    status="failed",
+                    failure=f"the build job was not submitted: {exc}",
+                    audit=AuditEntry(
+                        actor=principal.user,
+                        action="env.build",
+                        target_type="environment_version",
+                        target_id=version.id,
+                        project=version.project,
+                        source=principal.source,
+                        after={"environment": version.ref, "status": "failed", "failure": str(exc)},
+                    ),
+                )
+                raise
             self.store.set_build_run(version.id, run.id)
             version = self.store.version(version.id)
         return version, True
@@ -224,8 +245,8 @@ class EnvironmentService:
                 raise SpecError([SpecIssue("modules", "not a module name (name or name/version)", module)])
         return {"modules": list(req.modules)}, None, _module_set(req.modules), "ready"
 
-    def _build(self, version: EnvVersion, lock: str, queue: str, principal: Principal) -> Run:
-        """Submit the job that builds ``version``'s venv (an ordinary run of its project)."""
+    def _build_spec(self, project: str, name: str, location: str, lock: str, queue: str) -> RunSpec:
+        """The run that builds a venv at ``location`` from ``lock`` (an ordinary run of ``project``)."""
         settings = self.settings
         pip = [
             "--no-input",
@@ -238,32 +259,31 @@ class EnvironmentService:
             pip += ["--no-index", "--find-links", str(settings.env_pip_find_links)]
         elif settings.env_pip_index_url:
             pip += ["--index-url", settings.env_pip_index_url]
-        assert version.location is not None and HEREDOC_END not in lock
+        assert HEREDOC_END not in lock
         script = BUILD_SCRIPT.format(
-            location=version.location,
+            location=location,
             python=settings.env_build_python,
             pip=" ".join(_shq(a) for a in pip),
             installed=INSTALLED_FILE,
             end=HEREDOC_END,
             lock=lock if lock.endswith("\n") else lock + "\n",
         )
-        spec = build_spec(
+        return build_spec(
             {
-                "name": f"env-build-{version.name}"[:63],
-                "project": version.project,
+                "name": f"env-build-{name}"[:63],
+                "project": project,
                 "queue": queue,
                 "script": script,
                 "tags": ["env-build"],
                 "resources": {"walltime_min": 60},
                 "requeue": False,
             },
-            source=f"build of environment {version.ref}",
+            source=f"build of environment {project}/{name}",
         )
-        return self.runs.submit(spec, principal=principal)
 
     # -- comparing --------------------------------------------------------------------------
 
-    def diff(self, old: str, new: str, *, project: str, principal: Principal) -> EnvDiff:
+    def diff(self, old: str, new: str, *, project: str | None, principal: Principal) -> EnvDiff:
         """Two environment versions (``[project/]name@version``) or two runs (their ids) compared."""
         a_label, a = self._side(old, project, principal)
         b_label, b = self._side(new, project, principal)
@@ -272,8 +292,11 @@ class EnvironmentService:
             image = {"old": a.image_id, "new": b.image_id}
         return EnvDiff(a_label, b_label, a.kind, b.kind, package_diff(_packages(a), _packages(b)), image)
 
-    def _side(self, text: str, project: str, principal: Principal) -> tuple[str, EnvVersion]:
+    def _side(self, text: str, project: str | None, principal: Principal) -> tuple[str, EnvVersion]:
         if "@" in text:
+            if project is None and "/" not in text.split("@")[0]:
+                raise SpecError([SpecIssue("project", "give the project of a reference without one", text)])
+            project = project or text.split("/")[0]
             version = self.catalog.resolve(text, project=project, principal=principal)
             return version.ref, version
         run = self.runs.get(text, principal=principal)
