@@ -71,7 +71,7 @@ def version_page(
         f"{project}/{name}@{number}", project=project, principal=principal
     )
     parent_lines = diff_lines(version.parent_diff) if version.parent_diff else []
-    runs = services.environments.catalog.store.runs_using(version.id, limit=50)
+    runs = services.environments.catalog.runs_using(version, limit=50)
     report = services.environments.scan(version.ref, project=project, principal=principal)
     return pages.render(
         request,

@@ -121,6 +121,10 @@ class EnvCatalog:
 
     # -- runs -------------------------------------------------------------------------------
 
+    def runs_using(self, version: EnvVersion, limit: int = 200) -> builtins.list[str]:
+        """Ids of runs whose jobs were seen in ``version`` (the caller may read it), newest first."""
+        return self.store.runs_using(version.id, limit=limit)
+
     def launch_for(self, text: str, *, project: str, principal: Principal) -> EnvLaunch:
         """What a run of ``project`` naming ``text`` is given; ``latest`` is pinned to a number.
 
