@@ -96,6 +96,7 @@ def test_gw_env_image_runs_under_gw_sbatch_and_modules_diff(server):
     assert seen["version"]["ref"] == f"test/img-{tag}@1" and seen["record"]["image_id"] == image_id
     assert [o["observed"]["image_id"] for o in seen["observations"]] == [image_id] and seen["warnings"] == []
     assert "(as recorded)" in ok(gw(server, "env", "run", run_id))
+    assert f"environment test/img-{tag}@1" in ok(gw(server, "trace", run_id))
     compared = ok(gw(server, "compare", run_id, run_id))
     assert "Environment packages" in compared and "0 changed, 0 unchanged" in compared
     assert f"image {image_id}" not in ok(gw(server, "env", "diff", run_id, run_id))  # the same image
