@@ -21,7 +21,7 @@ from gateway.core.envs.diff import diff_lines
 from gateway.core.lineage.dataset_ref import parse_dataset_ref
 
 env_app = typer.Typer(
-    no_args_is_help=True, help="Training environments: locked venvs, images and module lists."
+    no_args_is_help=True, help="Training environments: locked venvs, images and module lists, versioned."
 )
 EnvArg = Annotated[str, typer.Argument(help="PROJECT/NAME of the environment.", metavar="PROJECT/NAME")]
 MAX_LOCK_BYTES = 512 * 1024
