@@ -185,6 +185,37 @@ class Settings(AccountingSettings):
         description="The interpreter eval jobs run eval/jobs/run_eval.py with: a program on the job's PATH "
         "or an absolute path. It needs PyYAML, and lm_eval at the suite's version for lm-eval suites.",
     )
+    envs_dir: Path | None = Field(
+        default=None,
+        description="Where locked Python environments are built (docs/environments.md): a directory on the "
+        "shared file system that compute nodes see and the projects' OS users may write under. Default: "
+        "an 'envs' directory beside runs_dir.",
+    )
+    env_build_python: str = Field(
+        default="/usr/bin/python3",
+        pattern=r"^[A-Za-z0-9._/+-]{1,1024}$",
+        description="The interpreter a locked environment's venv is made from (python -m venv) on the nodes.",
+    )
+    env_pip_find_links: Path | None = Field(
+        default=None,
+        description="A directory of wheels (a wheelhouse) locked environments install from, with no index "
+        "(pip --no-index --find-links); for sites whose nodes reach no package index.",
+    )
+    env_pip_index_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://[A-Za-z0-9._~:/?#@!$&'()*+,;=%-]{1,2000}$",
+        description="The package index locked environments install from (pip --index-url); default: pip's.",
+    )
+    advisory_dir: Path | None = Field(
+        default=None,
+        description="A directory of OSV advisory files (JSON) the site keeps current; environments' packages "
+        "are scanned against it (docs/environments.md). Unset: no scan.",
+    )
+    container_runtime: str = Field(
+        default="podman",
+        pattern=r"^(podman)$",
+        description="The runtime image environments run with: podman (set up as docs/environments.md says).",
+    )
     eval_results_max_bytes: int = Field(
         default=4 * 1024**3,
         ge=1024,
@@ -363,6 +394,11 @@ class Settings(AccountingSettings):
                 "name, e.g. /etc/gateway/ssh/users/{user}"
             )
         return self
+
+    @property
+    def environments_dir(self) -> Path:
+        """Where locked Python environments are built: ``envs_dir``, else ``envs`` beside ``runs_dir``."""
+        return self.envs_dir or self.runs_dir.parent / "envs"
 
     @property
     def anchor_path(self) -> Path:

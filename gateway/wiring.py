@@ -33,6 +33,8 @@ from gateway.services.accounting.reports import ReportService
 from gateway.services.accounting.telemetry import TelemetryHarvester, TelemetryService
 from gateway.services.accounting.usage import UsageService
 from gateway.services.audit import AuditService
+from gateway.services.envs.catalog import EnvCatalog
+from gateway.services.envs.registry import EnvironmentService
 from gateway.services.eval.gates import GateService, NoDefaultBaseline
 from gateway.services.eval.imports import EvalImportService
 from gateway.services.eval.ingest import EvalIngest
@@ -69,6 +71,7 @@ from gateway.store.access import AccessStore
 from gateway.store.accounting import AccountingStore
 from gateway.store.audit import AuditStore
 from gateway.store.datasets import DatasetStore
+from gateway.store.envs import EnvStore
 from gateway.store.eval_results import EvalResultStore
 from gateway.store.eval_reviews import ReviewStore
 from gateway.store.evals import EvalStore
@@ -110,7 +113,11 @@ def build_services(
     refresher = Refresher(store, backend, settings, retries, on_change=cluster.forget)
     harvester = _harvester(settings, lineage_store, telemetry_store, host, files)
     admission = Admission(access, host, cluster)  # reads partitions' DefaultTime through the cache
-    runs = RunService(store, admission, cluster, host, templates, settings, datasets, waiting, metrics)
+    env_catalog = EnvCatalog(EnvStore(db), store, host, runtime=settings.container_runtime)
+    runs = RunService(
+        store, admission, cluster, host, templates, settings, datasets, waiting, metrics, env_catalog
+    )
+    environments = EnvironmentService(env_catalog.store, env_catalog, access, runs, host, settings)
     slurm_sync = SlurmSync(access, SlurmAccounts(slurm_runner, timeout_s=settings.slurm_query_timeout_s))
     lineage = LineageService(lineage_store, datasets, store, telemetry_store)
     evals = _evals(settings, db, datasets, access, runs, store, lineage_store, lineage, host, files)
@@ -140,6 +147,7 @@ def build_services(
         refresher=refresher,
         retries=retries,
         datasets=datasets,
+        environments=environments,
         lineage=lineage,
         harvester=harvester,
         **evals,

@@ -118,3 +118,8 @@ class RunHost(Protocol):
     def python_env(self, venv: str, *, as_user: str) -> dict[str, Any]:
         """The packages of a virtual environment as ``as_user`` sees it (JSON-ready, never raises)."""
         ...
+
+    def image_archive(self, path: str, *, as_user: str) -> dict[str, Any]:
+        """The image in an archive (``podman save``) as ``as_user`` reads it: ``{"path", "image_id":
+        "sha256:...", "tags", "layers"}`` or ``{"path", "error"}`` (JSON-ready, never raises)."""
+        ...

@@ -368,6 +368,48 @@ def _distribution(path: str) -> tuple[str, str]:
     return headers.get("Name") or name_part, headers.get("Version") or rest.partition("-")[0]
 
 
+# -- container image archives --------------------------------------------------------------------
+
+
+def image_archive(path: str) -> dict[str, Any]:
+    """The image in a ``podman save`` / ``docker save`` archive (docker-archive format): its id
+    (``sha256:`` of its config blob, hashed here, as the runtime computes it), repo tags and layer
+    count, read from the tar's ``manifest.json``. ``{"path", "error"}`` when it is not one image's
+    archive or cannot be read. Never raises.
+    """
+    import tarfile
+
+    if _pseudo_root(path) or not os.path.isfile(path):
+        return {"path": path, "error": f"{path} is not a regular file"}
+    try:
+        with tarfile.open(path, "r:") as tar:
+            manifest_member = tar.getmember("manifest.json")
+            manifest_file = tar.extractfile(manifest_member)
+            if manifest_file is None or manifest_member.size > HASH_BUFFER_BYTES:
+                return {"path": path, "error": "manifest.json is not a small regular file"}
+            manifest = json.loads(manifest_file.read())
+            if not isinstance(manifest, list) or len(manifest) != 1 or not isinstance(manifest[0], dict):
+                return {"path": path, "error": "the archive must hold exactly one image"}
+            config_name = str(manifest[0].get("Config", ""))
+            config_file = tar.extractfile(tar.getmember(config_name))
+            if config_file is None:
+                return {"path": path, "error": f"{config_name} is not a regular file"}
+            digest = hashlib.sha256()
+            for block in iter(lambda: config_file.read(1 << 16), b""):
+                digest.update(block)
+    except KeyError as exc:
+        return {"path": path, "error": f"not an image archive (podman save): no {exc.args[0]} in it"}
+    except (OSError, tarfile.TarError, ValueError) as exc:
+        return {"path": path, "error": f"cannot read {path} as an image archive: {exc}"}
+    tags = manifest[0].get("RepoTags") or []
+    return {
+        "path": path,
+        "image_id": "sha256:" + digest.hexdigest(),
+        "tags": [str(t) for t in tags][:32],
+        "layers": len(manifest[0].get("Layers") or []),
+    }
+
+
 # -- the program ---------------------------------------------------------------------------------
 
 
@@ -402,6 +444,7 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "writable_dir": writable_dir,
     "readable_file": readable_file,
     "python_env": python_env,
+    "image_archive": image_archive,
 }
 
 

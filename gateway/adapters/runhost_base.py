@@ -104,6 +104,13 @@ class AgentRunHost:
         except RunHostError as exc:
             return {"venv": venv, "error": str(exc)}
 
+    def image_archive(self, path: str, *, as_user: str) -> dict[str, Any]:
+        """``RunHost.image_archive``: the agent reads it as ``as_user``; failing, ``{"path", "error"}``."""
+        try:
+            return self._call("image_archive", as_user, path=path)
+        except RunHostError as exc:
+            return {"path": path, "error": str(exc)}
+
     def _call(self, op: str, as_user: str, **args: Any) -> dict[str, Any]:
         """Run one agent operation as ``as_user``; its result, or RunHostError with the agent's reason."""
         answer = self._through_runner({"op": op, "args": args}, as_user)

@@ -17,6 +17,7 @@ from gateway.api.routes import (
     accounting,
     admin,
     datasets,
+    environments,
     evals,
     evidence,
     health,
@@ -97,6 +98,8 @@ def create_app(
     app.include_router(lineage.router)
     app.include_router(telemetry.router)
     app.include_router(datasets.router)
+    app.include_router(environments.router)
+    app.include_router(environments.runs_router)
     app.include_router(evals.router)
     app.include_router(releases.router)
     app.include_router(evidence.router)

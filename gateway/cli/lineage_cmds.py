@@ -140,13 +140,29 @@ def compare(
         if not names.NAME.fullmatch(run_id):
             usage(f"{run_id!r} is not a run id (r-...)")
     found = call("compare", run_a, run_b)
+    env_diff = _env_diff(run_a, run_b)
     if as_json:
-        print_json(found)
+        print_json({**found, "environment_diff": env_diff})
         return
     for title, body in lineage_view.compare_tables(found):
         console.print(f"[bold]{title}[/bold]")
         console.print(body)
         console.print()
+    if env_diff is not None:
+        from gateway.cli.env_cmds import print_diff
+
+        console.print("[bold]Environment packages[/bold]")
+        print_diff(env_diff)
+
+
+def _env_diff(run_a: str, run_b: str) -> dict | None:
+    """The package diff of the registered environments two runs named; None when either named none."""
+    from gateway.client.errors import ApiError
+
+    try:
+        return client().env_diff(run_a, run_b)
+    except ApiError:
+        return None
 
 
 # -- gw submit and gw show -------------------------------------------------------------------

@@ -71,6 +71,12 @@ def environment_text(env: dict[str, Any] | None) -> str:
     if not env:
         return "[dim]unknown[/dim]"
     parts = [str(env.get("kind") or "host")]
+    if env.get("ref"):  # a registered environment (docs/environments.md), pinned at submission
+        parts.append(f"environment {escape(env['ref'])} digest {short(env.get('digest'))}")
+        if env.get("image_id"):
+            parts.append(f"image {escape(env['image_id'])}")
+        if env.get("venv"):
+            parts.append(f"venv {escape(env['venv'])}")
     if env.get("container_image"):
         parts.append(f"image {escape(env['container_image'])} digest {env.get('image_digest') or '-'}")
     python_env = env.get("python_env")

@@ -87,6 +87,9 @@ class Gw(LazyGroup):
         ),
         "token": _in("token_cmds", "Your API tokens.", group=True),
         "dataset": _in("data_cmds", "Datasets: versions registered by content.", group=True),
+        "env": _in(
+            "env_cmds", "Training environments: locked venvs, images and module lists, versioned.", group=True
+        ),
         "eval": _in("eval_cmds", "Evaluation: suites, eval runs, results, gates, reviews.", group=True),
         "model": _in("release_cmds", "Registered models of a project.", group=True),
         "release": _in("release_cmds", "Releases, aliases, policies, promotions and history.", group=True),

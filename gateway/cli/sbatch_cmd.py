@@ -47,7 +47,10 @@ def register(app: typer.Typer) -> None:
                 f"Usage: {USAGE}\nSee docs/sbatch.md for the options and the few it refuses.", markup=False
             )
             raise typer.Exit(exits.OK)
+        args, environment = _environment_option(args)
         request = _translate(args)
+        if environment is not None:  # gw's own option: the registered environment the job runs in
+            request.spec["environment"] = environment
         client = common.client()
         if request.test_only:
             _test_only(client, request)
@@ -67,6 +70,43 @@ def register(app: typer.Typer) -> None:
             )
         if request.wait:
             raise typer.Exit(wait_for(client, run["id"], timeout_s=None, poll_s=2.0, quiet=True))
+
+
+def _environment_option(args: list[str]) -> tuple[list[str], str | None]:
+    """``--environment REF`` (or ``=REF``) among gw sbatch's options, before the script: not an sbatch
+    option, so it is taken out here (docs/environments.md); the rest, and REF (the last one given)."""
+    from gateway.core.lineage.dataset_ref import parse_dataset_ref
+    from gateway.core.sbatch.scan import scan
+
+    found: list[tuple[int, int, str | None]] = []  # (start, length, value) of each occurrence
+    i = 0
+    while i < len(args):
+        if args[i] == "--environment":
+            found.append((i, 2, args[i + 1] if i + 1 < len(args) else None))
+            i += 2
+        elif args[i].startswith("--environment="):
+            found.append((i, 1, args[i].partition("=")[2]))
+            i += 1
+        else:
+            i += 1
+    if not found:
+        return args, None
+    taken = {j for start, length, _ in found for j in range(start, start + length)}
+    kept = [j for j in range(len(args)) if j not in taken]
+    _, end = scan([args[j] for j in kept], "option ", [], stop=True)
+    script_at = kept[end] if end < len(kept) else len(args)
+    mine = [(start, length, value) for start, length, value in found if start < script_at]
+    if not mine:
+        return args, None
+    start, _, environment = mine[-1]
+    if environment is None:
+        common.usage("--environment needs a value: [project/]name@version")
+    try:
+        parse_dataset_ref(environment)
+    except ValueError as exc:
+        common.usage(f"--environment: {str(exc).replace('dataset', 'environment')}")
+    drop = {j for s0, n, _ in mine for j in range(s0, s0 + n)}
+    return [a for j, a in enumerate(args) if j not in drop], environment
 
 
 def _test_only(client: GatewayClient, request: SbatchRequest) -> None:

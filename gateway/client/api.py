@@ -205,6 +205,42 @@ class GatewayClient:
         """``PUT`` (``on``) or ``DELETE`` ``.../shares/{other}``: the dataset after the change."""
         return self._call("PUT" if on else "DELETE", f"/datasets/{project}/{name}/shares/{other}")
 
+    # -- environments -------------------------------------------------------------------------
+
+    def register_env_version(self, project: str, name: str, body: dict) -> dict:
+        """``POST /environments/{project}/{name}/versions``: the version, new or the same content's."""
+        return self._call("POST", f"/environments/{project}/{name}/versions", json_body=body)
+
+    def environments(self, project: str | None = None) -> list:
+        """``GET /environments``: the caller's projects' environments, of ``project`` only when given."""
+        return self._call("GET", "/environments", params={"project": project} if project else None)
+
+    def environment(self, project: str, name: str) -> dict:
+        """``GET /environments/{project}/{name}``: one environment (``EnvironmentPublic``)."""
+        return self._call("GET", f"/environments/{project}/{name}")
+
+    def env_versions(self, project: str, name: str) -> list:
+        """``GET /environments/{project}/{name}/versions``: every version, oldest first."""
+        return self._call("GET", f"/environments/{project}/{name}/versions")
+
+    def env_version(self, project: str, name: str, version: str) -> dict:
+        """``GET .../versions/{version}``: one version with its installed set and lock."""
+        return self._call("GET", f"/environments/{project}/{name}/versions/{version}")
+
+    def env_diff(self, a: str, b: str, *, project: str | None = None) -> dict:
+        """``GET /environments/diff``: packages added, removed, upgraded, downgraded from ``a`` to ``b``
+        (each ``[project/]name@version`` or a run id)."""
+        params = {"a": a, "b": b, **({"project": project} if project else {})}
+        return self._call("GET", "/environments/diff", params=params)
+
+    def env_scan(self, project: str, name: str, version: str) -> dict:
+        """``GET .../versions/{version}/advisories``: known advisories in the version's packages."""
+        return self._call("GET", f"/environments/{project}/{name}/versions/{version}/advisories")
+
+    def run_environment(self, run_id: str) -> dict:
+        """``GET /runs/{id}/environment``: the version a run named and what each job found."""
+        return self._call("GET", f"/runs/{run_id}/environment")
+
     def trace_artifact(self, sha256: str) -> dict:
         """``GET /lineage/artifacts/{sha256}``: the runs that wrote a file with that digest."""
         return self._call("GET", f"/lineage/artifacts/{sha256}")

@@ -25,6 +25,7 @@ from gateway.services.accounting.reports import ReportService
 from gateway.services.accounting.telemetry import TelemetryService
 from gateway.services.accounting.usage import UsageService
 from gateway.services.audit import AuditService
+from gateway.services.envs.registry import EnvironmentService
 from gateway.services.eval.gates import GateService
 from gateway.services.eval.imports import EvalImportService
 from gateway.services.eval.ingest import EvalIngest
@@ -78,6 +79,7 @@ class Services:
     refresher: Refresher
     retries: RetryService
     datasets: DatasetService
+    environments: EnvironmentService  # training environments: versions, builds, diffs (docs/environments.md)
     lineage: LineageService
     harvester: OutputHarvester
     eval_suites: EvalSuiteService

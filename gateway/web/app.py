@@ -27,6 +27,7 @@ from gateway.errors import GatewayError
 from gateway.web import (
     routes_auth,
     routes_compare,
+    routes_envs,
     routes_pages,
     routes_records,
     routes_releases,
@@ -59,6 +60,7 @@ def mount_web(app: FastAPI) -> FastAPI:
         routes_pages,
         routes_records,
         routes_releases,
+        routes_envs,
         routes_reports,
         routes_compare,
     ):

@@ -94,6 +94,7 @@ def run_page(request: Request, run_id: RunId, pages: PagesDep, principal: Princi
     context = _status_context(request, principal, run_id)
     run = context["run"]
     lineage = _lineage(request, principal, run)
+    environment = services_of(request).environments.of_run(run.id, principal=principal)
     return pages.render(
         request,
         "run.html",
@@ -102,6 +103,7 @@ def run_page(request: Request, run_id: RunId, pages: PagesDep, principal: Princi
         **usage_sections(services_of(request), principal, run),
         lineage=lineage,
         metric_figures=metric_figures(lineage["outputs"]["series"]),
+        environment=environment,
         suggestion="\n".join(rerun_suggestion(run)),
         rerun_error=None,
     )

@@ -59,6 +59,16 @@ def _dataset_refs(request: Request, principal: Principal, project: str) -> list[
     return refs
 
 
+def _environment_refs(request: Request, principal: Principal, project: str) -> list[str]:
+    """``name@latest`` and each version of every environment of ``project`` (newest first)."""
+    refs = []
+    for env in services_of(request).environments.catalog.list(principal=principal, project=project):
+        if env.latest is not None:
+            refs.append(f"{env.name}@latest")
+            refs += [f"{env.name}@{n}" for n in range(env.latest.number, 0, -1)][:DATASET_VERSIONS_SHOWN]
+    return refs
+
+
 def _form_context(request: Request, principal: Principal, values: FormValues) -> dict[str, Any]:
     services = services_of(request)
     choices = services.submit_form.choices(principal)
@@ -81,6 +91,7 @@ def _form_context(request: Request, principal: Principal, values: FormValues) ->
         "queue": queue,
         "quota": quota,
         "datasets": _dataset_refs(request, principal, project.name) if project else [],
+        "environments": _environment_refs(request, principal, project.name) if project else [],
         "v": values,
         "limits": LIMITS,
     }
@@ -106,6 +117,7 @@ def _defaults() -> FormValues:
         "metrics": "",
         "secrets": "",
         "datasets": [],
+        "environment": "",
     }
     values.params = []
     return values

@@ -148,7 +148,7 @@ async def read_form(form: FormData) -> FormValues:
         data["command"] = command
     if script is not None:
         data["script"] = script
-    for key in ("workdir",):
+    for key in ("workdir", "environment"):
         if shown[key].strip():
             data[key] = shown[key].strip()
     if shown["tags"].strip():
@@ -193,6 +193,7 @@ _TEXT_FIELDS = (
     "command",
     "script",
     "workdir",
+    "environment",
     "nodes",
     "cpus_per_task",
     "mem_gb",
@@ -225,6 +226,8 @@ def sbatch_command(spec: RunSpec) -> str:
         words.append(f"--gpus-per-node={res.gpu_type + ':' if res.gpu_type else ''}{res.gpus_per_node}")
     if spec.workdir:
         words.append(f"--chdir={spec.workdir}")
+    if spec.environment:
+        words.append(f"--environment={spec.environment}")
     if isinstance(spec.command, str):
         words.append(f"--wrap={spec.command}")
     elif isinstance(spec.command, list):

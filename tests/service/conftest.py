@@ -138,6 +138,9 @@ def settings(backend, database_url, kept, tmp_path_factory) -> Settings:
             submit_grace_s=5,
             slurm_submit_timeout_s=4,
             eval_python=sys.executable,  # eval jobs run lm-eval from the tests' own venv (jobs run as root)
+            env_pip_find_links=JOB_ROOT / "wheelhouse",  # locked environments install the tests' wheels
+            envs_dir=runs_dir.parent / f"envs-{runs_dir.name}",
+            advisory_dir=Path(__file__).resolve().parents[1] / "data" / "osv",  # the tests' small OSV set
         )
 
     return kept.get("settings", backend, make)

@@ -55,6 +55,7 @@ RUN_SPEC_RULES = [
     ("body", r"sweeps run one node per task|sweeps run each task's command once"),
     ("body", r"dataset_digests names paths that are not in datasets"),
     ("body", r"container_digest is set without container_image"),
+    ("body", r"environment names what the job runs in"),
     (
         r"body\.resources",
         RESOURCE_RULES,
@@ -102,6 +103,19 @@ SERVER_ONLY_RULES: dict[str, list[tuple[str, str]]] = {
         ),
         (r"body\.accounting", r"two rates for partition"),  # the rates' rule: each one once
         (r"body\.accounting\.rates\.\d+\.valid_from", r"out of range"),  # years 1970 to 9998
+    ],
+    # each kind's own fields, the lock's format, the archive's content, the build job's admission
+    # (docs/environments.md): the description says each field, not which kind needs it
+    "POST /environments/{project}/{name}/versions": [
+        (r"body\.lock", r"a python environment needs|line \d+|the lock file"),
+        (r"body\.build_queue", r"name the project's queue"),
+        (r"body\.archive", r"image archive|not a regular file|cannot read|exactly one image"),
+        (r"body\.modules", r"at least one module"),
+        (r"body\.queue", r"project \S+ has no (such )?queue"),
+    ],
+    "GET /environments/diff": [
+        (r"body\.project", r"give the project of a reference without one"),
+        (r"body\.run", r"named no registered environment"),
     ],
     "POST /datasets/{project}/{name}/versions": [
         (r"body\.path", r"give the path jobs read the dataset from, or a source_uri"),

@@ -18,6 +18,7 @@ from gateway.errors import Forbidden
 READS = {
     "run.read",
     "dataset.read",
+    "env.read",
     "project.read",
     "eval.read",
     "release.read",
@@ -39,6 +40,7 @@ HOSTILE = '<script>alert(1)</script>[bold red]x[/bold red] & "q" $x$'
                 "run.submit",
                 "run.cancel.own",
                 "dataset.register",
+                "env.register",
                 "eval.suite.register",
                 "eval.run",
                 "eval.import",

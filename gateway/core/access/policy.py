@@ -26,6 +26,8 @@ ACTIONS: dict[str, str | None] = {
     "dataset.read": "viewer",  # datasets of the project, and those shared with it (read-only)
     "dataset.register": "member",  # register a version of one of the project's datasets
     "dataset.share": "lead",  # let another project read one of the project's datasets
+    "env.read": "viewer",  # the project's training environments, their packages and diffs
+    "env.register": "member",  # register a version of one of the project's environments (and build it)
     "project.read": "viewer",  # the project, its queues and usage
     "audit.read": "lead",  # the project's audit events
     "eval.read": "viewer",  # eval suites, eval runs and results, gate decisions, reviews

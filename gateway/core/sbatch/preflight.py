@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.core.envs.record import EnvLaunch
 from gateway.core.runs.steps import EXIT_DATA_ACCESS, EXIT_ENVIRONMENT, EXIT_OUTPUT
 from gateway.core.spec.run_spec import RunSpec
 
@@ -72,6 +73,21 @@ def template_context(spec: RunSpec, inputs: Sequence[InputCheck] = ()) -> dict[s
             "venv_json": _json_content(spec.venv or ""),
         }
     }
+
+
+def environment_context(launch: EnvLaunch | None, spec_modules: Sequence[str] = ()) -> dict[str, Any]:
+    """The pre-flight's part of a registered environment: its modules load after the spec's own, and
+    its venv is the one activated (a spec naming an environment has neither venv nor image)."""
+    if launch is None:
+        return {}
+    out: dict[str, Any] = {}
+    if launch.modules:
+        out["modules"] = [*spec_modules, *launch.modules]
+    if launch.venv:
+        out.update(venv=launch.venv, venv_json=_json_content(launch.venv))
+    if launch.kind == "image":
+        out["container_runtime"] = launch.runtime
+    return out
 
 
 def _json_content(text: str) -> str:

@@ -30,6 +30,7 @@ import jinja2.meta
 from gateway import __version__, resources
 from gateway.core import names
 from gateway.core.accounting.telemetry import TelemetryLaunch
+from gateway.core.envs.record import EnvLaunch
 from gateway.core.sbatch import preflight
 from gateway.core.site.secrets import delivered_path
 from gateway.core.spec.run_spec import MAX_TEXT, RunSpec
@@ -166,12 +167,14 @@ def render_sbatch(
     template: str | None = None,
     inputs: Sequence[preflight.InputCheck] = (),
     telemetry: TelemetryLaunch | None = None,
+    environment: EnvLaunch | None = None,
 ) -> RenderedScript:
     """Render ``spec`` into an sbatch script for ``run_id``.
 
     ``run_dir`` (chosen by the gateway) receives the job's output and params
     files; ``target`` names the partition, account and QoS of the queue;
-    ``inputs`` are the spec's registered datasets, resolved by the gateway.
+    ``inputs`` are the spec's registered datasets, resolved by the gateway;
+    ``environment`` the registered environment it names, resolved and pinned.
     Raises SpecError for a value that cannot go into a script, TemplateError
     for a missing or broken template.
     """
@@ -183,6 +186,8 @@ def render_sbatch(
     version = template_version(env, name)
     context = _context(spec, run_id=run_id, run_dir=run_dir, target=target, inputs=inputs)
     context["telemetry"] = _telemetry(spec, telemetry)
+    context["environment"] = _environment(spec, environment, run_dir, inputs)
+    context["preflight"].update(preflight.environment_context(environment, spec.modules))
     context.update(template_name=name, template_version=version, gateway_version=__version__)
     try:
         text = env.get_template(name).render(run=context)
@@ -273,6 +278,51 @@ def _context(
         "array_spec": array_spec,
         **preflight.template_context(spec, inputs),  # run.preflight: checks, modules, venv, exit codes
     }
+
+
+def _environment(
+    spec: RunSpec, launch: EnvLaunch | None, run_dir: str, inputs: Sequence[preflight.InputCheck]
+) -> dict[str, Any] | None:
+    """run.environment: the pinned environment, and for an image the runtime's argv words (quoted)."""
+    if launch is None:
+        return None
+    out: dict[str, Any] = {
+        "ref": launch.ref,
+        "ref_json": json.dumps(launch.ref)[1:-1],
+        "kind": launch.kind,
+        "observe_file": launch.observe_file,
+        "image_id": launch.image_id,
+        "archive": launch.archive,
+        "runtime": launch.runtime,
+        "run_words": None,
+    }
+    if launch.kind == "image":
+        assert launch.image_id is not None
+        # the job's own paths, bound at the same place inside; datasets read-only
+        binds = [(run_dir, "rw")]
+        for path, what in [(spec.workdir, "workdir"), (spec.submit_dir, "submit_dir")]:
+            if path:
+                binds.append((_bind_path(path, what), "rw"))
+        for path in [*spec.dataset_paths(), *(i.path for i in inputs)]:
+            binds.append((_bind_path(path, "datasets"), "ro"))
+        words = [launch.runtime, "run", "--rm", "--network=host", "--workdir", spec.workdir or run_dir]
+        for path, mode in dict.fromkeys(binds):
+            words += ["--volume", f"{path}:{path}:{mode}"]
+        # the job's variables pass by name: the runtime copies their values from the job's environment
+        names_passed = ["GW_*", "SLURM_*", *sorted(spec.env), *sorted(spec.secrets)]
+        for name in names_passed:
+            words += ["--env", name]
+        words.append(launch.image_id.removeprefix("sha256:"))
+        out["run_words"] = " ".join(shlex.quote(w) for w in words)
+    return out
+
+
+def _bind_path(path: str, what: str) -> str:
+    if not names.SAFE_PATH.fullmatch(path):
+        raise SpecError(
+            [SpecIssue(what, f"a path bound into a container must be {names.SAFE_PATH_HELP}", path)]
+        )
+    return path
 
 
 def _telemetry(spec: RunSpec, launch: TelemetryLaunch | None) -> dict[str, Any] | None:

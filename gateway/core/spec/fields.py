@@ -254,6 +254,16 @@ def check_modules(value: list[str]) -> list[str]:
     return value
 
 
+def check_environment(value: str | None) -> str | None:
+    """An environment reference, ``[project/]name@version`` (the dataset reference's form)."""
+    if value is not None:
+        try:
+            parse_dataset_ref(value)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("dataset reference", "environment reference")) from None
+    return value
+
+
 def check_venv(value: str | None) -> str | None:
     """A virtual environment's absolute path."""
     if value is None:

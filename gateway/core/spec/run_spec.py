@@ -169,6 +169,8 @@ class RunSpec(_Strict):
     # `module load NAME` before the command, in order
     modules: list[Annotated[str, documented(pattern=anchored(MODULE_NAME))]] = Field(default_factory=list)
     venv: AbsoluteLine | None = None  # absolute path of a Python virtual environment the job activates
+    # a registered environment, [project/]name@version (docs/environments.md): latest is pinned at submission
+    environment: Annotated[str, documented(pattern=anchored(DATASET_REF_PATTERN))] | None = None
     tags: list[Tag] = Field(default_factory=list)
     resources: Resources = Field(default_factory=Resources)
     sweep: Sweep | None = None
@@ -252,6 +254,9 @@ class RunSpec(_Strict):
     _digests = field_validator("dataset_digests")(classmethod(lambda cls, v: spec_fields.check_digests(v)))
     _modules = field_validator("modules")(classmethod(lambda cls, v: spec_fields.check_modules(v)))
     _venv = field_validator("venv")(classmethod(lambda cls, v: spec_fields.check_venv(v)))
+    _environment = field_validator("environment")(
+        classmethod(lambda cls, v: spec_fields.check_environment(v))
+    )
     _tags = field_validator("tags")(classmethod(lambda cls, v: spec_fields.check_tags(v)))
 
     @model_validator(mode="after")
@@ -274,6 +279,10 @@ class RunSpec(_Strict):
             )
         if self.container_digest is not None and self.container_image is None:
             raise ValueError("container_digest is set without container_image")
+        if self.environment is not None and (self.venv or self.container_image):
+            raise ValueError(
+                "environment names what the job runs in; drop venv and container_image (or environment)"
+            )
         if self.sweep is not None and self.launcher != "single":
             raise ValueError("sweeps run each task's command once (launcher 'single'); drop 'launcher'")
         if self.semantics == "sbatch" and not (self.workdir and names.SAFE_PATH.fullmatch(self.workdir)):

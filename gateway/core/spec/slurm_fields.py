@@ -30,6 +30,7 @@ ADDED_DEFAULTS: dict[str, Any] = {
     "export": None,
     "slurm_options": {},
     "secrets": {},
+    "environment": None,
 }
 ADDED_RESOURCE_DEFAULTS: dict[str, Any] = {
     "ntasks": None,

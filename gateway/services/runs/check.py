@@ -20,9 +20,10 @@ from gateway.core.domain import Principal
 from gateway.core.sbatch.render import RenderedScript, render_sbatch
 from gateway.core.spec.run_spec import RunSpec
 from gateway.services.accounting.telemetry import telemetry_launch
+from gateway.services.envs.catalog import EnvCatalog
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.runs.admission import Admission, Admitted
-from gateway.services.runs.inputs import resolve_inputs
+from gateway.services.runs.inputs import resolve_environment, resolve_inputs
 from gateway.settings import Settings
 
 CHECK_RUN_ID = "r-0000000000000000"  # the run id the checked script is rendered with (no run is made)
@@ -56,7 +57,9 @@ class RunChecker:
         templates: jinja2.Environment,
         settings: Settings,
         datasets: DatasetService | None,
+        environments: EnvCatalog | None = None,
     ) -> None:
+        self.environments = environments
         self.admission = admission
         self.slurm = slurm
         self.templates = templates
@@ -69,6 +72,7 @@ class RunChecker:
         admitted = self.admission.admit(spec, principal)
         run_dir = str(self.settings.runs_dir / run_id)
         inputs = resolve_inputs(spec, run_dir, principal=principal, datasets=self.datasets)
+        launch = resolve_environment(spec, principal=principal, catalog=self.environments)
         rendered = render_sbatch(
             spec,
             self.templates,
@@ -77,6 +81,7 @@ class RunChecker:
             target=admitted.target,
             inputs=[i.check for i in inputs],
             telemetry=telemetry_launch(self.settings),  # the GPU sampler's lines, as the submission has
+            environment=launch,
         )
         return admitted, rendered
 

@@ -15,11 +15,13 @@ from typing import Any
 
 from gateway.adapters.runhost import RunHost
 from gateway.core.domain import DatasetVersion, NewInput, Principal
+from gateway.core.envs.record import EnvLaunch
 from gateway.core.lineage.manifest import sha256sum_text
 from gateway.core.sbatch.preflight import InputCheck
 from gateway.core.spec.lineage import dataset_env_var, image_ref_digest
 from gateway.core.spec.run_spec import RunSpec
 from gateway.errors import SpecError, SpecIssue
+from gateway.services.envs.catalog import EnvCatalog
 from gateway.services.lineage.datasets import DatasetService
 
 INPUTS_DIR = "inputs"  # under the run directory: the manifests the pre-flight checks
@@ -87,6 +89,18 @@ def resolve_inputs(
     return resolved
 
 
+def resolve_environment(
+    spec: RunSpec, *, principal: Principal, catalog: EnvCatalog | None
+) -> EnvLaunch | None:
+    """The registered environment ``spec`` names, pinned (``latest`` becomes a number); None when it
+    names none. SpecError/NotFound/Conflict as ``EnvCatalog.launch_for``."""
+    if spec.environment is None:
+        return None
+    if catalog is None:
+        raise SpecError([SpecIssue("environment", "this gateway has no environment registry configured")])
+    return catalog.launch_for(spec.environment, project=spec.project, principal=principal)
+
+
 def write_manifests(
     inputs: list[ResolvedInput], datasets: DatasetService, host: RunHost, *, os_user: str
 ) -> None:
@@ -101,14 +115,19 @@ def write_manifests(
         host.write_file(item.check.manifest, text.encode("utf-8", "surrogateescape"), as_user=os_user)
 
 
-def environment_of(spec: RunSpec, host: RunHost, *, os_user: str) -> dict[str, Any]:
+def environment_of(
+    spec: RunSpec, host: RunHost, *, os_user: str, launch: EnvLaunch | None = None
+) -> dict[str, Any]:
     """What the job runs in: container image and digest, venv packages, modules (JSON-ready).
 
     An image digest comes from the spec (``container_digest``, which ``gw
     submit`` computes for a local image file) or from an ``@sha256:``
     reference; the gateway does not hash image files on the submit path. The
-    venv's packages are read on the run host, as the job's OS user sees them.
+    venv's packages are read on the run host, as the job's OS user sees them. A registered
+    environment (``launch``) is recorded as the version it pinned.
     """
+    if launch is not None:
+        return {**launch.record(), **({"modules_given": list(spec.modules)} if spec.modules else {})}
     env: dict[str, Any] = {}
     if spec.container_image:
         env["container_image"] = spec.container_image

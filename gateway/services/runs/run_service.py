@@ -34,6 +34,7 @@ from gateway.adapters.slurm.protocol import SlurmBackend
 from gateway.core.access.policy import allowed, require, visible_projects
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import NewRun, Page, Principal, Run, RunFilter
+from gateway.core.envs.record import EnvLaunch
 from gateway.core.explain.pending import Explanation
 from gateway.core.runs.idempotency import ClaimedKey, IdempotencyClaim
 from gateway.core.sbatch.render import RenderedScript, render_sbatch
@@ -43,11 +44,18 @@ from gateway.core.spec.diff import diff, parse_assignment, set_path
 from gateway.core.spec.run_spec import RunSpec, build_spec
 from gateway.errors import Conflict, GatewayError, NotFound, RunHostError, SpecError, SubmitRejected
 from gateway.services.accounting.telemetry import telemetry_launch
+from gateway.services.envs.catalog import EnvCatalog
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.ops.prometheus import refusal_reason
 from gateway.services.runs.admission import Admission, Admitted
 from gateway.services.runs.check import RunCheck, RunChecker
-from gateway.services.runs.inputs import ResolvedInput, environment_of, resolve_inputs, write_manifests
+from gateway.services.runs.inputs import (
+    ResolvedInput,
+    environment_of,
+    resolve_environment,
+    resolve_inputs,
+    write_manifests,
+)
 from gateway.services.runs.rerun import RerunIdentity, rerun_identity
 from gateway.services.runs.submission import Submission
 from gateway.services.runs.waiting import WaitingService
@@ -87,7 +95,9 @@ class RunService:
         datasets: DatasetService,
         waiting: WaitingService,
         metrics: GatewayMetrics | None = None,
+        environments: EnvCatalog | None = None,
     ) -> None:
+        self.environments = environments  # registered environments a spec may name
         self.metrics = metrics or GatewayMetrics()  # submissions and refusals (GET /metrics)
         self.store = store
         self.admission = admission
@@ -162,7 +172,8 @@ class RunService:
         with submission.abandoned_on_error():
             run_dir = str(self.settings.runs_dir / run_id)
             inputs = resolve_inputs(spec, run_dir, principal=owner, datasets=self.datasets)
-            new = self._new_run(spec, run_id, run_dir, owner, admitted, inputs, derived_from)
+            launch = resolve_environment(spec, principal=owner, catalog=self.environments)
+            new = self._new_run(spec, run_id, run_dir, owner, admitted, inputs, derived_from, launch)
             if identity is not None and identity.requested_by is not None:
                 new = replace(new, requested_by=identity.requested_by)
             audit = _submit_audit(new, principal, admitted, inputs, derived_from, identity)
@@ -185,7 +196,9 @@ class RunService:
         return self._checker().render(spec, principal=principal, run_id=run_id)[1]
 
     def _checker(self) -> RunChecker:
-        return RunChecker(self.admission, self.slurm, self.templates, self.settings, self.datasets)
+        return RunChecker(
+            self.admission, self.slurm, self.templates, self.settings, self.datasets, self.environments
+        )
 
     def _new_run(
         self,
@@ -196,6 +209,7 @@ class RunService:
         admitted: Admitted,
         inputs: list[ResolvedInput],
         derived_from: tuple[str, list[dict]] | None,
+        launch: EnvLaunch | None = None,
     ) -> NewRun:
         rendered = render_sbatch(
             spec,
@@ -205,6 +219,7 @@ class RunService:
             target=admitted.target,
             inputs=[i.check for i in inputs],
             telemetry=telemetry_launch(self.settings),
+            environment=launch,
         )
         return NewRun(
             id=run_id,
@@ -221,7 +236,7 @@ class RunService:
             parent_run_id=derived_from[0] if derived_from else None,
             derived_diff=derived_from[1] if derived_from else None,
             code=spec.code.model_dump(mode="json") if spec.code else None,
-            environment=environment_of(spec, self.host, os_user=admitted.os_user),
+            environment=environment_of(spec, self.host, os_user=admitted.os_user, launch=launch),
             inputs=tuple(i.record() for i in inputs),
         )
 
@@ -408,6 +423,8 @@ def _submit_audit(
     }
     if inputs:
         after["datasets"] = [i.version.ref for i in inputs]
+    if new.environment and new.environment.get("version_id"):
+        after["environment"] = new.environment["ref"]
     if derived_from:
         after |= {"parent_run_id": derived_from[0], "changes": derived_from[1]}
     if identity is not None:

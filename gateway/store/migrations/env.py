@@ -7,6 +7,7 @@ from sqlalchemy import create_engine
 
 from gateway.store import (  # noqa: F401 - registers those tables
     models_accounting,
+    models_envs,
     models_eval,
     models_lineage,
     models_release,

@@ -1,0 +1,268 @@
+"""Reading environments, resolving a run's ``environment`` reference, settling builds, and reading
+back what each job found at its start.
+
+Access follows the owning project: its viewers read (``env.read``), members register
+(``env.register``); a reference to another project's environment answers NotFound. A python
+version's build is settled when it is next read: once its build run has ended, the installed set
+the job wrote beside the venv is recorded (``ready``), or why it failed (``failed``), audited.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.adapters.runhost import RunHost
+from gateway.core.access.policy import allowed, visible_projects
+from gateway.core.audit.entry import AuditEntry
+from gateway.core.domain import Principal, Run
+from gateway.core.envs.advisories import Finding
+from gateway.core.envs.diff import is_empty, package_diff
+from gateway.core.envs.record import Environment, EnvLaunch, EnvVersion, launch_of, packages_sha256
+from gateway.core.slurm.states import TERMINAL, RunState
+from gateway.core.spec.lineage import parse_dataset_ref
+from gateway.errors import Conflict, NotFound, SpecError, SpecIssue
+from gateway.store.envs import EnvStore, Observation
+from gateway.store.runs import RunStore
+
+INSTALLED_FILE = "gw-installed.json"  # beside a built venv: its installed set, written by the build job
+MAX_OBSERVED_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class RunEnvironment:
+    """A run's environment: the version it named (pinned), and what each of its jobs found."""
+
+    run_id: str
+    record: dict[str, Any] | None  # the run's environment record (kind, ref, digest ...)
+    version: EnvVersion | None
+    observations: list[Observation]
+    findings: list[Finding] = field(default_factory=list)  # the version's advisories (scan)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Drift in words: one line per job that did not run what the version records."""
+        out = []
+        for obs in self.observations:
+            if obs.drift:
+                out.append(f"job {obs.job_id}: {drift_words(obs.drift)}")
+        return out
+
+
+def drift_words(drift: dict[str, Any]) -> str:
+    """One line saying how a job's environment differed from its recorded version."""
+    if "image_id" in drift:
+        return (
+            f"ran image {drift['image_id']['observed']}, the version records {drift['image_id']['recorded']}"
+        )
+    if "error" in drift:
+        return str(drift["error"])
+    parts = []
+    for key in ("added", "removed", "upgraded", "downgraded", "changed"):
+        items = drift.get("packages", {}).get(key) or []
+        if items:
+            names = ", ".join(
+                f"{p['name']} {p.get('from', p.get('version'))}" + (f" -> {p['to']}" if "to" in p else "")
+                for p in items[:5]
+            )
+            parts.append(f"{key} {names}")
+    return "installed set differs from the recorded one: " + "; ".join(parts)
+
+
+class EnvCatalog:
+    def __init__(self, store: EnvStore, runs: RunStore, host: RunHost, *, runtime: str = "podman") -> None:
+        self.store = store
+        self.runs = runs
+        self.host = host
+        self.runtime = runtime
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def list(self, *, principal: Principal, project: str | None = None) -> builtins.list[Environment]:
+        """Environments of the caller's projects (of ``project`` only, when given)."""
+        visible = visible_projects(principal)
+        if project is not None:
+            if visible is not None and project not in visible:
+                return []
+            visible = [project]
+        return self.store.environments(visible)
+
+    def get(self, project: str, name: str, *, principal: Principal) -> Environment:
+        """``project/name``; NotFound when there is none or the caller may not read it."""
+        if not allowed(principal, "env.read", project):
+            raise NotFound(f"no environment {project}/{name}")
+        return self.store.environment(project, name)
+
+    def versions(self, project: str, name: str, *, principal: Principal) -> builtins.list[EnvVersion]:
+        """Every version, oldest first, builds that ended settled; NotFound as ``get``."""
+        env = self.get(project, name, principal=principal)
+        return [self.settle(v) for v in self.store.versions(env.id)]
+
+    def resolve(
+        self, text: str, *, project: str, principal: Principal, field: str = "environment"
+    ) -> EnvVersion:
+        """The version ``[project/]name@version`` names (``project`` when it names none), settled."""
+        try:
+            ref = parse_dataset_ref(text)
+        except ValueError as exc:
+            raise SpecError([SpecIssue(field, str(exc).replace("dataset", "environment"), text)]) from exc
+        env = self.get(ref.project or project, ref.name, principal=principal)
+        return self.settle(
+            self.store.find_version(env.id, number=ref.number, digest_prefix=ref.digest_prefix)
+        )
+
+    def by_id(self, version_id: str, *, principal: Principal) -> EnvVersion:
+        """The version with id ``version_id``, settled; NotFound as ``get``."""
+        version = self.store.version(version_id)
+        self.get(version.project, version.name, principal=principal)
+        return self.settle(version)
+
+    # -- runs -------------------------------------------------------------------------------
+
+    def runs_using(self, version: EnvVersion, limit: int = 200) -> builtins.list[str]:
+        """Ids of runs whose jobs were seen in ``version`` (the caller may read it), newest first."""
+        return self.store.runs_using(version.id, limit=limit)
+
+    def launch_for(self, text: str, *, project: str, principal: Principal) -> EnvLaunch:
+        """What a run of ``project`` naming ``text`` is given; ``latest`` is pinned to a number.
+
+        A run may name its own project's environments only (NotFound otherwise); a python version
+        still building, or whose build failed, is refused (Conflict) with what to do.
+        """
+        try:
+            ref = parse_dataset_ref(text)
+        except ValueError as exc:
+            raise SpecError(
+                [SpecIssue("environment", str(exc).replace("dataset", "environment"), text)]
+            ) from exc
+        if ref.project not in (None, project):
+            raise NotFound(
+                f"no environment {text} for project {project}: a run names its own project's environments"
+            )
+        version = self.resolve(text, project=project, principal=principal)
+        if version.status == "building":
+            raise Conflict(
+                f"environment {version.ref} is still being built (run {version.build_run_id}); "
+                f"submit when it is ready: gw env show {version.ref}"
+            )
+        if version.status == "failed":
+            raise Conflict(
+                f"environment {version.ref} failed to build: {version.failure}; fix the lock file and "
+                f"register a new version (gw env register {version.project}/{version.name} --lock FILE)"
+            )
+        return launch_of(version, runtime=self.runtime)
+
+    def of_run(self, run: Run) -> RunEnvironment:
+        """The run's environment and, read back now for every job that started, what each found."""
+        record = run.environment or {}
+        version_id = record.get("version_id")
+        if not version_id:
+            return RunEnvironment(run.id, run.environment, None, [])
+        version = self.store.version(version_id)
+        known = {o.job_id for o in self.store.observations(run.id)}
+        for attempt in run.attempts:
+            if attempt.job_id and attempt.job_id not in known and attempt.start_time is not None:
+                self._observe(run, attempt.job_id, version)
+        return RunEnvironment(run.id, run.environment, version, self.store.observations(run.id))
+
+    def _observe(self, run: Run, job_id: str, version: EnvVersion) -> None:
+        path = f"{run.run_dir}/{record_file(job_id)}"
+        read = self.host.read_file(
+            path, as_user=run.os_user or "root", max_bytes=MAX_OBSERVED_BYTES, inside=run.run_dir
+        )
+        if not read.exists or read.error:
+            return  # not written (yet, or the job ended before its pre-flight did): nothing to record
+        try:
+            observed = json.loads(read.data)
+            if not isinstance(observed, dict):
+                raise ValueError("not an object")
+        except ValueError as exc:
+            observed = {"error": f"unreadable {path}: {exc}"}
+        self.store.observe(Observation(run.id, job_id, version.id, observed, drift_of(version, observed)))
+
+    # -- builds -----------------------------------------------------------------------------
+
+    def settle(self, version: EnvVersion) -> EnvVersion:
+        """``version``, its build settled first when it is a python version whose build run ended."""
+        if version.status != "building" or not version.build_run_id:
+            return version
+        try:
+            run = self.runs.get_run(version.build_run_id)
+        except NotFound:
+            return version
+        if run.state not in TERMINAL:
+            return version
+        status, packages, failure = "failed", None, None
+        if run.state is RunState.SUCCEEDED:
+            packages, failure = self._installed(version, run)
+            status = "ready" if failure is None else "failed"
+        else:
+            failure = f"build run {run.id} ended {run.state.value}; see gw logs {run.id}"
+        parent_diff = None
+        if packages is not None and version.parent_id:
+            parent = self.store.version(version.parent_id)
+            if parent.packages:
+                parent_diff = package_diff(parent.packages, packages)
+        after: dict[str, Any] = {"environment": version.ref, "status": status}
+        if failure:
+            after["failure"] = failure
+        if packages is not None:
+            after.update(packages=len(packages), packages_sha256=packages_sha256(packages))
+        if parent_diff is not None and not is_empty(parent_diff):
+            after["parent_diff"] = parent_diff
+        self.store.finish_build(
+            version.id,
+            status=status,
+            packages=packages,
+            packages_sha256=packages_sha256(packages) if packages is not None else None,
+            failure=failure,
+            parent_diff=parent_diff,
+            audit=AuditEntry(
+                actor="gateway",
+                action="env.build",
+                target_type="environment_version",
+                target_id=version.id,
+                project=version.project,
+                source="gateway",
+                after=after,
+            ),
+        )
+        return self.store.version(version.id)
+
+    def _installed(self, version: EnvVersion, run: Run) -> tuple[dict[str, str] | None, str | None]:
+        path = f"{version.location}/{INSTALLED_FILE}"
+        read = self.host.read_file(path, as_user=run.os_user or "root", max_bytes=MAX_OBSERVED_BYTES)
+        if not read.exists or read.error:
+            return None, f"the build run {run.id} left no {path}: {read.error or 'missing'}"
+        try:
+            packages = json.loads(read.data)["packages"]
+            if not isinstance(packages, dict) or not all(isinstance(v, str) for v in packages.values()):
+                raise ValueError("packages is not a mapping of names to versions")
+        except (ValueError, KeyError, TypeError) as exc:
+            return None, f"{path} is not the installed set the build writes: {exc}"
+        return {str(k): v for k, v in packages.items()}, None
+
+
+def record_file(job_id: str) -> str:
+    """The file a job writes what it found at its start to, under its run directory."""
+    return f"environment-{job_id}.json"
+
+
+def drift_of(version: EnvVersion, observed: dict[str, Any]) -> dict[str, Any] | None:
+    """How what a job found differs from the recorded version; None when it ran what is recorded."""
+    if "error" in observed:
+        return {"error": observed["error"]}
+    if version.kind == "image":
+        seen = observed.get("image_id")
+        if seen != version.image_id:
+            return {"image_id": {"recorded": version.image_id, "observed": seen}}
+        return None
+    if version.kind == "python":
+        packages = observed.get("packages")
+        if not isinstance(packages, dict):
+            return {"error": "the job did not list its packages"}
+        diff = package_diff(version.packages, {str(k): str(v) for k, v in packages.items()})
+        return None if is_empty(diff) else {"packages": diff}
+    return None

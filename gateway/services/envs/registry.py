@@ -1,0 +1,372 @@
+"""Registering environment versions, building locked ones, and comparing versions and runs.
+
+- python: the lock file is checked (every requirement pinned with hashes) and recorded; a Slurm
+  job in the project's ``build_queue`` makes the venv under ``Settings.environments_dir`` and writes
+  its installed set beside it; the version is ``building`` until that job ends (``EnvCatalog.settle``).
+- image: the archive (``podman save``) is read on the run host as the caller's OS user and the image
+  id is recorded; jobs load it into their user's image store when it is missing there.
+- modules: recorded as given.
+
+A version derives from the environment's latest one (or the ``parent`` given): its dependency
+change record (``package_diff``) is stored with it and written to the audit log with who made it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from gateway.adapters.advisories import OsvDirectory
+from gateway.adapters.runhost import RunHost
+from gateway.core import names
+from gateway.core.access.policy import allowed, require
+from gateway.core.audit.entry import AuditEntry
+from gateway.core.domain import Principal
+from gateway.core.envs.advisories import Finding, scan, worst
+from gateway.core.envs.diff import package_diff
+from gateway.core.envs.lockfile import HEREDOC_END, lock_sha256, parse_lock
+from gateway.core.envs.record import KINDS, EnvVersion, content_digest
+from gateway.core.spec.parts import MODULE_NAME
+from gateway.core.spec.run_spec import RunSpec, build_spec
+from gateway.errors import Conflict, GatewayError, NotFound, SpecError, SpecIssue
+from gateway.services.envs.catalog import INSTALLED_FILE, EnvCatalog, RunEnvironment
+from gateway.services.runs.run_service import RunService
+from gateway.settings import Settings
+from gateway.store.access import AccessStore
+from gateway.store.envs import EnvStore, NewEnvVersion
+
+MAX_MODULES = 64
+MAX_DESCRIPTION = 4096
+
+
+@dataclass(frozen=True)
+class EnvRegistration:
+    """A version to register: what ``POST /environments/{project}/{name}/versions`` carries."""
+
+    project: str
+    name: str
+    kind: str  # python | image | modules
+    lock: str | None = None  # python: the lock file's text
+    build_queue: str | None = None  # python: the project's queue the build job runs in
+    archive: str | None = None  # image: absolute path of a podman save archive on the shared file system
+    modules: list[str] = field(default_factory=list)  # modules: names (name/version), loaded in order
+    description: str = ""
+    parent: str | None = None  # [project/]name@version it derives from; default the latest
+
+
+@dataclass(frozen=True)
+class ScanReport:
+    """A version's packages checked against the site's advisory database."""
+
+    version: EnvVersion
+    findings: list[Finding]
+    scanned: int  # packages checked
+    source: str | None  # the advisory directory; None: the site keeps none
+    advisories: int  # how many it holds
+    problems: list[str]  # files of it that could not be read
+
+    @property
+    def worst(self) -> str | None:
+        """The highest severity found; None for none."""
+        return worst(self.findings)
+
+
+@dataclass(frozen=True)
+class EnvDiff:
+    old: str  # what was compared: a version ref, or a run id and its version
+    new: str
+    old_kind: str
+    new_kind: str
+    packages: dict[str, Any]  # package_diff
+    image: dict[str, str | None] | None = None  # image ids, when either side is an image
+
+
+class EnvironmentService:
+    def __init__(
+        self,
+        store: EnvStore,
+        catalog: EnvCatalog,
+        access: AccessStore,
+        runs: RunService,
+        host: RunHost,
+        settings: Settings,
+        advisories: OsvDirectory | None = None,
+    ) -> None:
+        self.advisories = advisories or OsvDirectory(settings.advisory_dir)
+        self.store = store
+        self.catalog = catalog
+        self.access = access
+        self.runs = runs
+        self.host = host
+        self.settings = settings
+
+    def register(self, req: EnvRegistration, *, principal: Principal) -> tuple[EnvVersion, bool]:
+        """Record a version (or find the one with the same content); returns it and whether it is new.
+
+        SpecError for a bad name, kind, lock, archive or module; NotFound for a project the caller
+        is not in; Forbidden without ``env.register``; Conflict when the same content failed to build.
+        """
+        if not names.NAME.fullmatch(req.name):
+            raise SpecError(
+                [SpecIssue("name", f"not a valid environment name; use {names.NAME_HELP}", req.name)]
+            )
+        if principal.role(req.project) is None and not principal.is_admin:
+            raise NotFound(f"no project {req.project!r} that {principal.user} is a member of")
+        self.access.project(req.project)
+        require(principal, "env.register", req.project)
+        if req.kind not in KINDS:
+            raise SpecError([SpecIssue("kind", f"must be one of {', '.join(KINDS)}", req.kind)])
+        if len(req.description) > MAX_DESCRIPTION:
+            raise SpecError([SpecIssue("description", f"at most {MAX_DESCRIPTION} characters")])
+        parent = self._parent(req, principal)
+        content, location, packages, status = self._content(req, principal)
+        digest = content_digest(req.kind, content)
+        build = None
+        if req.kind == "python":  # the build job is admitted before anything is written
+            assert req.build_queue is not None and req.lock is not None and location is not None
+            build = self._build_spec(req.project, req.name, location, req.lock, req.build_queue)
+            self.runs.admission.admit(build, principal)
+        parent_diff = None
+        mine = content.get("locked") or _module_set(content.get("modules", []))
+        if parent is not None:
+            theirs = parent.content.get("locked") or _module_set(parent.modules)
+            if mine or theirs:
+                parent_diff = package_diff(theirs, mine)
+        version, created = self.store.register(
+            project=req.project,
+            name=req.name,
+            version=NewEnvVersion(
+                kind=req.kind,
+                digest=digest,
+                content=content,
+                status=status,
+                registered_by=principal.user,
+                description=req.description,
+                location=location,
+                packages=packages,
+                packages_sha256=None,
+                parent_id=parent.id if parent else None,
+                parent_diff=parent_diff,
+            ),
+            audit=AuditEntry(
+                actor=principal.user,
+                action="env.register",
+                target_type="environment_version",
+                target_id="",
+                project=req.project,
+                source=principal.source,
+            ),
+        )
+        if not created:
+            if version.status == "failed":
+                raise Conflict(
+                    f"this lock is {version.ref}, whose build failed: {version.failure}; change the lock "
+                    "file and register it again"
+                )
+            return self.catalog.settle(version), False
+        if build is not None:
+            try:
+                run = self.runs.submit(build, principal=principal)
+            except GatewayError as exc:  # Slurm refused it: the version says so, and the caller hears it
+                self.store.finish_build(
+                    version.id,
+                    status="failed",
+                    failure=f"the build job was not submitted: {exc}",
+                    audit=AuditEntry(
+                        actor=principal.user,
+                        action="env.build",
+                        target_type="environment_version",
+                        target_id=version.id,
+                        project=version.project,
+                        source=principal.source,
+                        after={"environment": version.ref, "status": "failed", "failure": str(exc)},
+                    ),
+                )
+                raise
+            self.store.set_build_run(version.id, run.id)
+            version = self.store.version(version.id)
+        return version, True
+
+    def _parent(self, req: EnvRegistration, principal: Principal) -> EnvVersion | None:
+        if req.parent is not None:
+            return self.catalog.resolve(req.parent, project=req.project, principal=principal, field="parent")
+        try:
+            latest = self.store.environment(req.project, req.name).latest
+        except NotFound:
+            return None
+        return latest if latest is not None and latest.kind == req.kind else None
+
+    def _content(
+        self, req: EnvRegistration, principal: Principal
+    ) -> tuple[dict[str, Any], str | None, dict[str, str] | None, str]:
+        """(content, location, packages, status) of a registration, checked."""
+        if req.kind == "python":
+            if not req.lock:
+                raise SpecError([SpecIssue("lock", "a python environment needs its lock file's text")])
+            if not req.build_queue:
+                raise SpecError([SpecIssue("build_queue", "name the project's queue the build job runs in")])
+            try:
+                locked = parse_lock(req.lock)
+            except ValueError as exc:
+                raise SpecError([SpecIssue("lock", str(exc))]) from exc
+            location = f"{self.settings.environments_dir}/{req.project}/{req.name}/{uuid.uuid4().hex[:12]}"
+            if not names.SAFE_PATH.fullmatch(location):
+                raise SpecError([SpecIssue("envs_dir", names.SAFE_PATH_HELP, location)])
+            content = {
+                "lock": req.lock,
+                "lock_sha256": lock_sha256(req.lock),
+                "locked": {p.name: p.version for p in locked},
+            }
+            return content, location, None, "building"
+        if req.kind == "image":
+            if not req.archive or not names.SAFE_PATH.fullmatch(req.archive):
+                raise SpecError(
+                    [
+                        SpecIssue(
+                            "archive",
+                            f"give the image archive (podman save) as {names.SAFE_PATH_HELP}",
+                            req.archive,
+                        )
+                    ]
+                )
+            # read as the caller's OS user: the kernel decides whether they may read it
+            info = self.host.image_archive(req.archive, as_user=self.runs.admission.os_user(principal))
+            if info.get("error"):
+                raise SpecError([SpecIssue("archive", str(info["error"]), req.archive)])
+            content = {"image_id": info["image_id"], "tags": info.get("tags", [])}
+            return content, req.archive, None, "ready"
+        if not req.modules:
+            raise SpecError([SpecIssue("modules", "a modules environment lists at least one module")])
+        if len(req.modules) > MAX_MODULES:
+            raise SpecError([SpecIssue("modules", f"at most {MAX_MODULES} modules")])
+        for module in req.modules:
+            if not MODULE_NAME.fullmatch(module):
+                raise SpecError([SpecIssue("modules", "not a module name (name or name/version)", module)])
+        return {"modules": list(req.modules)}, None, _module_set(req.modules), "ready"
+
+    def _build_spec(self, project: str, name: str, location: str, lock: str, queue: str) -> RunSpec:
+        """The run that builds a venv at ``location`` from ``lock`` (an ordinary run of ``project``)."""
+        settings = self.settings
+        pip = [
+            "--no-input",
+            "--disable-pip-version-check",
+            "--require-hashes",
+            "--no-deps",
+            "--only-binary=:all:",
+        ]
+        if settings.env_pip_find_links:
+            pip += ["--no-index", "--find-links", str(settings.env_pip_find_links)]
+        elif settings.env_pip_index_url:
+            pip += ["--index-url", settings.env_pip_index_url]
+        assert HEREDOC_END not in lock
+        script = BUILD_SCRIPT.format(
+            location=location,
+            python=settings.env_build_python,
+            pip=" ".join(_shq(a) for a in pip),
+            installed=INSTALLED_FILE,
+            end=HEREDOC_END,
+            lock=lock if lock.endswith("\n") else lock + "\n",
+        )
+        return build_spec(
+            {
+                "name": f"env-build-{name}"[:63],
+                "project": project,
+                "queue": queue,
+                "script": script,
+                "tags": ["env-build"],
+                "resources": {"walltime_min": 60},
+                "requeue": False,
+            },
+            source=f"build of environment {project}/{name}",
+        )
+
+    # -- comparing --------------------------------------------------------------------------
+
+    def diff(self, old: str, new: str, *, project: str | None, principal: Principal) -> EnvDiff:
+        """Two environment versions (``[project/]name@version``) or two runs (their ids) compared."""
+        a_label, a = self._side(old, project, principal)
+        b_label, b = self._side(new, project, principal)
+        image = None
+        if "image" in (a.kind, b.kind):
+            image = {"old": a.image_id, "new": b.image_id}
+        return EnvDiff(a_label, b_label, a.kind, b.kind, package_diff(_packages(a), _packages(b)), image)
+
+    def _side(self, text: str, project: str | None, principal: Principal) -> tuple[str, EnvVersion]:
+        if "@" in text:
+            if project is None and "/" not in text.split("@")[0]:
+                raise SpecError([SpecIssue("project", "give the project of a reference without one", text)])
+            project = project or text.split("/")[0]
+            version = self.catalog.resolve(text, project=project, principal=principal)
+            return version.ref, version
+        run = self.runs.get(text, principal=principal)
+        version_id = (run.environment or {}).get("version_id")
+        if not version_id:
+            raise SpecError([SpecIssue("run", f"run {run.id} named no registered environment", text)])
+        version = self.catalog.by_id(version_id, principal=principal)
+        return f"{run.id} ({version.ref})", version
+
+    def of_run(self, run_id: str, *, principal: Principal) -> RunEnvironment:
+        """The run's environment, what each of its jobs found (read back now), and its advisories."""
+        found = self.catalog.of_run(self.runs.get(run_id, principal=principal))
+        if found.version is None:
+            return found
+        return replace(found, findings=self._scan(found.version).findings)
+
+    def scan(self, text: str, *, project: str, principal: Principal) -> ScanReport:
+        """The packages of version ``text`` checked against the site's OSV directory (advisory_dir)."""
+        return self._scan(self.catalog.resolve(text, project=project, principal=principal))
+
+    def _scan(self, version: EnvVersion) -> ScanReport:
+        loaded = self.advisories.load()
+        packages = _packages(version) if version.kind == "python" else {}
+        findings = scan(packages, loaded.advisories)
+        return ScanReport(
+            version, findings, len(packages), loaded.source, len(loaded.advisories), loaded.problems
+        )
+
+    def readable(self, version: EnvVersion, principal: Principal) -> bool:
+        """True when ``principal`` may read ``version`` (its project's viewers and up)."""
+        return allowed(principal, "env.read", version.project)
+
+
+def _packages(version: EnvVersion) -> dict[str, str]:
+    """The set to compare: the installed set once built, else what the lock pins, or the modules."""
+    return version.packages or dict(version.content.get("locked") or {}) or _module_set(version.modules)
+
+
+def _module_set(modules: list[str]) -> dict[str, str]:
+    """``["cuda/12.1", "gcc"]`` as a package set: ``{"cuda": "12.1", "gcc": ""}``."""
+    out = {}
+    for module in modules:
+        name, _, version = module.partition("/")
+        out[name] = version
+    return out
+
+
+def _shq(word: str) -> str:
+    return "'" + word.replace("'", "'\\''") + "'"
+
+
+# The build job: make the venv, install the lock with its hashes checked, record the installed set.
+BUILD_SCRIPT = """#!/bin/bash
+set -euo pipefail
+dir='{location}'
+if [ -e "$dir" ]; then
+  echo "gw: environment directory $dir exists already; a build never reuses one" >&2
+  exit 1
+fi
+mkdir -p -- "$(dirname -- "$dir")"
+cat > "$GW_RUN_DIR/requirements.lock" <<'{end}'
+{lock}{end}
+'{python}' -m venv -- "$dir"
+"$dir/bin/python" -m pip install {pip} -r "$GW_RUN_DIR/requirements.lock"
+"$dir/bin/python" -I -c 'import importlib.metadata as m, json, re, sys
+names = {{re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower(): d.version
+         for d in m.distributions() if d.metadata["Name"]}}
+print(json.dumps({{"python": sys.version.split()[0], "packages": names}}, sort_keys=True))' \\
+  > "$dir/{installed}.tmp"
+mv -- "$dir/{installed}.tmp" "$dir/{installed}"
+chmod -R go-w -- "$dir"
+echo "gw: built $dir"
+"""

@@ -1,0 +1,329 @@
+"""Reading and writing environments, their versions and what jobs found at their start.
+
+A version is written once, with its audit event; registering content the environment already has
+returns that version and writes nothing. A python version's build outcome is written once: the
+status moves from ``building`` and never back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from gateway.core.envs.record import Environment, EnvVersion
+from gateway.errors import NotFound, StoreError
+from gateway.store.audit import AuditEntry, append
+from gateway.store.datasets import new_id
+from gateway.store.db import Database
+from gateway.store.models import utcnow
+from gateway.store.models_envs import EnvironmentRow, EnvObservationRow, EnvVersionRow
+
+
+@dataclass(frozen=True)
+class NewEnvVersion:
+    kind: str
+    digest: str
+    content: dict[str, Any]
+    status: str
+    registered_by: str
+    description: str = ""
+    location: str | None = None
+    packages: dict[str, str] | None = None
+    packages_sha256: str | None = None
+    parent_id: str | None = None
+    parent_diff: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one job of a run found at its start, and its drift from the named version (None: none)."""
+
+    run_id: str
+    job_id: str
+    version_id: str
+    observed: dict[str, Any]
+    drift: dict[str, Any] | None
+
+
+class EnvStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def register(
+        self, *, project: str, name: str, version: NewEnvVersion, audit: AuditEntry
+    ) -> tuple[EnvVersion, bool]:
+        """The version with ``version.digest`` of ``project/name``, and whether it was created now."""
+        for attempt in range(2):
+            try:
+                return self._register_once(project, name, version, audit)
+            except StoreError:
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _register_once(
+        self, project: str, name: str, version: NewEnvVersion, audit: AuditEntry
+    ) -> tuple[EnvVersion, bool]:
+        with self.db.session() as session:
+            env = session.scalar(
+                select(EnvironmentRow).where(EnvironmentRow.project == project, EnvironmentRow.name == name)
+            )
+            if env is None:
+                env = EnvironmentRow(
+                    id=new_id("env"),
+                    project=project,
+                    name=name,
+                    description=version.description,
+                    created_by=version.registered_by,
+                )
+                session.add(env)
+                session.flush()
+            else:
+                found = session.scalar(
+                    select(EnvVersionRow).where(
+                        EnvVersionRow.environment_id == env.id, EnvVersionRow.digest == version.digest
+                    )
+                )
+                if found is not None:
+                    return to_version(found, env), False
+            number = (
+                session.scalar(
+                    select(func.max(EnvVersionRow.number)).where(EnvVersionRow.environment_id == env.id)
+                )
+                or 0
+            ) + 1
+            row = EnvVersionRow(
+                id=new_id("ev"),
+                environment_id=env.id,
+                number=number,
+                kind=version.kind,
+                digest=version.digest,
+                content=version.content,
+                status=version.status,
+                location=version.location,
+                packages=version.packages or {},
+                packages_sha256=version.packages_sha256,
+                description=version.description,
+                registered_by=version.registered_by,
+                registered_at=utcnow(),
+                parent_id=version.parent_id,
+                parent_diff=version.parent_diff,
+            )
+            session.add(row)
+            session.flush()
+            after: dict[str, Any] = {
+                "environment": f"{project}/{name}",
+                "version": number,
+                "kind": row.kind,
+                "digest": row.digest,
+            }
+            if row.parent_id:
+                after.update(parent_id=row.parent_id, parent_diff=row.parent_diff)
+            append(
+                session,
+                AuditEntry(
+                    actor=audit.actor,
+                    action=audit.action,
+                    target_type="environment_version",
+                    target_id=row.id,
+                    project=project,
+                    source=audit.source,
+                    after=after,
+                ),
+            )
+            return to_version(row, env), True
+
+    def set_build_run(self, version_id: str, run_id: str) -> None:
+        """Name the run that builds a python version (written once, right after it was submitted)."""
+        with self.db.session() as session:
+            session.execute(
+                update(EnvVersionRow)
+                .where(EnvVersionRow.id == version_id, EnvVersionRow.build_run_id.is_(None))
+                .values(build_run_id=run_id)
+            )
+
+    def finish_build(
+        self,
+        version_id: str,
+        *,
+        status: str,
+        packages: dict[str, str] | None = None,
+        packages_sha256: str | None = None,
+        failure: str | None = None,
+        parent_diff: dict[str, Any] | None = None,
+        audit: AuditEntry,
+    ) -> bool:
+        """Move a building version to ``ready`` (with its installed set) or ``failed``; False when it
+        was not building any more (another reader finished it first)."""
+        with self.db.session() as session:
+            values: dict[str, Any] = {"status": status, "failure": failure}
+            if packages is not None:
+                values.update(packages=packages, packages_sha256=packages_sha256)
+            if parent_diff is not None:
+                values["parent_diff"] = parent_diff
+            done = session.execute(
+                update(EnvVersionRow)
+                .where(EnvVersionRow.id == version_id, EnvVersionRow.status == "building")
+                .values(**values)
+            )
+            if not done.rowcount:  # type: ignore[attr-defined]
+                return False
+            append(session, audit)
+            return True
+
+    def observe(self, observation: Observation) -> bool:
+        """Record what a job found; False when that job's observation is on record already."""
+        with self.db.session() as session:
+            exists = session.scalar(
+                select(EnvObservationRow.id).where(
+                    EnvObservationRow.run_id == observation.run_id,
+                    EnvObservationRow.job_id == observation.job_id,
+                )
+            )
+            if exists is not None:
+                return False
+            session.add(
+                EnvObservationRow(
+                    run_id=observation.run_id,
+                    job_id=observation.job_id,
+                    version_id=observation.version_id,
+                    observed=observation.observed,
+                    drift=observation.drift,
+                )
+            )
+            return True
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def environment(self, project: str, name: str) -> Environment:
+        """``project/name`` with its latest version, or NotFound."""
+        with self.db.session() as session:
+            row = session.scalar(
+                select(EnvironmentRow).where(EnvironmentRow.project == project, EnvironmentRow.name == name)
+            )
+            if row is None:
+                raise NotFound(f"no environment {project}/{name}")
+            return _environment(session, row)
+
+    def environments(self, projects: Sequence[str] | None) -> list[Environment]:
+        """Environments of ``projects`` (None: all), by project and name."""
+        with self.db.session() as session:
+            query = select(EnvironmentRow).order_by(EnvironmentRow.project, EnvironmentRow.name)
+            if projects is not None:
+                query = query.where(EnvironmentRow.project.in_(projects))
+            return [_environment(session, row) for row in session.scalars(query)]
+
+    def versions(self, environment_id: str) -> list[EnvVersion]:
+        """Every version of the environment, oldest first."""
+        with self.db.session() as session:
+            env = session.get_one(EnvironmentRow, environment_id)
+            rows = session.scalars(
+                select(EnvVersionRow)
+                .where(EnvVersionRow.environment_id == environment_id)
+                .order_by(EnvVersionRow.number)
+            )
+            return [to_version(r, env) for r in rows]
+
+    def version(self, version_id: str) -> EnvVersion:
+        """The version with id ``version_id``, or NotFound."""
+        with self.db.session() as session:
+            row = session.get(EnvVersionRow, version_id)
+            if row is None:
+                raise NotFound(f"no environment version {version_id!r}")
+            return to_version(row, session.get_one(EnvironmentRow, row.environment_id))
+
+    def find_version(
+        self, environment_id: str, *, number: int | None = None, digest_prefix: str | None = None
+    ) -> EnvVersion:
+        """By number, by digest prefix (unique), or the latest when neither is given."""
+        with self.db.session() as session:
+            env = session.get_one(EnvironmentRow, environment_id)
+            query = select(EnvVersionRow).where(EnvVersionRow.environment_id == environment_id)
+            if number is not None:
+                query = query.where(EnvVersionRow.number == number)
+            elif digest_prefix is not None:
+                query = query.where(EnvVersionRow.digest.startswith(digest_prefix))
+            rows = list(session.scalars(query.order_by(EnvVersionRow.number.desc()).limit(2)))
+            label = f"{env.project}/{env.name}"
+            if not rows:
+                if number is not None:
+                    raise NotFound(f"environment {label} has no version {number}")
+                if digest_prefix is not None:
+                    raise NotFound(f"environment {label} has no version sha256:{digest_prefix}")
+                raise NotFound(f"environment {label} has no versions")
+            if digest_prefix is not None and len(rows) > 1:
+                raise NotFound(
+                    f"sha256:{digest_prefix} matches several versions of {label}; give more digits"
+                )
+            return to_version(rows[0], env)
+
+    def observations(self, run_id: str) -> list[Observation]:
+        """What each job of the run found at its start, in the order they were recorded."""
+        with self.db.session() as session:
+            rows = session.scalars(
+                select(EnvObservationRow)
+                .where(EnvObservationRow.run_id == run_id)
+                .order_by(EnvObservationRow.id)
+            )
+            return [Observation(r.run_id, r.job_id, r.version_id, r.observed, r.drift) for r in rows]
+
+    def runs_using(self, version_id: str, limit: int = 200) -> list[str]:
+        """Ids of runs whose jobs were observed in the version (newest first)."""
+        with self.db.session() as session:
+            rows = session.scalars(
+                select(EnvObservationRow.run_id)
+                .where(EnvObservationRow.version_id == version_id)
+                .order_by(EnvObservationRow.id.desc())
+                .limit(limit)
+            )
+            return list(dict.fromkeys(rows))
+
+
+def _environment(session: Session, row: EnvironmentRow) -> Environment:
+    latest = session.scalar(
+        select(EnvVersionRow)
+        .where(EnvVersionRow.environment_id == row.id)
+        .order_by(EnvVersionRow.number.desc())
+        .limit(1)
+    )
+    return Environment(
+        id=row.id,
+        project=row.project,
+        name=row.name,
+        description=row.description,
+        created_by=row.created_by,
+        created_at=row.created_at,
+        latest=to_version(latest, row) if latest else None,
+        version_count=latest.number if latest else 0,
+    )
+
+
+def to_version(row: EnvVersionRow, env: EnvironmentRow) -> EnvVersion:
+    """A version row of ``env`` as the core's ``EnvVersion``."""
+    return EnvVersion(
+        id=row.id,
+        environment_id=row.environment_id,
+        project=env.project,
+        name=env.name,
+        number=row.number,
+        kind=row.kind,
+        digest=row.digest,
+        content=dict(row.content),
+        status=row.status,
+        registered_by=row.registered_by,
+        registered_at=row.registered_at,
+        description=row.description,
+        location=row.location,
+        packages=dict(row.packages or {}),
+        packages_sha256=row.packages_sha256,
+        build_run_id=row.build_run_id,
+        failure=row.failure,
+        parent_id=row.parent_id,
+        parent_diff=row.parent_diff,
+    )
