@@ -97,13 +97,12 @@ def test_unknown_queue_is_refused_before_slurm(api):
 
 
 def test_slurm_rejection_is_422_and_kept_on_record(api):
-    # Slurm refuses a GPU count no node has: its message comes back, the run stays on record.
-    response = api.post(
-        "/runs", json=spec(queue="gpu", resources={"gpus_per_node": 5, "gpu_type": "fake", "mem_gb": 0.25})
-    )
+    # Slurm refuses a feature no node has (the gateway does not know features): its message comes
+    # back, the run stays on record.
+    response = api.post("/runs", json=spec(slurm_options={"constraint": "nosuchfeature"}))
     assert response.status_code == 422
     body = response.json()
-    assert body["error"] == "submit_rejected" and "node configuration is not available" in body["detail"]
+    assert body["error"] == "submit_rejected" and "Invalid feature specification" in body["detail"]
     run = api.get(f"/runs/{body['run_id']}").json()
     assert run["state"] == "never_submitted"
 

@@ -111,7 +111,7 @@ def test_missing_value_names_the_option(option):
         (["-c", "0"], "option -c", "CPUs per task"),
         (["--ntasks-per-node=-1"], "option --ntasks-per-node", "tasks per node"),
         (["--gpus-per-node=lots:x"], "option --gpus-per-node", "TYPE:N"),
-        (["--gpus-per-node=99"], "option --gpus-per-node (resources.gpus_per_node)", "less than or equal"),
+        (["--gpus-per-node=5000"], "option --gpus-per-node (resources.gpus_per_node)", "less than or equal"),
         (["-c", "9999"], "option -c (resources.cpus_per_task)", "less than or equal"),
     ],
 )

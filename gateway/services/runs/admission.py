@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from gateway.adapters.runhost import RunHost
 from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.core.access.fit import Shape, misfits, shapes
 from gateway.core.access.policy import require
 from gateway.core.access.quota import Ask, never_fits
 from gateway.core.domain import Principal, Project, Queue
@@ -21,7 +22,7 @@ from gateway.core.sbatch.log_paths import fixed_directory, pattern_problem
 from gateway.core.sbatch.render import SubmitTarget
 from gateway.core.site.schema import ALLOW_ROOT
 from gateway.core.spec.run_spec import RunSpec
-from gateway.errors import Forbidden, NotFound, QuotaExceeded, SpecError, SpecIssue
+from gateway.errors import Forbidden, NotFound, QuotaExceeded, SlurmError, SpecError, SpecIssue
 from gateway.store.access import AccessStore
 
 
@@ -102,6 +103,7 @@ class Admission:
             )
         walltime = self.walltime(spec, queue)
         issues = _queue_issues(spec, project, queue, walltime)
+        issues += self._shape_issues(spec, project, queue, walltime)
         if issues:
             raise SpecError(issues)
         res = spec.resources
@@ -117,6 +119,24 @@ class Admission:
             partition=queue.partition, account=project.slurm_account, qos=queue.qos, gpu_type=gpu_type
         )
         return project, target, walltime
+
+    def _shape_issues(self, spec: RunSpec, project: Project, queue: Queue, walltime: Walltime) -> list[SpecIssue]:
+        """What the run asks that no node of its queue's partition could ever hold (``core/access/fit.py``),
+        from the cached Slurm's partitions and nodes; nothing when Slurm cannot be read (sbatch decides)."""
+        if self.slurm is None:
+            return []
+        try:
+            known = shapes(self.slurm.partitions(), self.slurm.nodes())
+        except SlurmError:
+            return []  # unknown is not a refusal: sbatch still checks the job itself
+        shape = known.get(queue.partition)
+        if shape is None:
+            return []
+        others: dict[str, Shape] = {
+            q.name: known[q.partition] for q in project.queues if q.name != queue.name and q.partition in known
+        }
+        found = misfits(spec.resources, walltime.minutes, queue.name, shape, others)
+        return [SpecIssue(m.field, m.message, m.value) for m in found]
 
     def os_user(self, principal: Principal) -> str:
         """The OS user jobs of ``principal`` run as; root only where the site file allows it."""
