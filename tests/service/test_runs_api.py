@@ -107,6 +107,34 @@ def test_slurm_rejection_is_422_and_kept_on_record(api):
     assert run["state"] == "never_submitted"
 
 
+@pytest.mark.parametrize(
+    ("queue", "resources", "loc", "message"),
+    [
+        ("cpu", {"gpus_per_node": 8}, "gpus_per_node", "queue cpu has no GPUs; queue gpu has 4 per node"),
+        ("gpu", {"gpus_per_node": 100}, "gpus_per_node", "queue gpu has at most 4 GPUs per node: ask for"),
+        ("cpu", {"mem_gb": 64}, "mem_gb", "nodes of queue cpu have at most 4000 MB (3.91 GB) of memory"),
+        ("cpu", {"nodes": 3}, "nodes", "queue cpu has 2 nodes: ask for at most 2"),
+        ("cpu", {"walltime_min": 2000}, "walltime_min", "partition cpu of queue cpu allows at most 1440"),
+    ],
+)  # fmt: skip
+def test_a_request_no_node_could_hold_is_refused_before_recording(api, queue, resources, loc, message):
+    tag = unique_tag()
+    body = spec(queue=queue, tags=[tag], resources={"mem_gb": 0.25, "walltime_min": 5, **resources})
+    for path in ("/runs", "/runs/check"):
+        response = api.post(path, json=body)
+        assert response.status_code == 422, response.text
+        (issue,) = response.json()["detail"]
+        assert issue["loc"] == ["body", "resources", loc] and issue["msg"].startswith(message), issue
+    assert api.get("/runs", params={"tag": tag}).json()["items"] == []  # nothing recorded
+
+
+def test_a_mistyped_field_gets_the_field_it_is_close_to(api):
+    body = spec()
+    body["comand"] = body.pop("command")
+    (issue,) = api.post("/runs", json=body).json()["detail"]
+    assert issue["loc"] == ["body", "comand"] and issue["msg"] == "unknown field; did you mean `command`?"
+
+
 def test_refresh_uses_at_most_two_slurm_calls(counting_services, principal):
     services, runner = counting_services
     from gateway.core.spec.run_spec import build_spec

@@ -122,6 +122,18 @@ def test_a_4_gpu_run_against_a_2_gpu_cap_is_refused_next_to_the_field(signed_in,
     assert not [r for r in _own_runs(serve, "tester") if r["name"] == "too-many-gpus"]
 
 
+def test_a_preview_of_more_memory_than_a_node_has_is_refused_next_to_the_field(signed_in, serve):
+    page = signed_in("tester")
+    page.goto(f"{serve.url}/ui/submit")
+    _fill_run(page, project="test", queue="cpu", name="too-much-memory", command="true")
+    page.fill("#mem_gb", "64")
+    page.click("#preview")
+    error = page.locator(".field-error[data-field=mem_gb]")
+    expect(error).to_contain_text("nodes of queue cpu have at most 4000 MB")
+    assert not page.locator("#preview-script").count()
+    assert not [r for r in _own_runs(serve, "tester") if r["name"] == "too-much-memory"]
+
+
 def test_submit_tiny_lm_through_the_form_and_watch_it_succeed(signed_in, serve):
     page = signed_in("tester")
     page.goto(f"{serve.url}/ui/submit")

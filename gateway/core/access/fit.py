@@ -189,14 +189,13 @@ def misfits(
                 need.total_cpus,
             )
         )
-    if need.mem_mb_per_node and shape.mem_mb_per_node and need.mem_mb_per_node > shape.mem_mb_per_node:
+    mem_node = need.mem_mb_per_node or 0
+    if mem_node and shape.mem_mb_per_node and mem_node > shape.mem_mb_per_node:
         field = next(
             f"resources.{n}" for n in ("mem_gb", "mem_per_cpu_mb", "mem_per_gpu_mb") if getattr(res, n)
         )
-        per = "" if res.mem_gb else f" ({_mem(need.mem_mb_per_node)} on one node)"
-        more = elsewhere(
-            "{s.mem_mb_per_node} MB per node", lambda s: s.mem_mb_per_node >= need.mem_mb_per_node
-        )
+        per = "" if res.mem_gb else f" ({_mem(mem_node)} on one node)"
+        more = elsewhere("{s.mem_mb_per_node} MB per node", lambda s: s.mem_mb_per_node >= mem_node)
         out.append(
             Misfit(
                 field,

@@ -120,7 +120,9 @@ class Admission:
         )
         return project, target, walltime
 
-    def _shape_issues(self, spec: RunSpec, project: Project, queue: Queue, walltime: Walltime) -> list[SpecIssue]:
+    def _shape_issues(
+        self, spec: RunSpec, project: Project, queue: Queue, walltime: Walltime
+    ) -> list[SpecIssue]:
         """What the run asks that no node of its queue's partition could ever hold (``core/access/fit.py``),
         from the cached Slurm's partitions and nodes; nothing when Slurm cannot be read (sbatch decides)."""
         if self.slurm is None:
@@ -133,7 +135,9 @@ class Admission:
         if shape is None:
             return []
         others: dict[str, Shape] = {
-            q.name: known[q.partition] for q in project.queues if q.name != queue.name and q.partition in known
+            q.name: known[q.partition]
+            for q in project.queues
+            if q.name != queue.name and q.partition in known
         }
         found = misfits(spec.resources, walltime.minutes, queue.name, shape, others)
         return [SpecIssue(m.field, m.message, m.value) for m in found]
