@@ -159,6 +159,9 @@ def _timeline(events: list[dict]) -> Table:
 
 
 def _print_failure(failure: dict) -> None:
+    if failure["class"] == "cancelled":  # its own outcome: someone asked for it, nothing failed
+        console.print(f"  [yellow]cancelled[/yellow] {escape(failure['summary'])}", highlight=False)
+        return
     console.print(
         f"  [red]failure: {escape(failure['class'])}[/red] {escape(failure['summary'])}", highlight=False
     )

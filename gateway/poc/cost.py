@@ -2,8 +2,9 @@
 
 The contract (docs/poc.md): the answer is ``{run_id, currency, total,
 failed_total, attempts: [{attempt, job_id, state, elapsed_s, gpu_hours,
-cpu_hours, cost, rate_version, failed}], priced, note}`` (``state`` is Slurm's, ``failed`` whether
-the record did not complete). A gateway without accounting
+cpu_hours, cost, rate_version, failed, cancelled}], priced, note, cancelled_total}`` (``state`` is
+Slurm's, ``failed`` whether the record failed, ``cancelled`` whether someone cancelled it: a
+cancellation is counted apart from failures). A gateway without accounting
 answers 404 for the route: the step then fails, saying so; the POC goes on.
 """
 
@@ -97,18 +98,37 @@ def run_cost(world: World, sc: Scenario, run_id: str, step: str, *, failed: bool
             fatal=False,
             kind="cost",
         )
+    cancelled = [a.get("cost") or 0 for a in cost.get("attempts", []) if _cancelled(a)]
+    if cancelled:
+        shown = cost.get("cancelled_total")
+        sc.check(
+            f"{step}: cost of the cancelled attempts, apart from failures",
+            shown is not None and abs(shown - sum(cancelled)) < 1e-9,
+            "cancelled_total, the sum of the cancelled attempts' cost (not in failed_total)",
+            _brief(cost),
+            fatal=False,
+            kind="cost",
+        )
     return cost
 
 
 def _failed(record: dict[str, Any]) -> bool:
-    """A record that did not complete: its ``failed`` flag, else its Slurm state other than COMPLETED."""
+    """A record that failed: its ``failed`` flag, else its Slurm state other than COMPLETED and
+    CANCELLED (a cancellation is its own outcome)."""
     if "failed" in record:
         return bool(record["failed"])
-    return str(record.get("state", "")).upper() not in ("COMPLETED", "SUCCEEDED")
+    return str(record.get("state", "")).upper() not in ("COMPLETED", "SUCCEEDED", "CANCELLED")
+
+
+def _cancelled(record: dict[str, Any]) -> bool:
+    """A record someone cancelled: its ``cancelled`` flag, else its Slurm state CANCELLED."""
+    if "cancelled" in record:
+        return bool(record["cancelled"])
+    return str(record.get("state", "")).upper().startswith("CANCELLED")
 
 
 def _brief(cost: dict[str, Any]) -> str:
-    keys = ("run_id", "currency", "total", "failed_total", "priced")
+    keys = ("run_id", "currency", "total", "failed_total", "cancelled_total", "priced")
     attempts = [
         (a.get("attempt"), a.get("job_id"), a.get("state"), a.get("cost")) for a in cost.get("attempts", [])
     ]

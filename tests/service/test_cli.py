@@ -71,6 +71,11 @@ def test_wait_exit_status_follows_the_end_state(server, tmp_path):
     cancelled = gw(server, "cancel", long)
     assert cancelled.returncode == 0, cancelled.stderr
     assert gw(server, "wait", long, "--poll-s", "0.5").returncode == 3
+    # a cancellation is its own outcome, named with the gateway user who asked (not Slurm's uid 0)
+    shown = wait_for(
+        lambda: [o for o in [gw(server, "show", long).stdout] if "Cancelled by" in o], what="the cancellation"
+    )[0]
+    assert "cancelled Cancelled by tester." in shown and "failure:" not in shown, shown
 
 
 def test_gw_sbatch_keeps_sbatch_habits(server, tmp_path, slurm):

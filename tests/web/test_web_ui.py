@@ -215,6 +215,13 @@ def test_a_waiting_run_shows_why_and_is_cancelled_from_its_page(signed_in, serve
     page.click("#cancel")
     expect(page.locator("#run-state")).to_have_text("cancelled", timeout=60_000)
     expect(row_state).to_have_text("cancelled", timeout=30_000)  # htmx polled the rows: no reload
+    # a cancellation is its own outcome, named with who asked: not "Why it failed"
+    deadline = time.monotonic() + 60
+    while not page.locator("#cancelled").count() and time.monotonic() < deadline:
+        time.sleep(1)
+        page.reload()
+    expect(page.locator("#cancelled-by")).to_have_text("Cancelled by tester.")
+    assert not page.locator("#why-failed").count()
 
 
 def test_a_failed_run_shows_its_class_and_reruns_linked_to_the_original(signed_in, serve):

@@ -13,6 +13,7 @@ reconciliation settles a crash in between, as for a first submission).
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from gateway.adapters.slurm.protocol import SlurmBackend
@@ -20,7 +21,7 @@ from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Attempt, Run
 from gateway.core.explain.text import expand_hostlist
 from gateway.core.runs.failure_classes import FailureClass
-from gateway.core.runs.failures import EndedAttempt, classify
+from gateway.core.runs.failures import EndedAttempt, classify, who_cancelled
 from gateway.core.runs.retry import RetryPolicy, decide
 from gateway.core.runs.steps import StepRecord, parse_steps
 from gateway.core.slurm.states import RunState
@@ -50,9 +51,10 @@ class RetryService:
         if attempt.state is RunState.SUCCEEDED or attempt.failure is not None:
             return attempt.failure
         steps_text, stderr_tail = self.files.failure_evidence(run, attempt)
-        info = classify(
-            _ended(run, attempt, steps=parse_steps(steps_text), stderr_tail=stderr_tail, with_cancel=True)
-        )
+        known = _ended(run, attempt, steps=parse_steps(steps_text), stderr_tail=stderr_tail)
+        if attempt.state is RunState.CANCELLED:
+            known = replace(known, cancelled_by=self._who_cancelled(run, attempt))
+        info = classify(known)
         if info is None:
             return None
         decision = decide(
@@ -76,7 +78,7 @@ class RetryService:
 
     def requeued(self, run: Run, attempt: Attempt) -> None:
         """Record why Slurm requeued ``attempt``'s job; Slurm already retries it, so the gateway does not."""
-        info = classify(_ended(run, attempt, steps=[], stderr_tail="", with_cancel=False))
+        info = classify(_ended(run, attempt, steps=[], stderr_tail=""))
         if info is not None:
             klass, summary, evidence = info.klass, info.summary, info.evidence
         else:
@@ -95,6 +97,18 @@ class RetryService:
             },
         }
         self.store.set_failure(attempt.id, failure)
+
+    def _who_cancelled(self, run: Run, attempt: Attempt) -> str | None:
+        """The gateway user whose cancel the attempt's timeline records, else the uid Slurm recorded,
+        named by the run's OS user where the uid is that user's (``who_cancelled``)."""
+        names = {}
+        if attempt.cancelled_by_uid is not None and run.os_user:
+            account = self.files.host.account(run.os_user)
+            if account is not None:
+                names[account.uid] = account.name
+        # ``attempt`` may come without its events (RunStore.attempts); the run read afresh has them
+        events = next((a.events for a in run.attempts if a.id == attempt.id), None) or attempt.events
+        return who_cancelled([e.reason for e in events], attempt.cancelled_by_uid, names)
 
     def _policy(self, run: Run) -> RetryPolicy:
         """The queue's retry policy, with the run's own ``retry`` settings over it."""
@@ -184,12 +198,10 @@ class RetryService:
         )
 
 
-def _ended(
-    run: Run, attempt: Attempt, *, steps: list[StepRecord], stderr_tail: str, with_cancel: bool
-) -> EndedAttempt:
-    """What ``classify`` needs to know of ``attempt``, from its record and ``run``'s spec."""
+def _ended(run: Run, attempt: Attempt, *, steps: list[StepRecord], stderr_tail: str) -> EndedAttempt:
+    """What ``classify`` needs to know of ``attempt``, from its record and ``run``'s spec (who
+    cancelled it is the caller's to add)."""
     resources = run.spec.resources
-    cancelled_by = attempt.cancelled_by_uid if with_cancel else None
     return EndedAttempt(
         state=attempt.state,
         slurm_state=attempt.slurm_state,
@@ -201,7 +213,6 @@ def _ended(
         requested_mem_mb=resources.mem_mb or None,  # 0 (a whole node) and unset: no size to compare
         walltime_min=resources.walltime_min,
         node_list=attempt.node_list,
-        cancelled_by=str(cancelled_by) if cancelled_by is not None else None,
         reason=attempt.reason,
         dataset_paths=run.spec.dataset_paths(),
     )

@@ -35,6 +35,7 @@ from gateway.core.access.policy import allowed, require, visible_projects
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import NewRun, Page, Principal, Run, RunFilter
 from gateway.core.explain.pending import Explanation
+from gateway.core.runs.failures import CANCEL_NOTE
 from gateway.core.runs.idempotency import ClaimedKey, IdempotencyClaim
 from gateway.core.sbatch.render import RenderedScript, render_sbatch
 from gateway.core.slurm.states import TERMINAL, RunState
@@ -350,7 +351,7 @@ class RunService:
         self.slurm.cancel(attempt.job_id)
         self.store.add_note(
             attempt.id,
-            f"cancel requested by {principal.user}",
+            f"{CANCEL_NOTE}{principal.user}",
             source="gateway",
             audit=AuditEntry(
                 actor=principal.user,
