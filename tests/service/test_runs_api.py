@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -72,8 +74,22 @@ def test_cancel_a_running_run(api, services):
     run = refresh_until(services, body["id"])
     assert run.state is RunState.CANCELLED and run.latest.cancelled_by_uid == 0
     assert any(e.reason == "cancel requested by tester" for e in run.latest.events)
+    # the gateway's record names who asked, not Slurm's uid 0
+    failure = refresh_until_failure(services, body["id"])
+    assert failure["class"] == "cancelled" and failure["summary"] == "Cancelled by tester."
     again = api.post(f"/runs/{body['id']}/cancel")
     assert again.status_code == 200 and again.json()["state"] == "cancelled"
+
+
+def refresh_until_failure(services, run_id: str, timeout_s: float = 30) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        latest = services.runs.store.get_run(run_id).latest
+        if latest.failure is not None:
+            return latest.failure
+        services.refresher.refresh()
+        time.sleep(0.5)
+    raise AssertionError(f"run {run_id} was not diagnosed in {timeout_s} s")
 
 
 def test_array_sweep_run(api, services):
@@ -86,7 +102,11 @@ def test_array_sweep_run(api, services):
     assert sorted(run.latest.tasks) == ["0", "1", "2"]
     assert all(t["state"] == "succeeded" for t in run.latest.tasks.values())
     task2 = api.get(f"/runs/{body['id']}/logs", params={"task": "2"}).json()
-    assert task2["text"].strip() == '{"i": 2}'
+    assert task2["text"].strip() == '{"i": 2}' and task2["task"] == "2" and task2["array_tasks"] == "0-2"
+    first = api.get(f"/runs/{body['id']}/logs").json()
+    assert first["task"] == "0" and first["text"].strip() == '{"i": 0}'
+    missing = api.get(f"/runs/{body['id']}/logs", params={"task": "7"})
+    assert missing.status_code == 404 and "has no array task 7; its tasks are 0-2" in missing.json()["detail"]
 
 
 def test_unknown_queue_is_refused_before_slurm(api):
