@@ -48,6 +48,7 @@ def register(app: typer.Typer) -> None:
             )
             raise typer.Exit(exits.OK)
         request = _translate(args)
+        _warn(request)
         client = common.client()
         if request.test_only:
             _test_only(client, request)
@@ -67,6 +68,16 @@ def register(app: typer.Typer) -> None:
             )
         if request.wait:
             raise typer.Exit(wait_for(client, run["id"], timeout_s=None, poll_s=2.0, quiet=True))
+
+
+def _warn(request: SbatchRequest) -> None:
+    """What sbatch takes but is likely a slip (a ``--mail-user`` that is no mail address), on stderr;
+    ``--quiet`` keeps it quiet, as sbatch -Q keeps all but errors."""
+    from gateway.core.spec.slurm_fields import mail_user_warning
+
+    warning = mail_user_warning(request.spec.get("mail_user"))
+    if warning and not request.quiet:
+        err_console.print(f"gw sbatch: warning: {warning}", markup=False, highlight=False)
 
 
 def _test_only(client: GatewayClient, request: SbatchRequest) -> None:

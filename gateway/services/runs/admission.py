@@ -198,7 +198,10 @@ def _queue_issues(spec: RunSpec, project: Project, queue: Queue, walltime: Wallt
     if spec.qos is not None and queue.qos is not None and spec.qos != queue.qos:
         issues.append(
             SpecIssue(
-                "qos", f"queue {queue.name} runs jobs under QoS {queue.qos}; give that or none", spec.qos
+                "qos",
+                f"queue {queue.name} runs jobs under QoS {queue.qos}; give that or none "
+                "(the gateway's rule: the queue's qos in the site file)",
+                spec.qos,
             )
         )
     if walltime.minutes is None:
@@ -214,7 +217,8 @@ def _queue_issues(spec: RunSpec, project: Project, queue: Queue, walltime: Wallt
         issues.append(
             SpecIssue(
                 "resources.walltime_min",
-                f"queue {queue.name} allows at most {queue.max_walltime_min} minutes{given}",
+                f"queue {queue.name} allows at most {queue.max_walltime_min} minutes{given} (the "
+                "gateway's rule, not Slurm's: the queue's max_walltime_min in the site file)",
                 walltime.minutes,
             )
         )
@@ -251,9 +255,14 @@ def _gpu_type(queue: Queue, asked: str | None) -> tuple[str | None, str | None]:
             return None, None  # Slurm has only that type to give; the request stays untyped, as sbatch's
         return (
             None,
-            f"queue {queue.name} has GPU types {', '.join(types)}; name one, such as gpu:{types[0]}:N",
+            f"queue {queue.name} has GPU types {', '.join(types)}; name one, such as gpu:{types[0]}:N "
+            "(the gateway's rule for a queue of several GPU types, not Slurm's: the queue's gpu_types "
+            "in the site file)",
         )
     match = next((t for t in types if t.lower() == asked.lower()), None)
     if match is None:
-        return None, f"queue {queue.name} allows GPU types {', '.join(types)}; name one of them"
+        return None, (
+            f"queue {queue.name} allows GPU types {', '.join(types)}; name one of them "
+            "(the gateway's rule: the queue's gpu_types in the site file)"
+        )
     return match, None

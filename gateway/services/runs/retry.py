@@ -163,6 +163,7 @@ class RetryService:
                 as_user=user.os_user,
                 exclude_nodes=exclude,
                 comment=run.spec.comment,
+                mail_user=run.spec.mail_user,
             )
         except SpecError as exc:  # a node to keep off that is no Slurm name: this retry cannot be sent
             attempt = self._add_attempt(run, failed, tag, exclude)

@@ -158,7 +158,12 @@ class RunService:
         # sbatch starts now and waits for the script: its start-up overlaps the recording below, and
         # it can queue nothing before the attempt is committed (_send hands it the script).
         submission = Submission.prepare(
-            self.slurm, self.store, tag=attempt_tag(run_id, 1), as_user=admitted.os_user, comment=spec.comment
+            self.slurm,
+            self.store,
+            tag=attempt_tag(run_id, 1),
+            as_user=admitted.os_user,
+            comment=spec.comment,
+            mail_user=spec.mail_user,
         )
         with submission.abandoned_on_error():
             run_dir = str(self.settings.runs_dir / run_id)
