@@ -258,3 +258,14 @@ def test_gw_submit_of_too_many_gpus_gets_the_partitions_message_not_the_fields_b
         [*GW, "submit", str(spec)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
     assert "did you mean `command`?" in " ".join(done.stderr.split()), done.stderr
+
+
+def test_a_mail_user_that_is_no_address_is_passed_on_with_a_warning(serve, tmp_path):
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n#SBATCH -A test -t 5\n#SBATCH --mail-user=<YourNetID>@site.edu\ntrue\n")
+    checked = gw_sbatch(serve, tmp_path, "--test-only", str(script))
+    said = " ".join(checked.stderr.split())
+    assert checked.returncode == 0, checked.stderr
+    assert "gw sbatch: warning: --mail-user '<YourNetID>@site.edu' is not a mail address" in said
+    quiet = gw_sbatch(serve, tmp_path, "--test-only", "--quiet", str(script))
+    assert quiet.returncode == 0 and "warning" not in quiet.stderr

@@ -54,7 +54,13 @@ def test_more_gpus_than_a_node_has_says_how_many_it_has():
 
 
 def test_more_nodes_than_the_partition_has():
-    assert found("cpu", nodes=3) == [("resources.nodes", "queue cpu has 2 nodes: ask for at most 2")]
+    assert found("cpu", nodes=3) == [
+        (
+            "resources.nodes",
+            "queue cpu has 2 nodes: ask for at most 2 (the gateway's rule: Slurm would take the job and "
+            "keep it pending for good, PartitionNodeLimit)",
+        )
+    ]
 
 
 def test_memory_and_cpus_beyond_a_node():
@@ -77,7 +83,8 @@ def test_a_time_limit_past_the_partitions_maxtime_names_a_queue_that_allows_it()
         (
             "resources.walltime_min",
             "partition cpu of queue cpu allows at most 1440 minutes (its MaxTime); "
-            "queue gpu has MaxTime 2880 minutes",
+            "queue gpu has MaxTime 2880 minutes (the gateway's rule: Slurm would take the job and "
+            "keep it pending for good, PartitionTimeLimit)",
         )
     ]
 

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from gateway.core.slurm.records import NodeInfo, PartitionInfo
 from gateway.core.spec.parts import Resources
 
+# Why the gateway refuses what sbatch would accept: a job Slurm keeps pending for good, by rule.
+FOREVER = "the gateway's rule: Slurm would take the job and keep it pending for good,"
+
 
 @dataclass(frozen=True)
 class Shape:
@@ -161,7 +164,7 @@ def misfits(
             Misfit(
                 "resources.nodes",
                 f"queue {queue} has {shape.nodes} node{'s' * (shape.nodes != 1)}: "
-                f"ask for at most {shape.nodes}{more}",
+                f"ask for at most {shape.nodes}{more} ({FOREVER} PartitionNodeLimit)",
                 need.nodes,
             )
         )
@@ -214,7 +217,7 @@ def misfits(
             Misfit(
                 "resources.walltime_min",
                 f"partition {shape.partition} of queue {queue} allows at most {shape.max_time_min} "
-                f"minutes (its MaxTime){more}",
+                f"minutes (its MaxTime){more} ({FOREVER} PartitionTimeLimit)",
                 walltime_min,
             )
         )
