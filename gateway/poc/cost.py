@@ -117,7 +117,8 @@ def _failed(record: dict[str, Any]) -> bool:
     CANCELLED (a cancellation is its own outcome)."""
     if "failed" in record:
         return bool(record["failed"])
-    return str(record.get("state", "")).upper() not in ("COMPLETED", "SUCCEEDED", "CANCELLED")
+    state = str(record.get("state", "")).upper()
+    return state not in ("COMPLETED", "SUCCEEDED") and not state.startswith("CANCELLED")
 
 
 def _cancelled(record: dict[str, Any]) -> bool:
