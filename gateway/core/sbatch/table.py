@@ -146,6 +146,9 @@ PASS_PATTERNS: dict[str, str | None] = {
     "kill-on-invalid-dep": r"yes|no",
     "licenses": r"[A-Za-z0-9_.@:,|-]{1,256}",
     "mail-type": rf"{_MAIL}(?:,{_MAIL})*",
+    # gw sbatch now models --mail-user (the spec's mail_user, any text, an argument of sbatch); a spec
+    # recorded before that, or an API client, may still carry this strict form in slurm_options
+    "mail-user": r"[A-Za-z0-9._%+-]{1,64}(?:@[A-Za-z0-9.-]{1,190})?",
     "mem-bind": r"[A-Za-z0-9_:,x-]{1,256}",
     "mincpus": _COUNT,
     "network": _WORDS,
