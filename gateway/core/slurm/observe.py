@@ -206,8 +206,13 @@ def _array_facts(
         start_time=start,
         end_time=end,
         # the array's wall-clock span, first start to last end: its tasks run side by side, so the sum
-        # of their elapsed times is no time anyone waited (each task's own is in ``tasks``)
-        elapsed_s=int((end - start).total_seconds()) if start and end else None,
+        # of their elapsed times is no time anyone waited (each task's own is in ``tasks``); while
+        # slurmdbd has no start for a record yet, the longest task's (the least the span can be)
+        elapsed_s=(
+            int((end - start).total_seconds())
+            if start and end
+            else max((r.elapsed_s for r in records), default=None)
+        ),
         exit_code=max(codes) if codes else None,
         exit_signal=worst.get("exit_signal") if worst else None,
         max_rss_kb=max((r.max_rss_kb for r in records if r.max_rss_kb), default=None),
