@@ -145,7 +145,7 @@ def install_error_handlers(app: FastAPI) -> None:
             loc = list(err.get("loc", ()))
             message = str(err.get("msg", "")).removeprefix("Value error, ")
             if err.get("type") == "extra_forbidden" and loc[:1] == ["body"]:
-                message = unknown_field_message(tuple(loc[1:-1]), body_model)
+                message = unknown_field_message(tuple(loc[1:-1]), body_model, given=str(loc[-1]))
             issues.append(
                 {
                     "loc": [safe_text(p) if isinstance(p, str) else p for p in loc],

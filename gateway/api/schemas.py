@@ -260,6 +260,10 @@ class LogChunkPublic(BaseModel):
         default=None,
         description="Why nothing was read: not a regular file, not readable by the job's OS user, ...",
     )
+    array_tasks: str | None = Field(
+        default=None,
+        description="An array's task indices (0-2,5); `task` is the one shown (the first unless ?task= said)",
+    )
 
     @classmethod
     def of(cls, chunk: LogChunk) -> LogChunkPublic:

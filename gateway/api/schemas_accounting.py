@@ -19,14 +19,23 @@ class AttemptCostPublic(BaseModel):
     cpu_hours: float = Field(description="Allocated CPU cores x elapsed, core-hours")
     cost: float | None = Field(description="In `currency`; null when not priced (no rate table)")
     rate_version: int | None = Field(description="The rate table version that priced it")
-    failed: bool = Field(description="It ended other than COMPLETED (failed, cancelled, requeued ...)")
+    failed: bool = Field(
+        description="It failed: ended other than COMPLETED or CANCELLED (failed, requeued ...)"
+    )
+    cancelled: bool = Field(
+        default=False,
+        description="It ended CANCELLED: someone asked for that, which is counted apart from failures",
+    )
 
 
 class RunCostPublic(BaseModel):
     run_id: str
     currency: str | None = Field(description="ISO 4217 code of every cost here; null when nothing is priced")
     total: float = Field(description="Sum of the priced records' cost")
-    failed_total: float = Field(description="The part of `total` spent on records that did not complete")
+    failed_total: float = Field(
+        description="The part of `total` spent on records that failed (not cancelled)"
+    )
+    cancelled_total: float = Field(default=0.0, description="The part of `total` spent on cancelled records")
     attempts: list[AttemptCostPublic] = Field(description="One per accounting record (a requeue adds one)")
     priced: bool = Field(description="Every record is priced")
     note: str = Field(description="What the numbers rest on, or why there are none")
@@ -39,6 +48,7 @@ class RunCostPublic(BaseModel):
             currency=cost.currency,
             total=cost.total,
             failed_total=cost.failed_total,
+            cancelled_total=cost.cancelled_total,
             attempts=[AttemptCostPublic(**a.__dict__) for a in cost.attempts],
             priced=cost.priced,
             note=cost.note,

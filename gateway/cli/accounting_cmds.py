@@ -29,7 +29,7 @@ def cost(run_id: Annotated[str, typer.Argument(help="Run id.")], as_json: JsonOp
         table.add_row(
             "-" if a["attempt"] is None else str(a["attempt"]),
             a["job_id"],
-            a["state"] + (" (failed)" if a["failed"] else ""),
+            a["state"] + (" (failed)" if a["failed"] else " (cancelled)" if a.get("cancelled") else ""),
             str(a["elapsed_s"]),
             f"{a['gpu_hours']:.3f}",
             f"{a['cpu_hours']:.3f}",
@@ -39,9 +39,11 @@ def cost(run_id: Annotated[str, typer.Argument(help="Run id.")], as_json: JsonOp
     console.print(table)
     currency = body["currency"] or ""
     share = f" ({body['failed_total'] / body['total']:.0%})" if body["total"] else ""
+    cancelled = body.get("cancelled_total") or 0.0
+    kept = f" ({cancelled / body['total']:.0%})" if body["total"] else ""
     console.print(
         f"total {body['total']:.4f} {currency}; spent on attempts that failed: "
-        f"{body['failed_total']:.4f}{share}",
+        f"{body['failed_total']:.4f}{share}; on cancelled ones: {cancelled:.4f}{kept}",
         markup=False,
     )
     console.print(body["note"], markup=False)

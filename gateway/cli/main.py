@@ -363,6 +363,11 @@ def logs(
         if as_json:
             print_json(chunk)
             return
+        if chunk.get("array_tasks"):  # say which task this is, on stderr: stdout stays the log itself
+            err_console.print(
+                f"(array task {chunk['task']} of tasks {chunk['array_tasks']}; --task N for another)",
+                markup=False,
+            )
         _write(chunk["text"])
         if chunk.get("problem"):
             err_console.print(f"(cannot read {chunk['path']}: {chunk['problem']})", markup=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from rich.console import Console
@@ -116,18 +117,35 @@ def _print_attempt(attempt: dict) -> None:
         console.print(f"  [dim]waited[/dim] {escape(waited)}")
 
 
+def _exit_text(code: int | None, signal: int | None) -> str:
+    """``3``, or ``0:9`` when a signal ended it (sacct's ExitCode), ``-`` before it ended."""
+    if code is None:
+        return "-"
+    return f"{code}:{signal}" if signal else str(code)
+
+
 def _attempt_facts(attempt: dict) -> list[tuple[str, str]]:
     tres = attempt["alloc_tres"]
-    facts = [
-        ("nodes", attempt["node_list"] or "-"),
-        ("submitted", _time(attempt["submit_time"])),
-        ("started", _time(attempt["start_time"])),
-        ("ended", _time(attempt["end_time"])),
-        ("elapsed", _fmt_duration(attempt["elapsed_s"])),
-        ("exit", "-" if attempt["exit_code"] is None else f"{attempt['exit_code']}:{attempt['exit_signal']}"),
-        ("alloc", ",".join(f"{k}={v}" for k, v in tres.items()) or "-"),
-        ("max rss", "-" if attempt["max_rss_kb"] is None else f"{attempt['max_rss_kb'] / 1024:.1f} MiB"),
-    ]
+    if attempt["tasks"] or attempt.get("array_size") is not None:
+        # an array: nodes, exit, allocation and memory are each task's (the table below); the
+        # elapsed time is the array's span from its first start to its last end, never a sum
+        facts = [
+            ("submitted", _time(attempt["submit_time"])),
+            ("first start", _time(attempt["start_time"])),
+            ("last end", _time(attempt["end_time"])),
+            ("span", _fmt_duration(_span_s(attempt))),
+        ]
+    else:
+        facts = [
+            ("nodes", attempt["node_list"] or "-"),
+            ("submitted", _time(attempt["submit_time"])),
+            ("started", _time(attempt["start_time"])),
+            ("ended", _time(attempt["end_time"])),
+            ("elapsed", _fmt_duration(attempt["elapsed_s"])),
+            ("exit", _exit_text(attempt["exit_code"], attempt["exit_signal"])),
+            ("alloc", ",".join(f"{k}={v}" for k, v in tres.items()) or "-"),
+            ("max rss", "-" if attempt["max_rss_kb"] is None else f"{attempt['max_rss_kb'] / 1024:.1f} MiB"),
+        ]
     if attempt.get("expected_start"):
         facts.append(("expected start", _time(attempt["expected_start"])))
     if attempt.get("cancelled_by_uid") is not None:
@@ -135,12 +153,45 @@ def _attempt_facts(attempt: dict) -> list[tuple[str, str]]:
     return facts
 
 
+def _span_s(attempt: dict) -> int | None:
+    """An array's wall-clock span, first start to last end (None until both are known)."""
+    start, end = attempt.get("start_time"), attempt.get("end_time")
+    if not (start and end):
+        return None
+    return max(0, int((datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()))
+
+
+def _task_order(index: str) -> tuple[int, str]:
+    return (int(index), index) if index.isdigit() else (1 << 62, index)
+
+
 def _print_tasks(attempt: dict) -> None:
+    """The array's summary line (tasks by state, exit codes) and one row per task it has seen."""
+    tasks = attempt["tasks"]
     states: dict[str, int] = {}
-    for task in attempt["tasks"].values():
+    for task in tasks.values():
         states[task["state"]] = states.get(task["state"], 0) + 1
+    size = attempt["array_size"] if attempt.get("array_size") is not None else len(tasks)
+    unseen = size - len(tasks)
     summary = ", ".join(f"{n} {s}" for s, n in sorted(states.items()))
-    console.print(f"  [dim]array tasks[/dim] {attempt['array_size']}: {summary}")
+    if unseen > 0:
+        summary += f", {unseen} not seen yet"
+    codes = sorted({t["exit_code"] for t in tasks.values() if t.get("exit_code") is not None})
+    exits = f"; exit codes {', '.join(map(str, codes))}" if codes else ""
+    console.print(f"  [dim]array of {size} tasks:[/dim] {summary}{exits}", highlight=False)
+    table = Table(show_edge=False, box=None, padding=(0, 1))
+    for column in ("TASK", "STATE", "EXIT", "ELAPSED", "NODE"):
+        table.add_column(column)
+    for index in sorted(tasks, key=_task_order):
+        task = tasks[index]
+        table.add_row(
+            index,
+            task.get("state") or "-",
+            _exit_text(task.get("exit_code"), task.get("exit_signal")),
+            _fmt_duration(task.get("elapsed_s")),
+            Text(task.get("node_list") or "-"),
+        )
+    console.print(table)
 
 
 def _timeline(events: list[dict]) -> Table:
@@ -159,6 +210,9 @@ def _timeline(events: list[dict]) -> Table:
 
 
 def _print_failure(failure: dict) -> None:
+    if failure["class"] == "cancelled":  # its own outcome: someone asked for it, nothing failed
+        console.print(f"  [yellow]cancelled[/yellow] {escape(failure['summary'])}", highlight=False)
+        return
     console.print(
         f"  [red]failure: {escape(failure['class'])}[/red] {escape(failure['summary'])}", highlight=False
     )

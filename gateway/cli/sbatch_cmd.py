@@ -51,6 +51,7 @@ def register(app: typer.Typer) -> None:
         request = _translate(args)
         if environment is not None:  # gw's own option: the registered environment the job runs in
             request.spec["environment"] = environment
+        _warn(request)
         client = common.client()
         if request.test_only:
             _test_only(client, request)
@@ -107,6 +108,16 @@ def _environment_option(args: list[str]) -> tuple[list[str], str | None]:
         common.usage(f"--environment: {str(exc).replace('dataset', 'environment')}")
     drop = {j for s0, n, _ in mine for j in range(s0, s0 + n)}
     return [a for j, a in enumerate(args) if j not in drop], environment
+
+
+def _warn(request: SbatchRequest) -> None:
+    """What sbatch takes but is likely a slip (a ``--mail-user`` that is no mail address), on stderr;
+    ``--quiet`` keeps it quiet, as sbatch -Q keeps all but errors."""
+    from gateway.core.spec.slurm_fields import mail_user_warning
+
+    warning = mail_user_warning(request.spec.get("mail_user"))
+    if warning and not request.quiet:
+        err_console.print(f"gw sbatch: warning: {warning}", markup=False, highlight=False)
 
 
 def _test_only(client: GatewayClient, request: SbatchRequest) -> None:

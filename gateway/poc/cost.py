@@ -2,8 +2,9 @@
 
 The contract (docs/poc.md): the answer is ``{run_id, currency, total,
 failed_total, attempts: [{attempt, job_id, state, elapsed_s, gpu_hours,
-cpu_hours, cost, rate_version, failed}], priced, note}`` (``state`` is Slurm's, ``failed`` whether
-the record did not complete). A gateway without accounting
+cpu_hours, cost, rate_version, failed, cancelled}], priced, note, cancelled_total}`` (``state`` is
+Slurm's, ``failed`` whether the record failed, ``cancelled`` whether someone cancelled it: a
+cancellation is counted apart from failures). A gateway without accounting
 answers 404 for the route: the step then fails, saying so; the POC goes on.
 """
 
@@ -98,6 +99,17 @@ def run_cost(world: World, sc: Scenario, run_id: str, step: str, *, failed: bool
     )
     if failed:
         _failed_attempts(sc, step, cost)
+    cancelled = [a.get("cost") or 0 for a in cost.get("attempts", []) if _cancelled(a)]
+    if cancelled:
+        shown = cost.get("cancelled_total")
+        sc.check(
+            f"{step}: cost of the cancelled attempts, apart from failures",
+            shown is not None and abs(shown - sum(cancelled)) < 1e-9,
+            "cancelled_total, the sum of the cancelled attempts' cost (not in failed_total)",
+            _brief(cost),
+            fatal=False,
+            kind="cost",
+        )
     return cost
 
 
@@ -132,10 +144,19 @@ def _failed_attempts(sc: Scenario, step: str, cost: dict[str, Any]) -> None:
 
 
 def _failed(record: dict[str, Any]) -> bool:
-    """A record that did not complete: its ``failed`` flag, else its Slurm state other than COMPLETED."""
+    """A record that failed: its ``failed`` flag, else its Slurm state other than COMPLETED and
+    CANCELLED (a cancellation is its own outcome)."""
     if "failed" in record:
         return bool(record["failed"])
-    return str(record.get("state", "")).upper() not in ("COMPLETED", "SUCCEEDED")
+    state = str(record.get("state", "")).upper()
+    return state not in ("COMPLETED", "SUCCEEDED") and not state.startswith("CANCELLED")
+
+
+def _cancelled(record: dict[str, Any]) -> bool:
+    """A record someone cancelled: its ``cancelled`` flag, else its Slurm state CANCELLED."""
+    if "cancelled" in record:
+        return bool(record["cancelled"])
+    return str(record.get("state", "")).upper().startswith("CANCELLED")
 
 
 def _brief(cost: dict[str, Any]) -> str:
@@ -148,7 +169,8 @@ def _brief(cost: dict[str, Any]) -> str:
     priced = "priced" if cost.get("priced") else "not priced"
     return (
         f"run {cost.get('run_id')}: total {money(cost.get('total'), currency)}, failed attempts "
-        f"{money(cost.get('failed_total'), currency)}, {priced}; {attempts or 'no attempt'}"
+        f"{money(cost.get('failed_total'), currency)}, cancelled attempts "
+        f"{money(cost.get('cancelled_total'), currency)}, {priced}; {attempts or 'no attempt'}"
     )
 
 
@@ -177,6 +199,7 @@ def collect(world: World, scenarios: list[Scenario]) -> None:
                     "step": "the run's cost (after the scenarios)",
                     "total": answer.get("total"),
                     "failed_total": answer.get("failed_total"),
+                    "cancelled_total": answer.get("cancelled_total"),
                     "currency": answer.get("currency"),
                 }
             )

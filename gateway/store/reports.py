@@ -27,6 +27,7 @@ from typing import Any
 from sqlalchemy import (
     Float,
     String,
+    and_,
     case,
     cast,
     func,
@@ -38,6 +39,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql.elements import ColumnElement
 
+from gateway.core.accounting.records import CANCELLED_STATE
 from gateway.core.reports.periods import Period
 from gateway.core.reports.rows import Dimension, Sums
 from gateway.store.db import Database
@@ -136,7 +138,10 @@ def _runs_behind_releases() -> Any:
 
 
 def _measures() -> list[Any]:
-    failed = REC.c.failed.is_(True)
+    # a cancellation is counted apart from failures; a record stored before that rule has
+    # failed true for CANCELLED too, so the state decides here
+    cancelled = and_(REC.c.ended.is_(True), REC.c.state == CANCELLED_STATE)
+    failed = and_(REC.c.failed.is_(True), REC.c.state != CANCELLED_STATE)
     cost = func.coalesce(REC.c.cost, 0.0)
     return [
         func.count().label("records"),
@@ -146,6 +151,9 @@ def _measures() -> list[Any]:
         func.sum(cost).label("cost"),
         func.sum(case((failed, cost), else_=0.0)).label("cost_failed"),
         func.sum(case((failed, REC.c.gpu_hours), else_=0.0)).label("gpu_hours_failed"),
+        func.sum(case((cancelled, 1), else_=0)).label("cancelled"),
+        func.sum(case((cancelled, cost), else_=0.0)).label("cost_cancelled"),
+        func.sum(case((cancelled, REC.c.gpu_hours), else_=0.0)).label("gpu_hours_cancelled"),
     ]
 
 
@@ -158,6 +166,9 @@ def _sums(row: Any) -> Sums:
         cost=float(row.cost or 0.0),
         cost_failed=float(row.cost_failed or 0.0),
         gpu_hours_failed=float(row.gpu_hours_failed or 0.0),
+        cancelled=int(row.cancelled or 0),
+        cost_cancelled=float(row.cost_cancelled or 0.0),
+        gpu_hours_cancelled=float(row.gpu_hours_cancelled or 0.0),
         telemetry_gpu_hours=float(getattr(row, "telemetry_gpu_hours", 0.0) or 0.0),
         util_gpu_hours=float(getattr(row, "util_gpu_hours", 0.0) or 0.0),
         idle_gpu_hours=float(getattr(row, "idle_gpu_hours", 0.0) or 0.0),

@@ -129,8 +129,10 @@ def run_log(
     principal: PrincipalDep,
     stream: Literal["stdout", "stderr"] = "stdout",
     attempt: Annotated[int | None, Query(ge=1, le=10_000)] = None,
+    task: Annotated[str | None, Query(pattern=r"^\d{1,7}$")] = None,
 ) -> Response:
-    """The last lines of a log (followed by htmx while the run lives)."""
+    """The last lines of a log (followed by htmx while the run lives); an array's first task unless
+    ``task`` names another (one the array does not have is said in the log box)."""
     services = services_of(request)
     run = services.runs.get(run_id, principal=principal)
     chunk = None
@@ -138,7 +140,12 @@ def run_log(
     if run.attempts:
         try:
             chunk = services.logs.read(
-                run_id, principal=principal, stream=stream, attempt_number=attempt, tail_lines=LOG_TAIL_LINES
+                run_id,
+                principal=principal,
+                stream=stream,
+                attempt_number=attempt,
+                task=task,
+                tail_lines=LOG_TAIL_LINES,
             )
         except GatewayError as exc:  # the run host did not answer: say so in the log box
             problem = str(exc)

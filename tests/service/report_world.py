@@ -1,6 +1,7 @@
 """The world the report tests read: records ingested from real jobs (``world``), made once per backend.
 
-Gateway runs in project ``test`` (one that succeeds, one that fails, one with a GPU), a rerun of the
+Gateway runs in project ``test`` (one that succeeds, one that fails, one with a GPU, one cancelled
+while it ran), a rerun of the
 eval world's strong training run, two GPU runs sampled by the fake NVML (every GPU at 40 %, every GPU
 at 0 %) and harvested, and a plain ``sbatch`` job in project ``other``'s Slurm account; a rate table
 applied; then two ingests (the second adds nothing). Kept for the whole test process, like the eval
@@ -105,12 +106,17 @@ def _build(services, settings, principal, eval_world) -> dict:
         ).id,
     }
     runs["rerun"] = services.runs.rerun(eval_world.training["strong"], principal=principal).id
+    runs["cancelled"] = services.runs.submit(build_spec(_spec("sleep 60")), principal=principal).id
+    refresh_until(services, runs["cancelled"], states={RunState.RUNNING}, timeout_s=120)
+    time.sleep(2)  # a few seconds of allocation: a cost to count
+    services.runs.cancel(runs["cancelled"], principal=principal)
     other = services.access.project("other").slurm_account
     plain = _sbatch(other)
     telemetry_runs = _gpu_telemetry_runs(settings, principal)
     for name, run_id in runs.items():
         run = refresh_until(services, run_id, timeout_s=120)
-        assert run.state is (RunState.FAILED if name == "failed" else RunState.SUCCEEDED), run.latest
+        ended = {"failed": RunState.FAILED, "cancelled": RunState.CANCELLED}.get(name, RunState.SUCCEEDED)
+        assert run.state is ended, run.latest
     _wait_ended(plain)
     since = began - timedelta(hours=6)  # the eval world's jobs ran earlier in this session
     first = services.accounting.ingest(since=since)

@@ -86,7 +86,7 @@ SERVER_ONLY_RULES: dict[str, list[tuple[str, str]]] = {
         # the body), and a KEY.PATH that names no field of the spec
         *RUN_SPEC_RULES,
         (r"body\.(?!(set|spec)(\.|$)).+", r""),
-        (r"body\.(set|spec)(\..+)?", r"unknown field; valid fields here: name, project, "),
+        (r"body\.(set|spec)(\..+)?", r"unknown field; (valid fields here: name, project, |did you mean `)"),
     ],
     "POST /admin/site": [
         (

@@ -71,6 +71,11 @@ def test_wait_exit_status_follows_the_end_state(server, tmp_path):
     cancelled = gw(server, "cancel", long)
     assert cancelled.returncode == 0, cancelled.stderr
     assert gw(server, "wait", long, "--poll-s", "0.5").returncode == 3
+    # a cancellation is its own outcome, named with the gateway user who asked (not Slurm's uid 0)
+    shown = wait_for(
+        lambda: [o for o in [gw(server, "show", long).stdout] if "Cancelled by" in o], what="the cancellation"
+    )[0]
+    assert "cancelled Cancelled by tester." in shown and "failure:" not in shown, shown
 
 
 def test_gw_sbatch_keeps_sbatch_habits(server, tmp_path, slurm):
@@ -164,3 +169,41 @@ def test_gw_rerun_fixes_and_links_back(server, tmp_path):
     parent = json.loads(gw(server, "show", failed, "--json").stdout)
     assert parent["children"] == [child]
     assert json.loads(gw(server, "show", child, "--json").stdout)["parent_run_id"] == failed
+
+
+def test_an_array_run_is_shown_task_by_task_and_its_logs_name_the_task(server, tmp_path):
+    spec = write_spec(
+        tmp_path,
+        name="cli-array",
+        command="sleep 3; echo task $SLURM_ARRAY_TASK_ID of $GW_PARAM_I",
+        sweep={"params": [{"i": 0}, {"i": 1}, {"i": 2}]},
+    )
+    run_id = run_id_of(gw(server, "submit", str(spec), cwd=str(tmp_path)).stdout)
+    assert gw(server, "wait", run_id, "--poll-s", "0.5").returncode == 0
+    shown = json.loads(gw(server, "show", run_id, "--json").stdout)
+    (attempt,) = shown["attempts"]
+    tasks = attempt["tasks"]
+    assert sorted(tasks) == ["0", "1", "2"] and all(t["state"] == "succeeded" for t in tasks.values())
+    assert all(t["exit_code"] == 0 and t["node_list"] and t["elapsed_s"] >= 3 for t in tasks.values())
+    # the attempt's elapsed time is the array's span, not the sum of its tasks' (they ran side by side)
+    assert attempt["elapsed_s"] < sum(t["elapsed_s"] for t in tasks.values())
+    text = gw(server, "show", run_id).stdout
+    assert "array of 3 tasks: 3 succeeded; exit codes 0" in text and "0:None" not in text, text
+    rows = [line.split() for line in text.splitlines() if line.split()[:1] in (["0"], ["1"], ["2"])]
+    assert [r[:3] for r in rows] == [
+        ["0", "succeeded", "0"],
+        ["1", "succeeded", "0"],
+        ["2", "succeeded", "0"],
+    ]
+    assert {r[4] for r in rows} <= {"c1", "c2"}
+    first = gw(server, "logs", run_id)
+    assert first.stdout.strip() == "task 0 of 0" and "array task 0 of tasks 0-2" in first.stderr, first
+    second = gw(server, "logs", run_id, "--task", "2")
+    assert second.stdout.strip() == "task 2 of 2" and "array task 2 of tasks 0-2" in second.stderr
+    missing = gw(server, "logs", run_id, "--task", "7")
+    said = " ".join(missing.stderr.split())
+    assert missing.returncode == 4 and "has no array task 7; its tasks are 0-2" in said, missing.stderr
+    assert missing.stdout == ""
+    plain = run_id_of(gw(server, "submit", str(write_spec(tmp_path, command="true"))).stdout)
+    refused = gw(server, "logs", plain, "--task", "1")
+    assert refused.returncode == 4 and "is not an array job" in refused.stderr

@@ -149,8 +149,8 @@ def test_concurrent_requests_with_one_key_make_one_run(services, principal, slur
 def test_a_refused_submission_is_refused_again_on_replay(services, principal):
     tag, k = own_tag(), key()
     too_big = spec(
-        tag, hold=False, resources={"mem_gb": 4000, "walltime_min": 2}
-    )  # held jobs are not checked
+        tag, hold=False, slurm_options={"constraint": "nosuchfeature"}
+    )  # a feature no node has: the gateway does not know features, sbatch refuses it
     with pytest.raises(SubmitRejected) as first:
         services.runs.submit_keyed(too_big, principal=principal, idempotency_key=k)
     with pytest.raises(SubmitRejected) as again:

@@ -103,7 +103,10 @@ def test_sum_over_users_equals_the_project_total_equals_the_priced_records(servi
     failed = sum(r.price.cost for r in priced if r.record.failed)
     assert by_project.total.values["cost_failed"] == pytest.approx(failed) and failed > 0
     assert by_project.rate_versions == sorted({str(r.price.rate_version) for r in priced}, key=int)
-    assert "spent on attempts that failed" in services.reports.render(by_project, "table").text
+    cancelled = sum(r.price.cost for r in priced if r.record.cancelled)
+    assert by_project.total.values["cost_cancelled"] == pytest.approx(cancelled) and cancelled > 0
+    table = services.reports.render(by_project, "table").text
+    assert "spent on attempts that failed" in table and "spent on attempts that were cancelled" in table
 
 
 def test_by_run_and_queue_name_the_gateway_runs(services, principal, world):
@@ -112,6 +115,9 @@ def test_by_run_and_queue_name_the_gateway_runs(services, principal, world):
     rows = {r.key: r for r in by_run.rows}
     assert {world["runs"]["ok"], world["runs"]["failed"], world["runs"]["gpu"]} <= set(rows)
     assert rows[world["runs"]["failed"]].values["failed_share"] == 1.0
+    # a cancellation is its own outcome: counted apart from failures
+    cancelled = rows[world["runs"]["cancelled"]].values
+    assert cancelled["cost"] > 0 and cancelled["cancelled_share"] == 1.0 and cancelled["failed_share"] == 0.0
     assert rows[world["runs"]["gpu"]].values["gpu_hours"] > 0
     by_queue = services.reports.report(principal, "cost", by="queue", period=period, project=PROJECT)
     assert {f"{PROJECT}/cpu", f"{PROJECT}/gpu"} <= {r.key for r in by_queue.rows}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -72,8 +74,22 @@ def test_cancel_a_running_run(api, services):
     run = refresh_until(services, body["id"])
     assert run.state is RunState.CANCELLED and run.latest.cancelled_by_uid == 0
     assert any(e.reason == "cancel requested by tester" for e in run.latest.events)
+    # the gateway's record names who asked, not Slurm's uid 0
+    failure = refresh_until_failure(services, body["id"])
+    assert failure["class"] == "cancelled" and failure["summary"] == "Cancelled by tester."
     again = api.post(f"/runs/{body['id']}/cancel")
     assert again.status_code == 200 and again.json()["state"] == "cancelled"
+
+
+def refresh_until_failure(services, run_id: str, timeout_s: float = 30) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        latest = services.runs.store.get_run(run_id).latest
+        if latest.failure is not None:
+            return latest.failure
+        services.refresher.refresh()
+        time.sleep(0.5)
+    raise AssertionError(f"run {run_id} was not diagnosed in {timeout_s} s")
 
 
 def test_array_sweep_run(api, services):
@@ -86,7 +102,11 @@ def test_array_sweep_run(api, services):
     assert sorted(run.latest.tasks) == ["0", "1", "2"]
     assert all(t["state"] == "succeeded" for t in run.latest.tasks.values())
     task2 = api.get(f"/runs/{body['id']}/logs", params={"task": "2"}).json()
-    assert task2["text"].strip() == '{"i": 2}'
+    assert task2["text"].strip() == '{"i": 2}' and task2["task"] == "2" and task2["array_tasks"] == "0-2"
+    first = api.get(f"/runs/{body['id']}/logs").json()
+    assert first["task"] == "0" and first["text"].strip() == '{"i": 0}'
+    missing = api.get(f"/runs/{body['id']}/logs", params={"task": "7"})
+    assert missing.status_code == 404 and "has no array task 7; its tasks are 0-2" in missing.json()["detail"]
 
 
 def test_unknown_queue_is_refused_before_slurm(api):
@@ -97,15 +117,42 @@ def test_unknown_queue_is_refused_before_slurm(api):
 
 
 def test_slurm_rejection_is_422_and_kept_on_record(api):
-    # Slurm refuses a GPU count no node has: its message comes back, the run stays on record.
-    response = api.post(
-        "/runs", json=spec(queue="gpu", resources={"gpus_per_node": 5, "gpu_type": "fake", "mem_gb": 0.25})
-    )
+    # Slurm refuses a feature no node has (the gateway does not know features): its message comes
+    # back, the run stays on record.
+    response = api.post("/runs", json=spec(slurm_options={"constraint": "nosuchfeature"}))
     assert response.status_code == 422
     body = response.json()
-    assert body["error"] == "submit_rejected" and "node configuration is not available" in body["detail"]
+    assert body["error"] == "submit_rejected" and "Invalid feature specification" in body["detail"]
     run = api.get(f"/runs/{body['run_id']}").json()
     assert run["state"] == "never_submitted"
+
+
+@pytest.mark.parametrize(
+    ("queue", "resources", "loc", "message"),
+    [
+        ("cpu", {"gpus_per_node": 8}, "gpus_per_node", "queue cpu has no GPUs; queue gpu has 4 per node"),
+        ("gpu", {"gpus_per_node": 100}, "gpus_per_node", "queue gpu has at most 4 GPUs per node: ask for"),
+        ("cpu", {"mem_gb": 64}, "mem_gb", "nodes of queue cpu have at most 4000 MB (3.91 GB) of memory"),
+        ("cpu", {"nodes": 3}, "nodes", "queue cpu has 2 nodes: ask for at most 2"),
+        ("cpu", {"walltime_min": 2000}, "walltime_min", "partition cpu of queue cpu allows at most 1440"),
+    ],
+)  # fmt: skip
+def test_a_request_no_node_could_hold_is_refused_before_recording(api, queue, resources, loc, message):
+    tag = unique_tag()
+    body = spec(queue=queue, tags=[tag], resources={"mem_gb": 0.25, "walltime_min": 5, **resources})
+    for path in ("/runs", "/runs/check"):
+        response = api.post(path, json=body)
+        assert response.status_code == 422, response.text
+        (issue,) = response.json()["detail"]
+        assert issue["loc"] == ["body", "resources", loc] and issue["msg"].startswith(message), issue
+    assert api.get("/runs", params={"tag": tag}).json()["items"] == []  # nothing recorded
+
+
+def test_a_mistyped_field_gets_the_field_it_is_close_to(api):
+    body = spec()
+    body["comand"] = body.pop("command")
+    (issue,) = api.post("/runs", json=body).json()["detail"]
+    assert issue["loc"] == ["body", "comand"] and issue["msg"] == "unknown field; did you mean `command`?"
 
 
 def test_refresh_uses_at_most_two_slurm_calls(counting_services, principal):

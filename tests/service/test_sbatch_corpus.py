@@ -215,3 +215,57 @@ def test_mem_0_is_refused_by_its_line_where_the_queue_does_not_allow_it(serve, t
     finally:
         if job.isdigit():
             subprocess.run(["scancel", job], check=False)
+
+
+def _no_jobs_of(serve) -> list[str]:
+    return subprocess.run(
+        ["squeue", "-h", f"--account={serve.account}", "-o", "%i"], capture_output=True, text=True
+    ).stdout.split()
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["-N", "3"], "option -N (resources.nodes): queue cpu has 2 nodes: ask for at most 2"),
+        (["--gres=gpu:1"], "(resources.gpus_per_node): queue cpu has no GPUs; queue gpu has 4 per node"),
+        (["--mem=64G"], "option --mem (resources.mem_gb): nodes of queue cpu have at most 4000 MB"),
+        (["-p", "gpu", "--gpus-per-node=100"], "queue gpu has at most 4 GPUs per node: ask for at most 4"),
+    ],
+)
+def test_a_job_no_node_could_hold_is_refused_by_gw_sbatch_in_the_gateways_words(serve, tmp_path, args, said):
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n#SBATCH -A test -t 5\ntrue\n")
+    refused = gw_sbatch(serve, tmp_path, "--hold", *args, str(script))
+    assert refused.returncode == 2 and said in " ".join(refused.stderr.split()), refused.stderr
+    assert "Requested node configuration" not in refused.stderr and _no_jobs_of(serve) == []
+
+
+def test_gw_submit_of_too_many_gpus_gets_the_partitions_message_not_the_fields_bound(serve, tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "name: big\nproject: test\nqueue: gpu\ncommand: 'true'\nhold: true\n"
+        "resources: {gpus_per_node: 100, gpu_type: fake, walltime_min: 5}\n"
+    )
+    env = {**os.environ, "GW_URL": serve.url, "GW_TOKEN": serve.tokens["tester"], "GW_CONFIG": serve.config}
+    done = subprocess.run(
+        [*GW, "submit", str(spec)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    said = " ".join(done.stderr.split())
+    assert done.returncode == 2 and "queue gpu has at most 4 GPUs per node" in said, done.stderr
+    assert "less than or equal" not in said and _no_jobs_of(serve) == []
+    spec.write_text(spec.read_text().replace("command:", "comand:"))
+    done = subprocess.run(
+        [*GW, "submit", str(spec)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert "did you mean `command`?" in " ".join(done.stderr.split()), done.stderr
+
+
+def test_a_mail_user_that_is_no_address_is_passed_on_with_a_warning(serve, tmp_path):
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n#SBATCH -A test -t 5\n#SBATCH --mail-user=<YourNetID>@site.edu\ntrue\n")
+    checked = gw_sbatch(serve, tmp_path, "--test-only", str(script))
+    said = " ".join(checked.stderr.split())
+    assert checked.returncode == 0, checked.stderr
+    assert "gw sbatch: warning: --mail-user '<YourNetID>@site.edu' is not a mail address" in said
+    quiet = gw_sbatch(serve, tmp_path, "--test-only", "--quiet", str(script))
+    assert quiet.returncode == 0 and "warning" not in quiet.stderr

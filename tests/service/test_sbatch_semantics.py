@@ -235,7 +235,8 @@ def test_check_runs_admission_and_slurms_test_only_and_makes_nothing(
     # sbatch --test-only queued nothing: no job carries the check's comment
     queued = subprocess.run(["squeue", "-h", "-o", "%k"], capture_output=True, text=True, check=True).stdout
     assert "gw-check" not in queued
-    too_big = build_spec({**spec.model_dump(mode="json"), "resources": {"mem_gb": 4000, "walltime_min": 5}})
+    # a feature no node has: the gateway does not know features, Slurm's test refuses it
+    too_big = build_spec({**spec.model_dump(mode="json"), "slurm_options": {"constraint": "nosuchfeature"}})
     with pytest.raises(SubmitRejected):
         services.runs.check(too_big, principal=principal, slurm_test=True)
     with TestClient(create_app(services=services)) as api:

@@ -34,9 +34,13 @@ class Backend:
         self._as_user = submit_user
         self.admin_uid = admin_uid
 
-    def prepare_submit(self, *, tag: str, as_user: str | None = None, exclude_nodes=(), comment=None) -> Any:
+    def prepare_submit(
+        self, *, tag: str, as_user: str | None = None, exclude_nodes=(), comment=None, mail_user=None
+    ) -> Any:
         user = as_user or self._as_user
-        return self.inner.prepare_submit(tag=tag, as_user=user, exclude_nodes=exclude_nodes, comment=comment)
+        return self.inner.prepare_submit(
+            tag=tag, as_user=user, exclude_nodes=exclude_nodes, comment=comment, mail_user=mail_user
+        )
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -78,7 +78,7 @@ def test_cancelled_by_uid_running_and_pending_array_rest():
     read = parse_ledger(text)
     cancelled, running, pending = read.records
     assert (cancelled.state, cancelled.cancelled_by_uid, cancelled.exit_signal) == ("CANCELLED", 1001, 15)
-    assert cancelled.failed
+    assert cancelled.cancelled and not cancelled.failed  # a cancellation is counted apart from failures
     assert running.end_time is None and not running.ended and not running.failed
     assert (pending.array_job_id, pending.array_task_id) == ("62", "[3-9%2]")
     assert pending.start_time is None and pending.elapsed_s == 0

@@ -110,6 +110,18 @@ def test_cancelled_says_by_whom():
     assert info.klass == "cancelled" and "by alice" in info.summary
     assert info.evidence["cancelled_by"] == "alice" and not info.retryable_by_default
     assert "not record" in facts(state=RunState.CANCELLED, slurm_state="CANCELLED").summary
+    assert info.summary == "Cancelled by alice."
+
+
+def test_who_cancelled_is_the_gateway_user_the_timeline_names_else_the_uid_by_name():
+    from gateway.core.runs.failures import who_cancelled
+
+    notes = [None, "cancel requested by mia", "CANCELLED", "cancel requested by tester"]
+    assert who_cancelled(notes, 0, {}) == "tester"  # the last request through the gateway
+    assert who_cancelled([None], 1001, {1001: "alice"}) == "OS user alice (uid 1001), outside the gateway"
+    assert who_cancelled([], 0, {}) == "OS user root (uid 0), outside the gateway"
+    assert who_cancelled([], 4242, {}) == "uid 4242, outside the gateway"
+    assert who_cancelled([], None, {}) is None
 
 
 def test_submit_rejected_keeps_slurms_message():

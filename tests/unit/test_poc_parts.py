@@ -89,3 +89,15 @@ def test_the_rate_table_is_read_from_the_file_the_site_file_names_or_taken_inlin
     site.write_text("cost: {rates: bad.yaml}\n")
     with pytest.raises(SpecError, match="mapping"):
         load_site(site).cost.rate_table(tmp_path)
+
+
+def test_the_pocs_cost_checks_count_a_cancellation_apart_from_failures():
+    from gateway.poc.cost import _cancelled, _failed
+
+    # the gateway's own flags, else Slurm's state (an older gateway's answer without them)
+    assert _cancelled({"cancelled": True, "failed": False}) and not _failed(
+        {"cancelled": True, "failed": False}
+    )
+    assert _failed({"state": "FAILED"}) and not _cancelled({"state": "FAILED"})
+    assert _cancelled({"state": "CANCELLED by 0"}) and not _failed({"state": "CANCELLED by 0"})
+    assert not _failed({"state": "COMPLETED"}) and not _cancelled({"state": "COMPLETED"})

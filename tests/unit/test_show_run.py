@@ -111,10 +111,10 @@ RETRY = _attempt(
     expected_start="2024-05-01T13:00:00+00:00",
     array_size=4,
     tasks={
-        "0": {"state": "running"},
+        "0": {"state": "running", "node_list": "node03"},
         "1": {"state": "queued"},
-        "2": {"state": "queued"},
-        "3": {"state": "succeeded"},
+        "10": {"state": "failed", "exit_code": 3, "exit_signal": 0, "elapsed_s": 5, "node_list": "node[04]"},
+        "3": {"state": "succeeded", "exit_code": 0, "exit_signal": 0, "elapsed_s": 62, "node_list": "node04"},
     },
     origin="retry",
     cancelled_by_uid=1001,

@@ -130,6 +130,11 @@ def test_an_array_is_merged_task_by_task():
     ]
     update = array_update(array, [], tasks)
     assert update.state is RunState.SUCCEEDED and update.event_at == T0 + timedelta(1)
-    assert sorted(update.facts.tasks) == ["0", "1"] and update.facts.elapsed_s == 6
+    # the array's span from the first start to the last end (1 day here), not the tasks' sum (6 s)
+    assert sorted(update.facts.tasks) == ["0", "1"] and update.facts.elapsed_s == 86400
+    assert update.facts.exit_code == 0 and update.facts.exit_signal == 0
+    # slurmdbd without a start for the records yet: the longest task's elapsed, not a sum
+    unstarted = [replace(t, start_time=None, elapsed_s=e) for t, e in zip(tasks, (3, 5), strict=True)]
+    assert array_update(array, [], unstarted).facts.elapsed_s == 5
     half = array_update(array, [status(job_id="7_1", array_job_id="7", array_task_id="1")], tasks[:1])
     assert half.state is RunState.RUNNING and half.facts.end_time is KEEP

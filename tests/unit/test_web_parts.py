@@ -117,5 +117,5 @@ def test_the_forms_input_bounds_are_the_run_specs():
     from gateway.web.spec_form import resource_limits
 
     limits = resource_limits()
-    assert limits["nodes"] == {"min": 1, "max": 64} and limits["mem_gb"]["max"] == 4096
+    assert limits["nodes"] == {"min": 1, "max": 100_000} and limits["mem_gb"]["max"] == 4096
     assert limits["walltime_min"]["min"] == 1

@@ -127,6 +127,18 @@ def test_a_4_gpu_run_against_a_2_gpu_cap_is_refused_next_to_the_field(signed_in,
     assert not [r for r in _own_runs(serve, "tester") if r["name"] == "too-many-gpus"]
 
 
+def test_a_preview_of_more_memory_than_a_node_has_is_refused_next_to_the_field(signed_in, serve):
+    page = signed_in("tester")
+    page.goto(f"{serve.url}/ui/submit")
+    _fill_run(page, project="test", queue="cpu", name="too-much-memory", command="true")
+    page.fill("#mem_gb", "64")
+    page.click("#preview")
+    error = page.locator(".field-error[data-field=mem_gb]")
+    expect(error).to_contain_text("nodes of queue cpu have at most 4000 MB")
+    assert not page.locator("#preview-script").count()
+    assert not [r for r in _own_runs(serve, "tester") if r["name"] == "too-much-memory"]
+
+
 def test_submit_tiny_lm_through_the_form_and_watch_it_succeed(signed_in, serve):
     page = signed_in("tester")
     page.goto(f"{serve.url}/ui/submit")
@@ -213,6 +225,44 @@ def test_a_waiting_run_shows_why_and_is_cancelled_from_its_page(signed_in, serve
     page.click("#cancel")
     expect(page.locator("#run-state")).to_have_text("cancelled", timeout=60_000)
     expect(row_state).to_have_text("cancelled", timeout=30_000)  # htmx polled the rows: no reload
+    # a cancellation is its own outcome, named with who asked: not "Why it failed"
+    deadline = time.monotonic() + 60
+    while not page.locator("#cancelled").count() and time.monotonic() < deadline:
+        time.sleep(1)
+        page.reload()
+    expect(page.locator("#cancelled-by")).to_have_text("Cancelled by tester.")
+    assert not page.locator("#why-failed").count()
+
+
+def test_an_array_run_shows_each_task_and_its_log_names_the_task(signed_in, serve):
+    created = api(serve, "tester").post(
+        "/runs",
+        json={
+            "name": "array-web",
+            "project": "test",
+            "queue": "cpu",
+            "command": "echo task $SLURM_ARRAY_TASK_ID",
+            "resources": {"mem_gb": 0.1, "walltime_min": 5},
+            "sweep": {"params": [{"i": 0}, {"i": 1}, {"i": 2}]},
+        },
+    )
+    assert created.status_code == 201, created.text
+    run_id = created.json()["id"]
+    page = signed_in("tester")
+    page.goto(f"{serve.url}/ui/runs/{run_id}")
+    expect(page.locator("#run-state")).to_have_text("succeeded", timeout=RUN_DONE_S * 1000)
+    page.reload()
+    expect(page.locator("#tasks-summary-1")).to_contain_text("Array of 3 tasks: 3 succeeded")
+    assert page.locator("#tasks-1 tbody tr").count() == 3
+    expect(page.locator("#log-task")).to_have_text("array task 0")
+    expect(page.locator("#log-text")).to_have_text("task 0")
+    page.fill("#log-task-input", "2")
+    page.click("#log-task-show")
+    expect(page.locator("#log-task")).to_have_text("array task 2")
+    expect(page.locator("#log-text")).to_have_text("task 2")
+    page.fill("#log-task-input", "7")
+    page.click("#log-task-show")
+    expect(page.locator("#log")).to_contain_text("has no array task 7; its tasks are 0-2")
 
 
 def test_a_failed_run_shows_its_class_and_reruns_linked_to_the_original(signed_in, serve):

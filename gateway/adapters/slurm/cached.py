@@ -59,17 +59,25 @@ class CachedSlurm:
         as_user: str | None = None,
         exclude_nodes: Sequence[str] = (),
         comment: str | None = None,
+        mail_user: str | None = None,
     ) -> PreparedSubmit:
         """``SlurmBackend.prepare_submit``, straight through; once sent, the cached job list and nodes
         are dropped."""
         prepared = self.backend.prepare_submit(
-            tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment
+            tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment, mail_user=mail_user
         )
         return _Forgetting(self, prepared)
 
-    def test_only(self, script: str, *, as_user: str | None = None, comment: str | None = None) -> str:
+    def test_only(
+        self,
+        script: str,
+        *,
+        as_user: str | None = None,
+        comment: str | None = None,
+        mail_user: str | None = None,
+    ) -> str:
         """``SlurmBackend.test_only``, straight through (it changes nothing)."""
-        return self.backend.test_only(script, as_user=as_user, comment=comment)
+        return self.backend.test_only(script, as_user=as_user, comment=comment, mail_user=mail_user)
 
     def cancel(self, job_id: str) -> None:
         """``SlurmBackend.cancel``, straight through; then the cached job list and nodes are dropped."""

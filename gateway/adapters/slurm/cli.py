@@ -33,7 +33,7 @@ from gateway.core.slurm.parse import (
 )
 from gateway.core.slurm.records import AccountingRecord, JobStatus, NodeInfo, PartitionInfo
 from gateway.core.slurm.tags import slurm_comment, tag_of
-from gateway.core.spec.slurm_fields import COMMENT
+from gateway.core.spec.slurm_fields import COMMENT, MAIL_USER
 from gateway.errors import (
     CommandError,
     CommandTimeout,
@@ -145,6 +145,7 @@ class SlurmCLI:
         as_user: str | None = None,
         exclude_nodes: Sequence[str] = (),
         comment: str | None = None,
+        mail_user: str | None = None,
     ) -> PreparedSubmit:
         """``SlurmBackend.prepare_submit``: ``sbatch --parsable --comment=TAG[ COMMENT]`` starts now and
         waits for the script on stdin (``send``).
@@ -153,8 +154,10 @@ class SlurmCLI:
         refuses the job or cannot start (nothing was queued); SlurmUnavailable when it does not
         answer within ``submit_timeout_s``; SlurmOutputError when it prints no job id.
         """
-        check_submission(tag, exclude_nodes, comment)
+        check_submission(tag, exclude_nodes, comment, mail_user)
         argv = ["sbatch", "--parsable", f"--comment={slurm_comment(tag, comment)}"]
+        if mail_user is not None:
+            argv.append(f"--mail-user={mail_user}")  # one argv word: sbatch takes it as given, no shell
         if exclude_nodes:
             argv.append(f"--exclude={','.join(exclude_nodes)}")
         started = self.runner.start(argv, timeout_s=self.submit_timeout_s, env=SLURM_ENV, as_user=as_user)
@@ -186,13 +189,23 @@ class SlurmCLI:
             )
         return job_id
 
-    def test_only(self, script: str, *, as_user: str | None = None, comment: str | None = None) -> str:
+    def test_only(
+        self,
+        script: str,
+        *,
+        as_user: str | None = None,
+        comment: str | None = None,
+        mail_user: str | None = None,
+    ) -> str:
         """``SlurmBackend.test_only`` with ``sbatch --test-only``, the script on stdin: Slurm's answer,
         such as ``Job 394 to start at 2026-12-01T13:50:55 using 1 processors on nodes c1 in
         partition cpu``. SubmitRejected when sbatch refuses the job; SlurmUnavailable when it does
         not answer."""
         _check_comment(comment)
+        _check_mail_user(mail_user)
         argv = ["sbatch", "--test-only", f"--comment={slurm_comment('gw-check', comment)}"]
+        if mail_user is not None:
+            argv.append(f"--mail-user={mail_user}")
         try:
             result = self._run(argv, stdin=script, timeout_s=self.submit_timeout_s, as_user=as_user)
         except SlurmError as exc:
@@ -350,13 +363,22 @@ def _check_job_ids(job_ids: Sequence[str]) -> None:
         raise SpecError([SpecIssue("job_id", "not a Slurm job id (digits, or digits_digits)", bad[0])])
 
 
-def check_submission(tag: str, exclude_nodes: Sequence[str], comment: str | None) -> None:
-    """What every backend refuses before submitting: a malformed tag, node name or comment (SpecError)."""
+def check_submission(
+    tag: str, exclude_nodes: Sequence[str], comment: str | None, mail_user: str | None = None
+) -> None:
+    """What every backend refuses before submitting: a malformed tag, node name, comment or mail user
+    (SpecError)."""
     if not names.TAG.fullmatch(tag):
         raise SpecError([SpecIssue("tag", f"not a valid submission tag; use {names.TAG_HELP}", tag)])
     if exclude_nodes:
         _check_names(exclude_nodes, "--exclude")
     _check_comment(comment)
+    _check_mail_user(mail_user)
+
+
+def _check_mail_user(mail_user: str | None) -> None:
+    if mail_user is not None and not MAIL_USER.fullmatch(mail_user):
+        raise SpecError([SpecIssue("mail_user", "must be one line of 1-1024 characters", mail_user)])
 
 
 def _check_comment(comment: str | None) -> None:

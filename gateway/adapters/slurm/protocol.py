@@ -47,12 +47,14 @@ class SlurmBackend(Protocol):
         as_user: str | None = None,
         exclude_nodes: Sequence[str] = (),
         comment: str | None = None,
+        mail_user: str | None = None,
     ) -> PreparedSubmit:
         """The one way to submit: a batch script with ``tag`` in its comment (then the user's
         ``comment``, after a space: ``tags.slurm_comment``), as OS user ``as_user``, kept off
-        ``exclude_nodes``, in two steps, so that what a submission costs before its script is
-        needed overlaps the caller's work: ``send(script)`` submits and returns the job id,
-        ``abandon()`` gives it up (``gateway.services.runs.submission`` is the caller).
+        ``exclude_nodes``, mailing ``mail_user`` (sbatch's ``--mail-user``, any text: an argument
+        of sbatch, never a line of the script), in two steps, so that what a submission costs
+        before its script is needed overlaps the caller's work: ``send(script)`` submits and
+        returns the job id, ``abandon()`` gives it up (``gateway.services.runs.submission`` is the caller).
 
         The CLI backend starts ``sbatch`` (through ``runuser`` for another user) here, and it waits
         for the script on its stdin: until ``send``, nothing can be queued, so the gateway commits
@@ -62,7 +64,14 @@ class SlurmBackend(Protocol):
         """
         ...
 
-    def test_only(self, script: str, *, as_user: str | None = None, comment: str | None = None) -> str:
+    def test_only(
+        self,
+        script: str,
+        *,
+        as_user: str | None = None,
+        comment: str | None = None,
+        mail_user: str | None = None,
+    ) -> str:
         """Ask Slurm whether and when it would start ``script`` (``sbatch --test-only``), as OS user
         ``as_user``, queueing nothing; returns Slurm's answer (expected start, nodes, partition).
 

@@ -138,15 +138,25 @@ class SlurmRest:
         as_user: str | None = None,
         exclude_nodes: Sequence[str] = (),
         comment: str | None = None,
+        mail_user: str | None = None,
     ) -> PreparedSubmit:
         """``SlurmBackend.prepare_submit``: the tag, nodes and comment checked now (SpecError), the
         ``POST /job/submit`` at ``send`` (there is no process to start: the user's daemon is kept
         running). The job's comment is the tag, then the user's ``comment`` after a space."""
-        check_submission(tag, exclude_nodes, comment)
-        return _RestSubmit(self, tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment)
+        check_submission(tag, exclude_nodes, comment, mail_user)
+        return _RestSubmit(
+            self, tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment, mail_user=mail_user
+        )
 
     def _post_job(
-        self, script: str, *, tag: str, as_user: str | None, exclude_nodes: Sequence[str], comment: str | None
+        self,
+        script: str,
+        *,
+        tag: str,
+        as_user: str | None,
+        exclude_nodes: Sequence[str],
+        comment: str | None,
+        mail_user: str | None = None,
     ) -> str:
         """One ``POST /job/submit`` to ``as_user``'s daemon (the gateway's own user when None;
         slurmrestd will not run as root: SubmitRejected then); the job id.
@@ -167,6 +177,8 @@ class SlurmRest:
             working_directory=os.getcwd(),
             exclude_nodes=exclude_nodes,
         )
+        if mail_user is not None:
+            body["job"]["mail_user"] = mail_user  # sbatch's --mail-user argument, as given
         answer = self._call(user, "POST", f"{V}/job/submit", body=body, timeout_s=self.submit_timeout_s)
         job_id = answer.get("job_id")
         if isinstance(job_id, int) and job_id > 0:
@@ -175,11 +187,18 @@ class SlurmRest:
         detail = "; ".join(_messages({"errors": errors})) or f"HTTP {answer['_status']}, no job id"
         raise SubmitRejected(f"Slurm refused the job: {detail}", command="slurmrestd", stderr=detail)
 
-    def test_only(self, script: str, *, as_user: str | None = None, comment: str | None = None) -> str:
+    def test_only(
+        self,
+        script: str,
+        *,
+        as_user: str | None = None,
+        comment: str | None = None,
+        mail_user: str | None = None,
+    ) -> str:
         """``SlurmBackend.test_only`` through ``sbatch --test-only`` (the CLI backend): slurmrestd
         v0.0.38 has no endpoint that checks a job without submitting it. A check is one fork, never
         a submission."""
-        return self.sacct.test_only(script, as_user=as_user, comment=comment)
+        return self.sacct.test_only(script, as_user=as_user, comment=comment, mail_user=mail_user)
 
     def cancel(self, job_id: str) -> None:
         """``SlurmBackend.cancel`` with ``DELETE /job/{id}``; SpecError for a malformed job id."""

@@ -24,8 +24,10 @@ from datetime import datetime
 # States in which an allocation is still going (its record will change).
 LIVE_STATES = frozenset({"PENDING", "RUNNING", "SUSPENDED", "REQUEUED_HOLD", "RESIZING", "REQUEUED_FED"})
 # Ended states whose money counts as spent on an attempt that did not succeed ("failed" in reports):
-# everything that ended other than COMPLETED, requeued and preempted attempts included.
+# everything that ended other than COMPLETED or CANCELLED, requeued and preempted attempts included.
+# A cancellation is its own outcome (someone asked for it), counted apart ("cancelled" in reports).
 SUCCESS_STATES = frozenset({"COMPLETED"})
+CANCELLED_STATE = "CANCELLED"
 
 
 @dataclass(frozen=True)
@@ -117,8 +119,13 @@ class SacctRecord:
 
     @property
     def failed(self) -> bool:
-        """True when it ended other than COMPLETED (failed, timed out, cancelled, requeued ...)."""
-        return self.ended and self.state not in SUCCESS_STATES
+        """True when it ended other than COMPLETED or CANCELLED (failed, timed out, requeued ...)."""
+        return self.ended and self.state not in SUCCESS_STATES and not self.cancelled
+
+    @property
+    def cancelled(self) -> bool:
+        """True when it ended because someone cancelled it (``CANCELLED``, whoever asked)."""
+        return self.ended and self.state == CANCELLED_STATE
 
     @property
     def gpu_hours(self) -> float:

@@ -62,6 +62,9 @@ def report_page(report: Report, plots: dict[str, bytes | None]) -> str:
     ]
     if share is not None:
         facts.append(f"Spent on attempts that failed: {share * 100:.0f}%.")
+    cancelled = report.total.values.get("cancelled_share")
+    if cancelled is not None:
+        facts.append(f"Spent on attempts that were cancelled (not failures): {cancelled * 100:.0f}%.")
     figures = "".join(_figure(name, plots.get(name)) for name in PLOT_TITLES)
     return (
         "<!DOCTYPE html>\n"

@@ -137,5 +137,8 @@ def to_table(report: Report) -> str:
     share = report.total.values.get("failed_share")
     if share is not None:
         out.append(f"spent on attempts that failed: {share * 100:.0f}%")
+    cancelled = report.total.values.get("cancelled_share")
+    if cancelled is not None:
+        out.append(f"spent on attempts that were cancelled (not failures): {cancelled * 100:.0f}%")
     out.extend(report.notes)
     return "\n".join(out) + "\n"

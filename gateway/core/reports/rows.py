@@ -49,6 +49,9 @@ MEASURES: dict[str, Measure] = {
         Measure("cost", "cost", "money"),
         Measure("cost_failed", "cost of failed", "money"),
         Measure("failed_share", "spent on failed", "share"),
+        Measure("attempts_cancelled", "cancelled records", "count"),
+        Measure("cost_cancelled", "cost of cancelled", "money"),
+        Measure("cancelled_share", "spent on cancelled", "share"),
         Measure("gpu_util_pct", "GPU util", "pct"),
         Measure("idle_gpu_hours", "idle GPU-hours", "h"),
         Measure("telemetry_share", "with telemetry", "share"),
@@ -64,7 +67,16 @@ COLUMNS: dict[Kind, tuple[str, ...]] = {
         "wait_median_s",
         "wait_p90_s",
     ),
-    "cost": ("records", "gpu_hours", "cpu_hours", "cost", "cost_failed", "failed_share"),
+    "cost": (
+        "records",
+        "gpu_hours",
+        "cpu_hours",
+        "cost",
+        "cost_failed",
+        "failed_share",
+        "cost_cancelled",
+        "cancelled_share",
+    ),
     "efficiency": (
         "records",
         "gpu_hours",
@@ -73,6 +85,7 @@ COLUMNS: dict[Kind, tuple[str, ...]] = {
         "telemetry_share",
         "attempts_failed",
         "failed_share",
+        "attempts_cancelled",
     ),
 }
 
@@ -94,6 +107,9 @@ class Sums:
     cost: float = 0.0
     cost_failed: float = 0.0
     gpu_hours_failed: float = 0.0
+    cancelled: int = 0  # records that ended CANCELLED: counted apart from failed ones
+    cost_cancelled: float = 0.0
+    gpu_hours_cancelled: float = 0.0
     wait_median_s: float | None = None
     wait_p90_s: float | None = None
     telemetry_gpu_hours: float = 0.0
@@ -110,6 +126,9 @@ class Sums:
             cost=self.cost + other.cost,
             cost_failed=self.cost_failed + other.cost_failed,
             gpu_hours_failed=self.gpu_hours_failed + other.gpu_hours_failed,
+            cancelled=self.cancelled + other.cancelled,
+            cost_cancelled=self.cost_cancelled + other.cost_cancelled,
+            gpu_hours_cancelled=self.gpu_hours_cancelled + other.gpu_hours_cancelled,
             telemetry_gpu_hours=self.telemetry_gpu_hours + other.telemetry_gpu_hours,
             util_gpu_hours=self.util_gpu_hours + other.util_gpu_hours,
             idle_gpu_hours=self.idle_gpu_hours + other.idle_gpu_hours,
@@ -168,7 +187,8 @@ def measures(
     """Every measure of ``MEASURES`` from one group's ``sums``, and a note for the row.
 
     ``failed_share`` is the cost of failed records over the cost (GPU-hours when nothing was
-    priced); ``gpu_util_pct`` is the GPU-hour-weighted mean utilisation of the records with telemetry,
+    priced), ``cancelled_share`` the same of cancelled ones (a cancellation is no failure);
+    ``gpu_util_pct`` is the GPU-hour-weighted mean utilisation of the records with telemetry,
     None (note "no telemetry") when none has any; ``gpu_hours_of_cap`` is None without a cap.
     ``telemetry`` False: the sums were made without looking at telemetry (usage and cost reports),
     so its measures are None and no row says "no telemetry".
@@ -179,6 +199,11 @@ def measures(
         _share(sums.cost_failed, sums.cost)
         if sums.cost > 0
         else _share(sums.gpu_hours_failed, sums.gpu_hours)
+    )
+    cancelled_share = (
+        _share(sums.cost_cancelled, sums.cost)
+        if sums.cost > 0
+        else _share(sums.gpu_hours_cancelled, sums.gpu_hours)
     )
     values: dict[str, float | int | None] = {
         "records": sums.records,
@@ -192,6 +217,9 @@ def measures(
         "cost": sums.cost,
         "cost_failed": sums.cost_failed,
         "failed_share": failed_share,
+        "attempts_cancelled": sums.cancelled,
+        "cost_cancelled": sums.cost_cancelled,
+        "cancelled_share": cancelled_share,
         "gpu_util_pct": sums.util_gpu_hours / sums.telemetry_gpu_hours if telemetry else None,
         "idle_gpu_hours": sums.idle_gpu_hours if telemetry else None,
         "telemetry_share": _share(sums.telemetry_gpu_hours, sums.gpu_hours) if looked else None,
@@ -249,7 +277,16 @@ def build_report(
     )
 
 
-ADDITIVE = ("records", "attempts_failed", "gpu_hours", "cpu_hours", "cost", "cost_failed")
+ADDITIVE = (
+    "records",
+    "attempts_failed",
+    "attempts_cancelled",
+    "gpu_hours",
+    "cpu_hours",
+    "cost",
+    "cost_failed",
+    "cost_cancelled",
+)
 
 
 def unreconciled(report: Report, *, rel_tol: float = 1e-9) -> list[str]:

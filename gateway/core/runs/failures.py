@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,6 +108,22 @@ class EndedAttempt:
     dataset_paths: Sequence[str] = ()
 
 
+CANCEL_NOTE = "cancel requested by "  # the timeline's note of a cancel through the gateway, then the user
+
+
+def who_cancelled(notes: Sequence[str | None], uid: int | None, names: Mapping[int, str]) -> str | None:
+    """Who cancelled an attempt, in people's words: the gateway user whose cancel the timeline
+    recorded (``notes``: its events' reasons, the last such note wins), else the uid Slurm recorded
+    (``CANCELLED by UID``) with its OS user's name where ``names`` knows it; None when neither."""
+    asked = [n.removeprefix(CANCEL_NOTE) for n in notes if n and n.startswith(CANCEL_NOTE)]
+    if asked:
+        return asked[-1]
+    if uid is None:
+        return None
+    name = names.get(uid, "root" if uid == 0 else None)
+    return f"OS user {name} (uid {uid}), outside the gateway" if name else f"uid {uid}, outside the gateway"
+
+
 def classify(ended: EndedAttempt) -> FailureInfo | None:
     """Classify an ended attempt; None when it succeeded or is still live.
 
@@ -158,7 +174,7 @@ def classify(ended: EndedAttempt) -> FailureInfo | None:
         who = f"by {cancelled_by}" if cancelled_by else "(Slurm did not record by whom)"
         return facts.info(
             FailureClass.CANCELLED,
-            f"The job was cancelled {who}.",
+            f"Cancelled {who}.",
             "nothing failed: submit it again if the cancellation was not meant",
         )
     if state is RunState.NEVER_SUBMITTED:

@@ -82,6 +82,17 @@ def log_path(run: Run, attempt: Attempt, stream: Stream, task: str | None) -> st
     return "".join(out)
 
 
+def array_indices(run: Run, attempt: Attempt) -> list[int] | None:
+    """The array task indices of ``attempt`` (the sweep's), or None for a plain job."""
+    if attempt.array_size is None:
+        return None
+    return (
+        run.spec.sweep.task_indices()
+        if run.spec.sweep
+        else sorted(int(k) for k in attempt.tasks if k.isdigit())
+    )
+
+
 def default_task(run: Run, attempt: Attempt) -> str | None:
     """The array task whose log is shown when none is named: the first one (None for a plain job)."""
     if attempt.array_size is None:

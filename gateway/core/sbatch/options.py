@@ -119,7 +119,11 @@ def sbatch_to_spec(
             given.pop("no-requeue" if option.name == "requeue" else "requeue", None)
     for g in given.values():
         if g.option.handling == "refuse":
-            issues.append(SpecIssue(g.path, f"is refused by gw sbatch: {REFUSED[g.name]}"))
+            issues.append(
+                SpecIssue(
+                    g.path, f"is refused by gw sbatch (the gateway's rule, not Slurm's): {REFUSED[g.name]}"
+                )
+            )
     reader = _Reader(given, issues)
     if not text.startswith("#!"):
         issues.append(SpecIssue("script", "the first line must be #! and an interpreter, as sbatch needs"))
@@ -215,6 +219,7 @@ def _spec(
         "dependency": reader.get("dependency"),
         "signal": reader.get("signal"),
         "comment": reader.get("comment"),
+        "mail_user": reader.get("mail-user"),
         "slurm_options": _passed(reader) or None,
     }
     return {k: v for k, v in spec.items() if v is not None}

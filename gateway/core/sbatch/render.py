@@ -33,6 +33,7 @@ from gateway.core.accounting.telemetry import TelemetryLaunch
 from gateway.core.envs.record import EnvLaunch
 from gateway.core.sbatch import preflight
 from gateway.core.site.secrets import delivered_path
+from gateway.core.sbatch.values import compress_indices
 from gateway.core.spec.run_spec import MAX_TEXT, RunSpec
 from gateway.errors import SpecError, SpecIssue, TemplateError
 
@@ -338,21 +339,6 @@ def _telemetry(spec: RunSpec, launch: TelemetryLaunch | None) -> dict[str, Any] 
         "interval_s": f"{launch.interval_s:g}",
         "nvml": launch.nvml,
     }
-
-
-def compress_indices(indices: list[int]) -> str:
-    """[0, 1, 2, 5, 7, 8] -> "0-2,5,7-8", the form ``sbatch --array`` takes."""
-    parts = []
-    ordered = sorted(indices)
-    start = prev = ordered[0]
-    for index in [*ordered[1:], None]:
-        if index is not None and index == prev + 1:
-            prev = index
-            continue
-        parts.append(str(start) if start == prev else f"{start}-{prev}")
-        if index is not None:
-            start = prev = index
-    return ",".join(parts)
 
 
 def _param_set(params: dict[str, Any]) -> dict[str, Any]:

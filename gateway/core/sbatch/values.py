@@ -191,3 +191,18 @@ def export(text: str | None, environ: Mapping[str, str]) -> tuple[str, dict[str,
     if everything:
         return "all", {**caller_env(environ), **named}
     return "named", named
+
+
+def compress_indices(indices: list[int]) -> str:
+    """[0, 1, 2, 5, 7, 8] -> "0-2,5,7-8", the form ``sbatch --array`` takes."""
+    parts = []
+    ordered = sorted(indices)
+    start = prev = ordered[0]
+    for index in [*ordered[1:], None]:
+        if index is not None and index == prev + 1:
+            prev = index
+            continue
+        parts.append(str(start) if start == prev else f"{start}-{prev}")
+        if index is not None:
+            start = prev = index
+    return ",".join(parts)

@@ -193,12 +193,27 @@ def _array_facts(
     if not ended:
         return AttemptFacts(tasks=tasks, submit_time=submit_time, start_time=min(starts) if starts else None)
     codes = [code for t in tasks.values() if (code := t.get("exit_code")) is not None]
+    worst = max(
+        (t for t in tasks.values() if t.get("exit_code") is not None),
+        key=lambda t: t["exit_code"],
+        default=None,
+    )
+    start = min(starts) if starts else None
+    end = max((r.end_time for r in records if r.state in TERMINAL and r.end_time), default=None)
     return AttemptFacts(
         tasks=tasks,
         submit_time=submit_time,
-        start_time=min(starts) if starts else None,
-        end_time=max((r.end_time for r in records if r.state in TERMINAL and r.end_time), default=None),
-        elapsed_s=sum(r.elapsed_s for r in records),
+        start_time=start,
+        end_time=end,
+        # the array's wall-clock span, first start to last end: its tasks run side by side, so the sum
+        # of their elapsed times is no time anyone waited (each task's own is in ``tasks``); while
+        # slurmdbd has no start for a record yet, the longest task's (the least the span can be)
+        elapsed_s=(
+            int((end - start).total_seconds())
+            if start and end
+            else max((r.elapsed_s for r in records), default=None)
+        ),
         exit_code=max(codes) if codes else None,
+        exit_signal=worst.get("exit_signal") if worst else None,
         max_rss_kb=max((r.max_rss_kb for r in records if r.max_rss_kb), default=None),
     )

@@ -3,6 +3,7 @@ where an unknown one was given (for run specs, site files and API request bodies
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Any
 
@@ -23,20 +24,26 @@ def spec_issues(exc: ValidationError, root: type[BaseModel]) -> list[SpecIssue]:
         path = ".".join(str(part) for part in loc)
         message = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
-            message = unknown_field_message(err["loc"][:-1], root)
+            message = unknown_field_message(err["loc"][:-1], root, given=str(err["loc"][-1]))
         value = None if secret_input(message) else err.get("input")  # never echo a would-be secret
         issues.append(SpecIssue(path=path, message=message, value=value))
     return issues
 
 
-def unknown_field_message(parent_loc: tuple[Any, ...], root: Any) -> str:
-    """'unknown field; valid fields here: ...' for a field found under ``parent_loc`` of ``root`` (a
-    pydantic model class; anything else gives the bare message)."""
+def unknown_field_message(parent_loc: tuple[Any, ...], root: Any, *, given: str | None = None) -> str:
+    """'unknown field; did you mean `command`?' for a field ``given`` under ``parent_loc`` of ``root``
+    (a pydantic model class) that is close to a valid one (difflib), else 'unknown field; valid fields
+    here: ...'; anything but a model class gives the bare message."""
     if not (isinstance(root, type) and issubclass(root, BaseModel)):
         return "unknown field"
     parent = _model_at(parent_loc, root)
-    valid = ", ".join(parent.model_fields) if parent else ""
-    return "unknown field" + (f"; valid fields here: {valid}" if valid else "")
+    if parent is None:
+        return "unknown field"
+    fields = list(parent.model_fields)
+    close = difflib.get_close_matches(given, fields, n=1, cutoff=0.6) if given else []
+    if close:
+        return f"unknown field; did you mean `{close[0]}`?"
+    return "unknown field; valid fields here: " + ", ".join(fields)
 
 
 def _model_at(loc: tuple[Any, ...], root: type[BaseModel]) -> type[BaseModel] | None:

@@ -59,12 +59,14 @@ class Resources(_Strict):
     ``gpus_per_task``; ``gpu_type`` types any of them.
     """
 
-    nodes: Annotated[int, Field(ge=1, le=64)] | None = 1
+    # The bounds are sanity limits only: what the cluster can hold is checked against each partition's
+    # real shape at admission (gateway/core/access/fit.py), with the partition's numbers.
+    nodes: Annotated[int, Field(ge=1, le=100_000)] | None = 1
     ntasks: Annotated[int, Field(ge=1, le=16_384)] | None = None  # the job's tasks in all (sbatch -n)
     tasks_per_node: Annotated[int, Field(ge=1, le=256)] | None = 1
-    gpus_per_node: Annotated[int, Field(ge=0, le=16)] = 0
+    gpus_per_node: Annotated[int, Field(ge=0, le=1024)] = 0
     gpus: Annotated[int, Field(ge=1, le=1024)] | None = None
-    gpus_per_task: Annotated[int, Field(ge=1, le=16)] | None = None
+    gpus_per_task: Annotated[int, Field(ge=1, le=1024)] | None = None
     gpu_type: GpuType | None = None
     cpus_per_task: Annotated[int, Field(ge=1, le=512)] | None = 1
     cpus_per_gpu: Annotated[int, Field(ge=1, le=512)] | None = None

@@ -194,6 +194,8 @@ class RunSpec(_Strict):
     signal: Annotated[str, documented(pattern=anchored(spec_slurm.SIGNAL))] | None = None
     # the user's --comment (Slurm's comment carries the gateway's tag)
     comment: Annotated[str, documented(pattern=anchored(spec_slurm.COMMENT))] | None = None
+    # sbatch --mail-user, any one line (passed to sbatch as an argument, never through a script or shell)
+    mail_user: Annotated[str, documented(pattern=anchored(spec_slurm.MAIL_USER))] | None = None
     # sbatch --export: "all" (the job gets the submit environment with ``env`` over it; gw sbatch
     # fills ``env`` from the caller's), "named" (only Slurm's variables and ``env``: --export=NONE
     # or --export=VAR,...); None: the gateway's way (the OS user's login environment and ``env``)
@@ -208,6 +210,7 @@ class RunSpec(_Strict):
     _signal = field_validator("signal")(classmethod(lambda cls, v: spec_slurm.check_signal(v)))
     _job_name = field_validator("slurm_job_name")(classmethod(lambda cls, v: spec_slurm.check_job_name(v)))
     _comment = field_validator("comment")(classmethod(lambda cls, v: spec_slurm.check_comment(v)))
+    _mail_user = field_validator("mail_user")(classmethod(lambda cls, v: spec_slurm.check_mail_user(v)))
     _slurm_options = field_validator("slurm_options")(
         classmethod(lambda cls, v: spec_slurm.check_slurm_options(v))
     )

@@ -27,6 +27,7 @@ ADDED_DEFAULTS: dict[str, Any] = {
     "dependency": None,
     "signal": None,
     "comment": None,
+    "mail_user": None,
     "export": None,
     "slurm_options": {},
     "secrets": {},
@@ -57,6 +58,10 @@ SIGNAL_HELP = "[R|B:]SIGNAL[@SECONDS], such as USR1@90, B:TERM@60 or 10@120"
 JOB_NAME = re.compile(r"[A-Za-z0-9 ._+:@=,()\[\]{}/-]{1,200}")
 JOB_NAME_HELP = "1-200 letters, digits, spaces and . _ + : @ = , ( ) [ ] { } / -"
 COMMENT = re.compile(r"[^\x00-\x1f\x7f]{0,1024}")
+# sbatch takes any --mail-user text (a template's "<YourNetID>@site.edu" too): it reaches Slurm as one
+# sbatch argument, never a script line or a shell, so one line of text is the only rule
+MAIL_USER = re.compile(r"[^\x00-\x1f\x7f]{1,1024}")
+_ADDRESS = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 
 
 def check_qos(value: str | None) -> str | None:
@@ -92,6 +97,22 @@ def check_comment(value: str | None) -> str | None:
     if value is not None and not COMMENT.fullmatch(value):
         raise ValueError("must be one line of at most 1024 characters, without control characters")
     return value
+
+
+def check_mail_user(value: str | None) -> str | None:
+    """sbatch's ``--mail-user``: one line of text, whatever it says (``mail_user_warning`` for one
+    that is no mail address)."""
+    if value is not None and not MAIL_USER.fullmatch(value):
+        raise ValueError("must be one line of 1-1024 characters, without control characters")
+    return value
+
+
+def mail_user_warning(value: str | None) -> str | None:
+    """A warning for a ``--mail-user`` that is not a plain mail address (Slurm takes it as given and
+    mails nobody, or a local user of that name); None for an address or no value."""
+    if value is None or _ADDRESS.fullmatch(value) or names.NAME.fullmatch(value):
+        return None
+    return f"--mail-user {value!r} is not a mail address; Slurm takes it as given"
 
 
 def check_slurm_options(value: dict[str, str | None]) -> dict[str, str | None]:

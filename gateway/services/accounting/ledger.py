@@ -49,6 +49,7 @@ class AttemptCost:
     cost: float | None  # None: not priced (no rate table yet)
     rate_version: int | None
     failed: bool
+    cancelled: bool = False  # ended CANCELLED: someone asked for it, which is no failure
 
 
 @dataclass(frozen=True)
@@ -58,10 +59,11 @@ class RunCost:
     run_id: str
     currency: str | None
     total: float  # 0 when not priced
-    failed_total: float  # the part spent on records that did not complete (failed, requeued ...)
+    failed_total: float  # the part spent on records that failed (failed, timed out, requeued ...)
     attempts: list[AttemptCost]
     priced: bool  # every record is priced
     note: str
+    cancelled_total: float = 0.0  # the part spent on records that were cancelled (not failures)
 
 
 class AccountingService:
@@ -207,6 +209,7 @@ def run_cost(run_id: str, records: list[LedgerRecord]) -> RunCost:
             cost=r.price.cost if r.price else None,
             rate_version=r.price.rate_version if r.price else None,
             failed=r.record.failed,
+            cancelled=r.record.cancelled,
         )
         for r in records
     ]
@@ -214,6 +217,7 @@ def run_cost(run_id: str, records: list[LedgerRecord]) -> RunCost:
     currencies = sorted({r.price.currency for r in records if r.price})
     total = sum(a.cost or 0.0 for a in attempts)
     failed_total = sum(a.cost or 0.0 for a in attempts if a.failed)
+    cancelled_total = sum(a.cost or 0.0 for a in attempts if a.cancelled)
     if not records:
         note = "no accounting records yet: `gw admin accounting ingest` (or the periodic ingest) reads them"
     elif not priced:
@@ -226,6 +230,7 @@ def run_cost(run_id: str, records: list[LedgerRecord]) -> RunCost:
         currency=currencies[0] if currencies else None,
         total=total,
         failed_total=failed_total,
+        cancelled_total=cancelled_total,
         attempts=attempts,
         priced=priced,
         note=note,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from gateway.adapters.runhost import RunHost
 from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.core.access.fit import Shape, misfits, shapes
 from gateway.core.access.policy import require
 from gateway.core.access.quota import Ask, never_fits
 from gateway.core.domain import Principal, Project, Queue
@@ -21,7 +22,7 @@ from gateway.core.sbatch.log_paths import fixed_directory, pattern_problem
 from gateway.core.sbatch.render import SubmitTarget
 from gateway.core.site.schema import ALLOW_ROOT
 from gateway.core.spec.run_spec import RunSpec
-from gateway.errors import Forbidden, NotFound, QuotaExceeded, SpecError, SpecIssue
+from gateway.errors import Forbidden, NotFound, QuotaExceeded, SlurmError, SpecError, SpecIssue
 from gateway.services.runs.held_secrets import HeldSecrets
 from gateway.store.access import AccessStore
 
@@ -104,6 +105,7 @@ class Admission:
             )
         walltime = self.walltime(spec, queue)
         issues = _queue_issues(spec, project, queue, walltime)
+        issues += self._shape_issues(spec, project, queue, walltime)
         if issues:
             raise SpecError(issues)
         res = spec.resources
@@ -119,6 +121,28 @@ class Admission:
             partition=queue.partition, account=project.slurm_account, qos=queue.qos, gpu_type=gpu_type
         )
         return project, target, walltime
+
+    def _shape_issues(
+        self, spec: RunSpec, project: Project, queue: Queue, walltime: Walltime
+    ) -> list[SpecIssue]:
+        """What the run asks that no node of its queue's partition could ever hold (``core/access/fit.py``),
+        from the cached Slurm's partitions and nodes; nothing when Slurm cannot be read (sbatch decides)."""
+        if self.slurm is None:
+            return []
+        try:
+            known = shapes(self.slurm.partitions(), self.slurm.nodes())
+        except SlurmError:
+            return []  # unknown is not a refusal: sbatch still checks the job itself
+        shape = known.get(queue.partition)
+        if shape is None:
+            return []
+        others: dict[str, Shape] = {
+            q.name: known[q.partition]
+            for q in project.queues
+            if q.name != queue.name and q.partition in known
+        }
+        found = misfits(spec.resources, walltime.minutes, queue.name, shape, others)
+        return [SpecIssue(m.field, m.message, m.value) for m in found]
 
     def os_user(self, principal: Principal) -> str:
         """The OS user jobs of ``principal`` run as; root only where the site file allows it."""
@@ -179,7 +203,10 @@ def _queue_issues(spec: RunSpec, project: Project, queue: Queue, walltime: Wallt
     if spec.qos is not None and queue.qos is not None and spec.qos != queue.qos:
         issues.append(
             SpecIssue(
-                "qos", f"queue {queue.name} runs jobs under QoS {queue.qos}; give that or none", spec.qos
+                "qos",
+                f"queue {queue.name} runs jobs under QoS {queue.qos}; give that or none "
+                "(the gateway's rule: the queue's qos in the site file)",
+                spec.qos,
             )
         )
     if walltime.minutes is None:
@@ -195,7 +222,8 @@ def _queue_issues(spec: RunSpec, project: Project, queue: Queue, walltime: Wallt
         issues.append(
             SpecIssue(
                 "resources.walltime_min",
-                f"queue {queue.name} allows at most {queue.max_walltime_min} minutes{given}",
+                f"queue {queue.name} allows at most {queue.max_walltime_min} minutes{given} (the "
+                "gateway's rule, not Slurm's: the queue's max_walltime_min in the site file)",
                 walltime.minutes,
             )
         )
@@ -232,9 +260,14 @@ def _gpu_type(queue: Queue, asked: str | None) -> tuple[str | None, str | None]:
             return None, None  # Slurm has only that type to give; the request stays untyped, as sbatch's
         return (
             None,
-            f"queue {queue.name} has GPU types {', '.join(types)}; name one, such as gpu:{types[0]}:N",
+            f"queue {queue.name} has GPU types {', '.join(types)}; name one, such as gpu:{types[0]}:N "
+            "(the gateway's rule for a queue of several GPU types, not Slurm's: the queue's gpu_types "
+            "in the site file)",
         )
     match = next((t for t in types if t.lower() == asked.lower()), None)
     if match is None:
-        return None, f"queue {queue.name} allows GPU types {', '.join(types)}; name one of them"
+        return None, (
+            f"queue {queue.name} allows GPU types {', '.join(types)}; name one of them "
+            "(the gateway's rule: the queue's gpu_types in the site file)"
+        )
     return match, None

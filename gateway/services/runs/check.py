@@ -95,7 +95,9 @@ class RunChecker:
         admitted, rendered = self.render(spec, principal=principal, run_id=CHECK_RUN_ID)
         said = None
         if slurm_test:
-            said = self.slurm.test_only(rendered.text, as_user=admitted.os_user, comment=spec.comment)
+            said = self.slurm.test_only(
+                rendered.text, as_user=admitted.os_user, comment=spec.comment, mail_user=spec.mail_user
+            )
         ask = Ask.of(spec, walltime_min=admitted.walltime.minutes)
         return RunCheck(
             project=admitted.project.name,

@@ -17,7 +17,8 @@ from gateway.adapters.runhost import FileRead, RunHost
 from gateway.core.access.policy import allowed
 from gateway.core.domain import Attempt, Principal, Run
 from gateway.core.runs.steps import steps_file_name
-from gateway.core.sbatch.log_paths import Stream, default_task, failed_task, log_path
+from gateway.core.sbatch.log_paths import Stream, array_indices, default_task, failed_task, log_path
+from gateway.core.sbatch.values import compress_indices
 from gateway.errors import NotFound, RunHostError
 from gateway.store.access import AccessStore
 from gateway.store.runs import RunStore
@@ -41,6 +42,7 @@ class LogChunk:
     next_offset_bytes: int  # pass back as ``offset_bytes`` to follow
     text: str
     problem: str | None = None  # why nothing was read (not a regular file, permission denied ...)
+    array_tasks: str | None = None  # an array's task indices ("0-2,5"), the one shown being ``task``
 
 
 class JobFiles:
@@ -132,8 +134,17 @@ class LogService:
         if number not in attempts:
             raise NotFound(f"run {run.id} has no attempt {number}; it has {sorted(attempts)}")
         attempt = attempts[number]
-        if attempt.array_size is not None and task is None:
+        indices = array_indices(run, attempt)
+        task = str(int(task)) if task is not None and task.isdigit() else task  # 007 is task 7
+        if indices is None and task is not None:
+            raise NotFound(f"run {run.id} is not an array job: it has no task {task}; leave out the task")
+        if indices is not None and task is None:
             task = default_task(run, attempt)
+        if indices is not None and task not in [str(i) for i in indices]:
+            raise NotFound(
+                f"run {run.id} attempt {number} has no array task {task}; its tasks are "
+                f"{compress_indices(indices)}"
+            )
         run = self.files.with_job_user(run)
         path = log_path(run, attempt, stream, task)
         read = self.files.read(
@@ -152,4 +163,5 @@ class LogService:
             next_offset_bytes=read.end_bytes,
             text=read.text(),
             problem=read.error,
+            array_tasks=compress_indices(indices) if indices is not None else None,
         )

@@ -13,6 +13,7 @@ reconciliation settles a crash in between, as for a first submission).
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from gateway.adapters.slurm.protocol import SlurmBackend
@@ -20,13 +21,12 @@ from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Attempt, Run
 from gateway.core.explain.text import expand_hostlist
 from gateway.core.runs.failure_classes import FailureClass
-from gateway.core.runs.failures import EndedAttempt, classify
+from gateway.core.runs.failures import EndedAttempt, classify, who_cancelled
 from gateway.core.runs.retry import RetryPolicy, decide
 from gateway.core.runs.steps import StepRecord, parse_steps
 from gateway.core.slurm.states import RunState
 from gateway.core.slurm.tags import attempt_tag
-from gateway.errors import Conflict, GatewayError, NotFound, RunHostError, SpecError, SubmitRejected
-from gateway.services.runs.held_secrets import HeldSecrets, held_names
+from gateway.errors import Conflict, GatewayError, NotFound, SpecError, SubmitRejected
 from gateway.services.runs.logs import JobFiles
 from gateway.services.runs.submission import Submission
 from gateway.store.access import AccessStore
@@ -42,7 +42,6 @@ class RetryService:
         self.access = access
         self.slurm = slurm
         self.files = files
-        self.held = HeldSecrets(access, files.host)  # site and project secrets, delivered per attempt
 
     # -- why it failed ------------------------------------------------------------
 
@@ -52,9 +51,10 @@ class RetryService:
         if attempt.state is RunState.SUCCEEDED or attempt.failure is not None:
             return attempt.failure
         steps_text, stderr_tail = self.files.failure_evidence(run, attempt)
-        info = classify(
-            _ended(run, attempt, steps=parse_steps(steps_text), stderr_tail=stderr_tail, with_cancel=True)
-        )
+        known = _ended(run, attempt, steps=parse_steps(steps_text), stderr_tail=stderr_tail)
+        if attempt.state is RunState.CANCELLED:
+            known = replace(known, cancelled_by=self._who_cancelled(run, attempt))
+        info = classify(known)
         if info is None:
             return None
         decision = decide(
@@ -78,7 +78,7 @@ class RetryService:
 
     def requeued(self, run: Run, attempt: Attempt) -> None:
         """Record why Slurm requeued ``attempt``'s job; Slurm already retries it, so the gateway does not."""
-        info = classify(_ended(run, attempt, steps=[], stderr_tail="", with_cancel=False))
+        info = classify(_ended(run, attempt, steps=[], stderr_tail=""))
         if info is not None:
             klass, summary, evidence = info.klass, info.summary, info.evidence
         else:
@@ -97,6 +97,18 @@ class RetryService:
             },
         }
         self.store.set_failure(attempt.id, failure)
+
+    def _who_cancelled(self, run: Run, attempt: Attempt) -> str | None:
+        """The gateway user whose cancel the attempt's timeline records, else the uid Slurm recorded,
+        named by the run's OS user where the uid is that user's (``who_cancelled``)."""
+        names = {}
+        if attempt.cancelled_by_uid is not None and run.os_user:
+            account = self.files.host.account(run.os_user)
+            if account is not None:
+                names[account.uid] = account.name
+        # ``attempt`` may come without its events (RunStore.attempts); the run read afresh has them
+        events = next((a.events for a in run.attempts if a.id == attempt.id), None) or attempt.events
+        return who_cancelled([e.reason for e in events], attempt.cancelled_by_uid, names)
 
     def _policy(self, run: Run) -> RetryPolicy:
         """The queue's retry policy, with the run's own ``retry`` settings over it."""
@@ -151,6 +163,7 @@ class RetryService:
                 as_user=user.os_user,
                 exclude_nodes=exclude,
                 comment=run.spec.comment,
+                mail_user=run.spec.mail_user,
             )
         except SpecError as exc:  # a node to keep off that is no Slurm name: this retry cannot be sent
             attempt = self._add_attempt(run, failed, tag, exclude)
@@ -158,12 +171,6 @@ class RetryService:
             return None
         with submission.abandoned_on_error():
             attempt = self._add_attempt(run, failed, tag, exclude)
-        if held_names(run.spec):  # the site and project secrets' values, written again for the job
-            try:
-                self.held.deliver(run.spec, run.run_dir, os_user=user.os_user)
-            except (SpecError, RunHostError) as exc:
-                submission.give_up(attempt, f"cannot deliver the run's secrets: {exc}", source="retry")
-                return None
         try:
             submission.send(attempt, run.script, source="retry")
         except SubmitRejected:
@@ -192,28 +199,10 @@ class RetryService:
         )
 
 
-CANCEL_NOTE = "cancel requested by "  # the note RunService.cancel records on the attempt
-
-
-def canceller(attempt: Attempt) -> str | None:
-    """Who cancelled ``attempt``, in the words a person reads: the gateway user who asked (the note
-    ``RunService.cancel`` records), else the OS user Slurm names by uid (a cancel outside the gateway:
-    ``scancel`` by hand, an admin). Slurm's uid is the account scancel ran as, which for a cancel through
-    the gateway is the gateway's service user (root here): "cancelled by 0" said nothing."""
-    asked = [e.reason for e in attempt.events if e.reason and e.reason.startswith(CANCEL_NOTE)]
-    if asked:
-        return f"{asked[-1].removeprefix(CANCEL_NOTE)} (through the gateway)"
-    if attempt.cancelled_by_uid is None:
-        return None
-    return f"OS user uid {attempt.cancelled_by_uid} (outside the gateway, with scancel)"
-
-
-def _ended(
-    run: Run, attempt: Attempt, *, steps: list[StepRecord], stderr_tail: str, with_cancel: bool
-) -> EndedAttempt:
-    """What ``classify`` needs to know of ``attempt``, from its record and ``run``'s spec."""
+def _ended(run: Run, attempt: Attempt, *, steps: list[StepRecord], stderr_tail: str) -> EndedAttempt:
+    """What ``classify`` needs to know of ``attempt``, from its record and ``run``'s spec (who
+    cancelled it is the caller's to add)."""
     resources = run.spec.resources
-    cancelled_by = canceller(attempt) if with_cancel else None
     return EndedAttempt(
         state=attempt.state,
         slurm_state=attempt.slurm_state,
@@ -225,7 +214,6 @@ def _ended(
         requested_mem_mb=resources.mem_mb or None,  # 0 (a whole node) and unset: no size to compare
         walltime_min=resources.walltime_min,
         node_list=attempt.node_list,
-        cancelled_by=cancelled_by,
         reason=attempt.reason,
         dataset_paths=run.spec.dataset_paths(),
     )

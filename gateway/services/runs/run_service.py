@@ -36,6 +36,7 @@ from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import NewRun, Page, Principal, Run, RunFilter
 from gateway.core.envs.record import EnvLaunch
 from gateway.core.explain.pending import Explanation
+from gateway.core.runs.failures import CANCEL_NOTE
 from gateway.core.runs.idempotency import ClaimedKey, IdempotencyClaim
 from gateway.core.sbatch.render import RenderedScript, render_sbatch
 from gateway.core.slurm.states import TERMINAL, RunState
@@ -167,7 +168,12 @@ class RunService:
         # sbatch starts now and waits for the script: its start-up overlaps the recording below, and
         # it can queue nothing before the attempt is committed (_send hands it the script).
         submission = Submission.prepare(
-            self.slurm, self.store, tag=attempt_tag(run_id, 1), as_user=admitted.os_user, comment=spec.comment
+            self.slurm,
+            self.store,
+            tag=attempt_tag(run_id, 1),
+            as_user=admitted.os_user,
+            comment=spec.comment,
+            mail_user=spec.mail_user,
         )
         with submission.abandoned_on_error():
             run_dir = str(self.settings.runs_dir / run_id)
@@ -371,7 +377,7 @@ class RunService:
         self.slurm.cancel(attempt.job_id)
         self.store.add_note(
             attempt.id,
-            f"cancel requested by {principal.user}",
+            f"{CANCEL_NOTE}{principal.user}",
             source="gateway",
             audit=AuditEntry(
                 actor=principal.user,

@@ -61,6 +61,7 @@ class Submission:
         as_user: str | None,
         exclude_nodes: Sequence[str] = (),
         comment: str | None = None,
+        mail_user: str | None = None,
     ) -> Submission:
         """Make the submission of the attempt tagged ``tag`` ready (``SlurmBackend.prepare_submit``),
         as OS user ``as_user``, kept off ``exclude_nodes``, with the user's ``comment`` after the tag.
@@ -68,7 +69,7 @@ class Submission:
         Raises SpecError for a malformed tag, node name or comment (nothing was started).
         """
         prepared = slurm.prepare_submit(
-            tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment
+            tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment, mail_user=mail_user
         )
         return cls(store, prepared, tag)
 
