@@ -28,7 +28,6 @@ from pydantic_settings import (
 
 from gateway.settings_accounting import AccountingSettings
 
-
 SETTINGS_FILE_ENV = "GATEWAY_SETTINGS_FILE"
 DEFAULT_SETTINGS_FILE = Path("/etc/gateway/gateway.env")
 
@@ -57,8 +56,9 @@ def settings_file(environ: Mapping[str, str] = os.environ) -> Path | None:
             f"file (make up writes {DEFAULT_SETTINGS_FILE}), or set it empty to read the environment only"
         )
     if not path.is_file() or not os.access(path, os.R_OK):
+        why = "not a file" if not path.is_file() else "permission denied"
         raise SettingsFileError(
-            f"cannot read the gateway's settings file {path} ({'not a file' if not path.is_file() else 'permission denied'}): "
+            f"cannot read the gateway's settings file {path} ({why}): "
             f"run as a user who may (root, or the gateway's service user), or set {SETTINGS_FILE_ENV}"
         )
     return path

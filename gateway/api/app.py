@@ -10,8 +10,8 @@ from fastapi import FastAPI
 
 from gateway import __version__
 from gateway.api.blocking import FileReads
-from gateway.api.docs_pages import install_docs_pages
 from gateway.api.body_limits import BodyLimits
+from gateway.api.docs_pages import install_docs_pages
 from gateway.api.errors import install_error_handlers
 from gateway.api.responses import document_errors
 from gateway.api.routes import (

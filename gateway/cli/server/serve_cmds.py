@@ -78,7 +78,6 @@ def serve(
 def db_upgrade() -> None:
     """Create the gateway database or bring its schema to the newest version (idempotent)."""
     from gateway.cli.server.server_settings import load_settings, where_from
-
     from gateway.wiring import upgrade_database
 
     settings = load_settings()

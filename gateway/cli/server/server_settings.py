@@ -58,7 +58,8 @@ def require_database(settings: Settings) -> None:
     if path is None or path.exists():
         return
     err_console.print(
-        f"error: there is no gateway database at {path} (GATEWAY_DATABASE_URL {where_from('GATEWAY_DATABASE_URL')}); "
+        f"error: there is no gateway database at {path} "
+        f"(GATEWAY_DATABASE_URL {where_from('GATEWAY_DATABASE_URL')}); "
         "nothing was created. Point GATEWAY_DATABASE_URL (or the settings file, GATEWAY_SETTINGS_FILE) at "
         "the server's database, or create this one with `gw admin db upgrade` (make up does both)",
         markup=False,
