@@ -12,12 +12,15 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-# Not on a terminal (a pipe, a file) and no COLUMNS said how wide: as squeue does, print every value
-# whole rather than cut it to a guessed 80 columns (`gw runs | grep ...` must see the full names).
+# Not on a terminal (a pipe, a file, a log) and no COLUMNS said how wide: as squeue does, print every
+# value whole and every message on one line rather than cut or wrap them at a guessed 80 columns
+# (`gw runs | grep ...` must see the full names, `2>err.log` the whole message).
 PIPE_WIDTH = 100_000
-_PIPED = not sys.stdout.isatty() and "COLUMNS" not in os.environ
-console = Console(highlight=False, width=PIPE_WIDTH if _PIPED else None)
-err_console = Console(stderr=True, highlight=False)
+_SIZED = "COLUMNS" in os.environ
+console = Console(highlight=False, width=None if _SIZED or sys.stdout.isatty() else PIPE_WIDTH)
+err_console = Console(
+    stderr=True, highlight=False, width=None if _SIZED or sys.stderr.isatty() else PIPE_WIDTH
+)
 
 STATE_STYLE = {
     "succeeded": "green",
