@@ -9,7 +9,8 @@ How a block is read, so that the docs stay readable and the commands stay real:
   cancelled ...); any other command must exit 0;
 - an id in a comment (``r-``, ``ev-``, ``er-``, ``gd-``, ``dv-``, ``pr-`` followed by 16 hex digits)
   is an *example* of what that command prints: the real id of the same kind is taken from its
-  output (the first example of a kind from the first such id printed, and so on), and every later
+  output (the first example of a kind from the first new id of that kind printed, and so on; an
+  example an earlier command printed must appear as its real id in this output), and every later
   use of the example id, in any command of the walk-through or of the walk-throughs run after it,
   is replaced by the real one. A command that uses an example id no earlier command printed fails,
   and so does one whose output lacks the id its comment promises: the id a user copies from one
@@ -119,6 +120,13 @@ class Ids:
         """Take the real ids of the kinds ``step``'s comment promises from ``output``."""
         taken: dict[str, int] = {}
         for example in step.prints:
+            if example in self.real:  # one printed before: this command must show that same one
+                if self.real[example] not in output:
+                    raise AssertionError(
+                        f"{step.source}: the comment says `{step.command}` shows {example} "
+                        f"({self.real[example]} here); it printed:\n{output}"
+                    )
+                continue
             kind = example.split("-")[0]
             known = set(self.real.values())  # a rerun prints its original too: only new ids count
             printed = [

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,6 +31,7 @@ REPO = Path(__file__).resolve().parents[2]
 # Which blocks, in the order a new user meets them; later ones use what earlier ones made.
 WALKTHROUGHS = [
     ("README.md", "first-steps"),
+    ("docs/datasets.md", "datasets"),
     ("docs/evaluation.md", "evaluation"),
     ("docs/releases.md", "releases"),
 ]
@@ -93,12 +95,13 @@ def made_up(tmp_path_factory):
         )
 
 
-def run_walkthrough(doc: str, name: str, env: dict[str, str], ids: Ids, exports: list[str]) -> list[str]:
-    """Run one walk-through; the transcript (command, exit status, seconds, output) for the log.
+def run_walkthrough(
+    doc: str, name: str, env: dict[str, str], ids: Ids, exports: list[str], transcript: list[str]
+) -> None:
+    """Run one walk-through, adding each command, its exit status, seconds and output to ``transcript``.
 
     ``exports``: the ``export`` lines met so far (the README's ``export PATH=...``), which hold, as in
     the reader's shell, for every later command and walk-through."""
-    transcript = []
     for step in steps(read(REPO / doc), name, source=doc):
         command = ids.substitute(step).replace(DOCS_URL, env["GW_URL_OF_TEST"])
         if command.startswith("export "):
@@ -121,7 +124,6 @@ def run_walkthrough(doc: str, name: str, env: dict[str, str], ids: Ids, exports:
             f"{step.source}: `{command}` exited {done.returncode}, the doc says {step.exit_code}:\n{output}"
         )
         ids.capture(step, output)
-    return transcript
 
 
 def test_the_walkthroughs_run_as_written(made_up):
@@ -131,10 +133,10 @@ def test_the_walkthroughs_run_as_written(made_up):
     try:
         for doc, name in WALKTHROUGHS:
             started = time.monotonic()
-            log += run_walkthrough(doc, name, made_up, ids, exports)
+            run_walkthrough(doc, name, made_up, ids, exports, log)
             log.append(f"--- {doc} {name}: {time.monotonic() - started:.1f} s")
     finally:
         TRANSCRIPT.parent.mkdir(parents=True, exist_ok=True)
         TRANSCRIPT.write_text("\n".join(log))
         for name in LEFT_BEHIND:
-            (REPO / name).unlink(missing_ok=True)
+            shutil.rmtree(REPO / name) if (REPO / name).is_dir() else (REPO / name).unlink(missing_ok=True)

@@ -55,6 +55,11 @@ def test_ids_printed_are_the_ids_taken_next():
     )
     assert ids.real["r-00000000000000e1"] == "r-abcdefabcdef00e1"
     assert ids.real["ev-00000000000000a1"] == "ev-abcdefabcdef00a1"
+    # a comment naming an id printed before: the output must show it (the real one)
+    (again,) = steps("<!-- walkthrough: t -->\n```sh\ngw trace x  # r-00000000000000e1\n```\n", "t")
+    ids.capture(again, "run r-abcdefabcdef00e1 read it")
+    with pytest.raises(AssertionError, match="shows r-00000000000000e1"):
+        ids.capture(again, "no runs read it")
 
 
 def test_an_id_nobody_printed_and_an_id_not_printed_are_named():
