@@ -7,9 +7,8 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: up down poc venv cluster cluster-if-down test test-unit lint bench openapi clean
 
-up: cluster ## venv + local Slurm cluster with accounting + `gw serve` on 127.0.0.1:8000
-	@sinfo
-	@scripts/gw-up
+up: ## venv + local Slurm cluster with accounting + chromium + `gw serve` on 127.0.0.1:8000, each part timed
+	@scripts/make-up
 
 down: ## stop the `gw serve` that `make up` started (the cluster keeps running)
 	@if [ -f var/gw-serve.pid ] && kill $$(cat var/gw-serve.pid) 2>/dev/null; then echo "gw serve stopped"; fi

@@ -1,24 +1,86 @@
 """The gateway's configuration: one typed class, every variable declared once.
 
 Each field reads the environment variable ``GATEWAY_<FIELD>`` (upper case),
-e.g. ``GATEWAY_TEMPLATE_DIR=/etc/gateway/sbatch``.
+e.g. ``GATEWAY_TEMPLATE_DIR=/etc/gateway/sbatch``, and else the same line in the
+server's settings file (``settings_file``: ``GATEWAY_SETTINGS_FILE``, default
+``/etc/gateway/gateway.env``, the file ``make up`` and the Ansible deployment
+write), so ``gw serve`` and ``gw admin`` find the same database without
+anything exported. The environment wins over the file.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, IPvAnyNetwork, SecretStr, ValidationError, field_validator, model_validator
-from pydantic_settings import NoDecode, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    DotEnvSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from gateway.settings_accounting import AccountingSettings
+
+SETTINGS_FILE_ENV = "GATEWAY_SETTINGS_FILE"
+DEFAULT_SETTINGS_FILE = Path("/etc/gateway/gateway.env")
+
+
+class SettingsFileError(ValueError):
+    """The server's settings file is named but missing, or cannot be read (the message names it)."""
+
+
+def settings_file(environ: Mapping[str, str] = os.environ) -> Path | None:
+    """The server's settings file (``KEY=value`` lines of ``GATEWAY_*`` variables), or None.
+
+    ``GATEWAY_SETTINGS_FILE`` names it (empty: no file); unset, ``/etc/gateway/gateway.env`` where
+    it exists. Raises :class:`SettingsFileError` for a named file that does not exist, or one that
+    exists and cannot be read: silently falling back to the defaults would point ``gw admin`` at
+    another database than the server's.
+    """
+    named = environ.get(SETTINGS_FILE_ENV)
+    if named == "":
+        return None
+    path = Path(named) if named is not None else DEFAULT_SETTINGS_FILE
+    if not path.exists():
+        if named is None:
+            return None
+        raise SettingsFileError(
+            f"{SETTINGS_FILE_ENV} names {path}, which does not exist: point it at the server's settings "
+            f"file (make up writes {DEFAULT_SETTINGS_FILE}), or set it empty to read the environment only"
+        )
+    if not path.is_file() or not os.access(path, os.R_OK):
+        why = "not a file" if not path.is_file() else "permission denied"
+        raise SettingsFileError(
+            f"cannot read the gateway's settings file {path} ({why}): "
+            f"run as a user who may (root, or the gateway's service user), or set {SETTINGS_FILE_ENV}"
+        )
+    return path
 
 
 class Settings(AccountingSettings):
     model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Keyword arguments, then ``GATEWAY_*`` variables, then the settings file (``settings_file``)."""
+        path = settings_file()
+        if path is None:
+            return (init_settings, env_settings)
+        return (init_settings, env_settings, DotEnvSettingsSource(settings_cls, env_file=path))
 
     template_dir: Path | None = Field(
         default=None,
@@ -399,6 +461,14 @@ class Settings(AccountingSettings):
     def environments_dir(self) -> Path:
         """Where locked Python environments are built: ``envs_dir``, else ``envs`` beside ``runs_dir``."""
         return self.envs_dir or self.runs_dir.parent / "envs"
+
+    @property
+    def sqlite_file(self) -> Path | None:
+        """The SQLite database file ``database_url`` names; None for PostgreSQL or an in-memory one."""
+        sqlite = _SQLITE_FILE.match(self.database_url)
+        if sqlite and sqlite["path"] != ":memory:":
+            return Path(sqlite["path"])
+        return None
 
     @property
     def anchor_path(self) -> Path:

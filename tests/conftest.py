@@ -25,6 +25,10 @@ from gateway.core.slurm.states import TERMINAL
 
 SESSION_START = datetime.now(UTC) - timedelta(seconds=5)
 
+# The server's settings file (/etc/gateway/gateway.env, which `make up` writes) must not leak into the
+# tests' servers and services: they name every setting they need. A test that wants a file names it.
+os.environ.setdefault("GATEWAY_SETTINGS_FILE", "")
+
 # Job output must land where slurmd (same host, root) can write and we can read.
 JOB_ROOT = Path(os.environ.get("GW_TEST_JOB_ROOT", "/tmp/gw-test-jobs"))
 

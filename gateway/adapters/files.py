@@ -105,7 +105,8 @@ def _read_at_most(handle: BinaryIO, limit: int) -> bytes:
 
 
 def _unreadable(message: str, name: str, what: str) -> SpecError:
-    return SpecError([SpecIssue("", message)], name, what=what)
+    # The issue names the file itself (not "(spec)"): `gw sbatch missing.sh` says which file it is.
+    return SpecError([SpecIssue(name, message)], name, what=what)
 
 
 def load_spec_file(path: str | os.PathLike[str]) -> RunSpec:

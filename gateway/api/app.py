@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from gateway import __version__
 from gateway.api.blocking import FileReads
 from gateway.api.body_limits import BodyLimits
+from gateway.api.docs_pages import install_docs_pages
 from gateway.api.errors import install_error_handlers
 from gateway.api.responses import document_errors
 from gateway.api.routes import (
@@ -89,7 +90,10 @@ def create_app(
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served from the package's assets, not a CDN (gateway.api.docs_pages)
+        redoc_url=None,
     )
+    install_docs_pages(app)
     install_error_handlers(app)
     app.add_middleware(BodyLimits)
     app.include_router(health.router)

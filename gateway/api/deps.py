@@ -13,7 +13,11 @@ from gateway.errors import Unauthorized
 from gateway.services import Services
 from gateway.settings import Settings
 
-bearer = HTTPBearer(auto_error=False, description="An API token: `gw token issue`, or from an admin")
+bearer = HTTPBearer(
+    auto_error=False,
+    description="An API token: from an admin (`gw admin token USER` on the gateway host), "
+    "or `gw token issue`",
+)
 
 
 # The dependencies that do no I/O are ``async def``: FastAPI runs a plain ``def`` dependency in its

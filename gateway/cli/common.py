@@ -56,7 +56,20 @@ def fail(exc: ApiError) -> NoReturn:
         err_console.print(f"[red]error[/red] ({escape(exc.kind)}): {escape(str(exc.detail))}")
     if exc.run_id:
         err_console.print(f"run {exc.run_id} is on record; see `gw show {exc.run_id}`")
+    if exc.status == 401:
+        err_console.print(unauthorized_hint(), markup=False, soft_wrap=True)
     raise typer.Exit(exits.for_status(exc.status))
+
+
+def unauthorized_hint() -> str:
+    """What to do about a refused token: where gw's came from, and how a first one is had."""
+    from gateway.client.settings import token_origin
+
+    return (
+        f"{token_origin()}. A token comes from an admin: on the gateway host, "
+        "`gw admin token USER --write-config ~/.config/gw/config.toml` (make up does it for admin); "
+        "with a working one, `gw token issue` makes more"
+    )
 
 
 def call(method: str, *args: Any, **kwargs: Any) -> Any:

@@ -11,7 +11,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -19,10 +19,14 @@ from gateway.cli import common, exits
 from gateway.cli.common import JsonOpt
 from gateway.cli.lazy import Lazy, LazyGroup
 from gateway.cli.output import (
+    RUN_COLUMNS,
     console,
     err_console,
+    health_headline,
     health_lines,
     print_json,
+    print_tsv,
+    run_row,
     runs_table,
     show_run,
     state_text,
@@ -196,6 +200,13 @@ def runs(
         str | None, typer.Option(help="Next page: the cursor the previous page printed.")
     ] = None,
     as_json: JsonOpt = False,
+    fmt: Annotated[
+        Literal["table", "tsv", "json"],
+        typer.Option(
+            "--format",
+            help="table (whole values when not on a terminal), tsv (tab-separated, a header line) or json.",
+        ),
+    ] = "table",
 ) -> None:
     """List runs, newest first."""
     try:
@@ -211,8 +222,10 @@ def runs(
         )
     except ApiError as exc:
         common.fail(exc)
-    if as_json:
+    if as_json or fmt == "json":
         print_json(page)
+    elif fmt == "tsv":
+        print_tsv(RUN_COLUMNS, [run_row(run) for run in page["items"]])
     elif page["items"]:
         console.print(runs_table(page["items"]))
         if page.get("next_cursor"):
@@ -406,14 +419,15 @@ def wait(
 @app.command()
 def health(as_json: JsonOpt = False) -> None:
     """Is the gateway up, and can it reach its database and Slurm?"""
+    client = common.client()
     try:
-        report = common.client().health()
+        report = client.health()
     except ApiError as exc:
         common.fail(exc)
     if as_json:
         print_json(report)
     else:
-        console.print(f"gateway {state_text('succeeded' if report['status'] == 'ok' else 'failed')}")
+        console.print(health_headline(client.settings.url, report), markup=False, soft_wrap=True)
         for line in health_lines(report):
             console.print(line, markup=False)
     if report.get("status") != "ok":

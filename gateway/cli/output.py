@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from datetime import datetime
 from typing import Any
 
@@ -11,8 +13,15 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# Not on a terminal (a pipe, a file, a log) and no COLUMNS said how wide: as squeue does, print every
+# value whole and every message on one line rather than cut or wrap them at a guessed 80 columns
+# (`gw runs | grep ...` must see the full names, `2>err.log` the whole message).
+PIPE_WIDTH = 100_000
+_SIZED = "COLUMNS" in os.environ
+console = Console(highlight=False, width=None if _SIZED or sys.stdout.isatty() else PIPE_WIDTH)
+err_console = Console(
+    stderr=True, highlight=False, width=None if _SIZED or sys.stderr.isatty() else PIPE_WIDTH
+)
 
 STATE_STYLE = {
     "succeeded": "green",
@@ -36,23 +45,40 @@ def state_text(state: str, stale: bool = False) -> str:
     return f"[{style}]{state}[/{style}]" + (" [dim](stale)[/dim]" if stale else "")
 
 
+RUN_COLUMNS = ("RUN", "NAME", "PROJECT", "QUEUE", "STATE", "JOB", "SUBMITTER", "CREATED")
+
+
+def run_row(run: dict) -> list[str]:
+    """One run summary's values, in :data:`RUN_COLUMNS` order, as plain text."""
+    return [
+        run["id"],
+        run["name"],
+        run["project"],
+        run["queue"],
+        run["state"],
+        run.get("job_id") or "-",
+        run["submitter"],
+        run["created_at"][:19].replace("T", " "),
+    ]
+
+
 def runs_table(items: list[dict]) -> Table:
     """A table of run summaries (``RunSummary`` dicts as the API returns them), one row each."""
     table = Table(show_edge=False, header_style="bold")
-    for column in ("RUN", "NAME", "PROJECT", "QUEUE", "STATE", "JOB", "SUBMITTER", "CREATED"):
+    for column in RUN_COLUMNS:
         table.add_column(column, no_wrap=column in ("RUN", "STATE", "CREATED"))
     for run in items:
-        table.add_row(
-            run["id"],
-            run["name"],
-            run["project"],
-            run["queue"],
-            state_text(run["state"]),
-            run.get("job_id") or "-",
-            run["submitter"],
-            run["created_at"][:19].replace("T", " "),
-        )
+        row = [escape(value) for value in run_row(run)]
+        row[4] = state_text(run["state"])
+        table.add_row(*row)
     return table
+
+
+def print_tsv(columns: tuple[str, ...], rows: list[list[str]]) -> None:
+    """``--format tsv``: a header line, then one line a row, values tab-separated and whole (for awk,
+    cut, a spreadsheet); a tab or newline inside a value becomes a space."""
+    for values in [list(columns), *rows]:
+        sys.stdout.write("\t".join(v.replace("\t", " ").replace("\n", " ") for v in values) + "\n")
 
 
 def _fmt_duration(seconds: int | None) -> str:
@@ -238,6 +264,15 @@ def _print_waiting(waiting: dict) -> None:
 
 def _time(value: str | None) -> str:
     return value[:19].replace("T", " ") if value else "-"
+
+
+def health_headline(url: str, report: dict) -> str:
+    """``gw health``'s first line: healthy or not, and what was checked (``GET /healthz``)."""
+    verdict = "healthy" if report.get("status") == "ok" else "NOT healthy"
+    return (
+        f"gateway at {url}: {verdict} (checked: it answers, its database takes a query, "
+        "Slurm lists its partitions)"
+    )
 
 
 def health_lines(report: dict) -> list[str]:

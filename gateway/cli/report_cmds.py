@@ -8,6 +8,7 @@ written to a file: a page on a terminal helps nobody.
 from __future__ import annotations
 
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -15,7 +16,7 @@ import typer
 
 from gateway.cli.common import call, usage
 from gateway.cli.output import console
-from gateway.core.reports.periods import PERIOD_HELP, parse_period
+from gateway.core.reports.periods import RELATIVE_HELP, resolve_period
 
 Kind = Literal["usage", "cost", "efficiency"]
 By = Literal["project", "user", "queue", "run", "release"]
@@ -30,7 +31,9 @@ def register(app: typer.Typer) -> None:
 def report(
     kind: Annotated[Kind, typer.Argument(help="usage, cost or efficiency.")],
     by: Annotated[By, typer.Option(help="One row per project, user, queue, run or release.")] = "project",
-    period: Annotated[str | None, typer.Option(help=f"{PERIOD_HELP}. Default: this month (UTC).")] = None,
+    period: Annotated[
+        str | None, typer.Option(help=f"{RELATIVE_HELP}. Days are UTC. Default: this month.")
+    ] = None,
     project: Annotated[str | None, typer.Option(help="Only this project's records.")] = None,
     fmt: Annotated[Format, typer.Option("--format", help="table, csv, json or html.")] = "table",
     out: Annotated[str | None, typer.Option("-o", "--output", help="Write it to this file.")] = None,
@@ -39,7 +42,7 @@ def report(
     GPU-hours, with the rate versions that priced them."""
     if period is not None:
         try:
-            period = parse_period(period).label
+            period = resolve_period(period, today=datetime.now(UTC).date()).label
         except ValueError as exc:
             usage(f"--period: {exc}")
     if fmt == "html" and out is None:

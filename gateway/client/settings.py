@@ -78,6 +78,33 @@ class ClientSettings:
         return cls(**values)
 
 
+def token_origin(environ: Mapping[str, str] | None = None) -> str:
+    """Where ``gw`` took its token from, or why it has none, in words (for a refused request).
+
+    ``GW_TOKEN``; else the config file's ``token``; a ``GW_CONFIG`` that names a missing file is
+    named as such, since the token it was meant to hold then never reaches the request.
+    """
+    environ = os.environ if environ is None else environ
+    if environ.get("GW_TOKEN"):
+        return "the token came from GW_TOKEN"
+    named = "GW_CONFIG" in environ
+    path = Path(environ.get("GW_CONFIG", CLIENT_CONFIG_FILE))
+    if not path.exists():
+        if named:
+            return f"no token was sent: GW_CONFIG names {path}, which does not exist (and GW_TOKEN is unset)"
+        return f"no token was sent: GW_TOKEN is unset and there is no {path}"
+    try:
+        import tomllib
+
+        with path.open("rb") as handle:
+            has_token = bool(tomllib.load(handle).get("token"))
+    except (OSError, ValueError):
+        has_token = False
+    if has_token:
+        return f"the token came from {path}"
+    return f"no token was sent: {path} holds no token (and GW_TOKEN is unset)"
+
+
 def _from_environment(name: str, variable: str, raw: str) -> Any:
     if name == "timeout_s":
         try:

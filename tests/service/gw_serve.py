@@ -125,6 +125,8 @@ def gw_serve(
     site = state / "site.yaml"
     site.write_text(SITE.format(account=account))
     no_slurm = [] if sync_slurm else ["--no-slurm"]
+    made = subprocess.run([*GW, "admin", "db", "upgrade"], env=env, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr  # gw admin never creates a database: this does
     applied = subprocess.run(
         [*GW, "admin", "apply", *no_slurm, str(site)], env=env, capture_output=True, text=True
     )

@@ -104,6 +104,8 @@ def operator_env(request, tmp_path) -> Iterator[dict[str, str]]:
         env = {**os.environ, "GATEWAY_DATABASE_URL": url, "GATEWAY_RUNS_DIR": str(tmp_path / "runs")}
         site = tmp_path / "site.yaml"
         site.write_text("users: [{name: mia}]\n")
+        made = gw_admin(env, "db", "upgrade")  # gw admin never creates a database: this does
+        assert made.returncode == 0, made.stderr
         applied = gw_admin(env, "apply", "--no-slurm", str(site))
         assert applied.returncode == 0, applied.stderr
         yield env

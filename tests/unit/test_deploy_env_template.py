@@ -25,6 +25,7 @@ def render(**extra: object) -> str:
         "gateway_db_name": "gw",
         "gateway_runs_dir": "/srv/runs",
         "gateway_home": "/var/lib/gw",
+        "gateway_config_dir": "/etc/gw",
         "gateway_submit_host": "",
         "gateway_settings": {},
         **extra,
@@ -41,6 +42,8 @@ def test_the_env_file_carries_the_generated_web_session_key():
         if "=" in line and not line.startswith("#")
     )
     assert lines["GATEWAY_WEB_SESSION_KEY"] == key
+    # gw serve and gw admin under these variables read this file, never another (make up's)
+    assert lines["GATEWAY_SETTINGS_FILE"] == "/etc/gw/gateway.env"
     assert Settings(
         database_url="sqlite://", web_session_key=lines["GATEWAY_WEB_SESSION_KEY"]
     ).web_session_key

@@ -246,18 +246,18 @@ def _operator() -> Principal:  # its module (pydantic specs) loads when a comman
 
 
 class _local:
-    """The services, built from GATEWAY_* settings, for operator commands on the gateway host."""
+    """The services, built from the server's settings, for operator commands on the gateway host.
+
+    The database must exist: a missing SQLite file is named and nothing is made (``gw admin db
+    upgrade`` creates it).
+    """
 
     def __enter__(self) -> Services:
-        from pydantic import ValidationError
-
-        from gateway.settings import Settings, settings_problems
+        from gateway.cli.server.server_settings import load_settings, require_database
         from gateway.wiring import build_services
 
-        try:
-            settings = Settings()
-        except ValidationError as exc:  # which setting and why, never its value (it may be a secret)
-            usage(f"invalid gateway settings:\n{settings_problems(exc)}")
+        settings = load_settings()
+        require_database(settings)  # an admin command never creates the database (dry runs included)
         try:
             self.services = build_services(settings)
         except GatewayError as exc:

@@ -37,20 +37,20 @@ def serve(
     import logging
 
     import uvicorn
-    from pydantic import ValidationError
 
     from gateway.adapters.evidence_key import load_signer
     from gateway.cli.server import serve_app
-    from gateway.settings import Settings, settings_problems
+    from gateway.cli.server.server_settings import load_settings
+    from gateway.settings import settings_file
     from gateway.wiring import upgrade_database
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        settings = Settings()
-    except ValidationError as exc:
-        err_console.print("[red]invalid gateway settings[/red]:")
-        err_console.print(settings_problems(exc), markup=False)
-        raise typer.Exit(exits.USAGE) from exc
+    settings = load_settings()
+    logging.getLogger("gateway.serve").info(
+        "settings: the environment%s; database %s",
+        f" over {settings_file()}" if settings_file() else " (no settings file)",
+        settings.sqlite_file or "on PostgreSQL",
+    )
     problem = serve_app.workers_problem(settings.database_url, workers)
     if problem is not None:
         err_console.print(f"[red]error[/red]: {escape(problem)}")
@@ -86,13 +86,20 @@ def serve(
 
 @db_app.command("upgrade")
 def db_upgrade() -> None:
-    """Bring the gateway database's schema to the newest version (idempotent)."""
-    from gateway.settings import Settings
+    """Create the gateway database or bring its schema to the newest version (idempotent)."""
+    from gateway.cli.server.server_settings import load_settings, where_from
     from gateway.wiring import upgrade_database
 
+    settings = load_settings()
     try:
-        dialect = upgrade_database(Settings())
+        dialect = upgrade_database(settings)
     except GatewayError as exc:
         err_console.print(f"[red]error[/red]: {escape(str(exc))}")
         raise typer.Exit(exits.UNAVAILABLE) from exc
-    console.print(f"database schema is up to date ({dialect})")
+    where = settings.sqlite_file or "PostgreSQL"
+    console.print(
+        f"database schema is up to date ({dialect}: {where}, GATEWAY_DATABASE_URL "
+        f"{where_from('GATEWAY_DATABASE_URL')})",
+        markup=False,
+        soft_wrap=True,
+    )

@@ -6,6 +6,10 @@
     2026-W47                 ISO week 47 of 2026: Monday 2026-11-16 up to Monday 2026-11-23
     2026-11-01..2026-11-15   days, both ends included: up to 2026-11-16T00:00Z
 
+``resolve_period`` also reads what is said relative to a day (``gw report`` passes today, UTC) and
+turns it into one of those: ``today``, ``yesterday``, ``this-week``, ``last-week``, ``this-month``,
+``last-month``, and a single day ``2026-11-02`` (the range ``2026-11-02..2026-11-02``).
+
 A period is half open, ``[start, end)``, so consecutive periods never count a
 moment twice. ``buckets`` cuts it into days (or weeks, for long ranges) for
 the plots of usage over time.
@@ -20,6 +24,10 @@ from datetime import UTC, date, datetime, timedelta
 PERIOD_HELP = (
     "YYYY-MM (a month), YYYY-Www (an ISO week, e.g. 2026-W47) or YYYY-MM-DD..YYYY-MM-DD (days, both included)"
 )
+RELATIVE_HELP = (
+    "today, yesterday, this-week, last-week, this-month, last-month, a day YYYY-MM-DD, " + PERIOD_HELP
+)
+RELATIVE = ("today", "yesterday", "this-week", "last-week", "this-month", "last-month")
 # The API's query parameter pattern: the three shapes with years 1970 to 2999, months 01-12, weeks
 # W01-W53, days 01-31. What a pattern cannot say (W53 of a 52-week year, 30 February, a range that ends
 # before it starts or spans more than MAX_RANGE_DAYS) parse_period checks.
@@ -33,6 +41,7 @@ DAILY_BUCKETS_UP_TO_DAYS = 62  # a period of at most this many days is plotted p
 _MONTH = re.compile(r"(\d{4})-(\d{2})")
 _WEEK = re.compile(r"(\d{4})-W(\d{2})")
 _RANGE = re.compile(r"(\d{4}-\d{2}-\d{2})\.\.(\d{4}-\d{2}-\d{2})")
+_ONE_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 @dataclass(frozen=True)
@@ -116,3 +125,31 @@ def parse_period(text: str) -> Period:
             raise ValueError(f"{text!r}: a range may span at most {MAX_RANGE_DAYS} days")
         return Period(f"{first}..{last}", _midnight(first), _midnight(last) + timedelta(days=1))
     raise ValueError(f"{text!r} is not a period; use {PERIOD_HELP}")
+
+
+def resolve_period(text: str, today: date) -> Period:
+    """``parse_period``, plus the words of ``RELATIVE`` (UTC days, weeks from Monday, calendar months,
+    seen from ``today``) and a single day. The label is always a form ``parse_period`` reads (what
+    the API takes). Raises ValueError naming every valid form."""
+    word = text.strip().lower()
+    if word in ("today", "yesterday"):
+        day = today - timedelta(days=0 if word == "today" else 1)
+        return parse_period(f"{day}..{day}")
+    if word in ("this-week", "last-week"):
+        monday = today - timedelta(days=today.weekday() + (7 if word == "last-week" else 0))
+        year, week, _ = monday.isocalendar()
+        return parse_period(f"{year:04d}-W{week:02d}")
+    if word in ("this-month", "last-month"):
+        first = today.replace(day=1)
+        if word == "last-month":
+            first = (first - timedelta(days=1)).replace(day=1)
+        return parse_period(f"{first.year:04d}-{first.month:02d}")
+    if _ONE_DAY.fullmatch(word):
+        _day(word)
+        return parse_period(f"{word}..{word}")
+    try:
+        return parse_period(text)
+    except ValueError as exc:
+        if "is not a period" in str(exc):
+            raise ValueError(f"{text!r} is not a period; use {RELATIVE_HELP}") from None
+        raise

@@ -32,8 +32,8 @@ from gateway.core import names
 from gateway.core.accounting.telemetry import TelemetryLaunch
 from gateway.core.envs.record import EnvLaunch
 from gateway.core.sbatch import preflight
-from gateway.core.site.secrets import delivered_path
 from gateway.core.sbatch.values import compress_indices
+from gateway.core.site.secrets import delivered_path
 from gateway.core.spec.run_spec import MAX_TEXT, RunSpec
 from gateway.errors import SpecError, SpecIssue, TemplateError
 

@@ -163,7 +163,9 @@ class AuthService:
         found = self.access.token_owner(digest(secret)) if secret.startswith(TOKEN_PREFIX) else None
         try:
             if found is None:
-                raise Unauthorized("unknown token; get one with `gw token issue` or from your admin")
+                raise Unauthorized(
+                    "unknown token: an admin issues one on the gateway host (`gw admin token USER`)"
+                )
             principal = self._valid(found, source)
         except Unauthorized:
             self.backoff.failed(address, now_s)
@@ -213,7 +215,7 @@ class AuthService:
         if token.scope != "api":
             raise Unauthorized(
                 f"token {token.prefix}... is a {token.scope} token: it reads GET /metrics and nothing else "
-                "(use a user token, `gw token issue`)"
+                "(use a user token: `gw admin token USER` on the gateway host, or `gw token issue`)"
             )
         # last_used_at is coarse on purpose: a write on every request would double its cost.
         if token.last_used_at is None or now - token.last_used_at >= TOUCH_EVERY:
