@@ -133,6 +133,8 @@ app.add_typer(admin, name="admin")
 
 
 def _submitted(run: dict, as_json: bool, parsable: bool = False) -> None:
+    for warning in run.get("warnings") or []:
+        err_console.print(f"warning: {warning}", markup=False)
     if as_json:
         print_json(run)
     elif parsable:
@@ -358,7 +360,9 @@ def logs(
             print_json(chunk)
             return
         _write(chunk["text"])
-        if chunk.get("problem"):
+        if chunk.get("expired"):
+            err_console.print(f"({chunk['path']}: {chunk['expired']})", markup=False)
+        elif chunk.get("problem"):
             err_console.print(f"(cannot read {chunk['path']}: {chunk['problem']})", markup=False)
         elif not chunk["exists"] and not follow:
             err_console.print(f"(no output yet: {chunk['path']} does not exist)")
