@@ -86,6 +86,9 @@ class Gw(LazyGroup):
             "Each attempt's GPUs: utilisation, peak memory, energy, idle fraction, idle GPU-hours.",
         ),
         "token": _in("token_cmds", "Your API tokens.", group=True),
+        "retention": _in(
+            "retention_cmds", "Retention: holds, and what expired of a run (docs/retention.md).", group=True
+        ),
         "dataset": _in("data_cmds", "Datasets: versions registered by content.", group=True),
         "eval": _in("eval_cmds", "Evaluation: suites, eval runs, results, gates, reviews.", group=True),
         "model": _in("release_cmds", "Registered models of a project.", group=True),
@@ -121,6 +124,9 @@ class Admin(LazyGroup):
         "audit": _admin("server.admin_cmds", "The audit log, on the gateway host.", group=True),
         "accounting": _admin(
             "server.accounting_admin", "Accounting: the cluster's sacct records.", group=True
+        ),
+        "retention": _admin(
+            "server.retention_admin", "Retention: the sweep of run files (docs/retention.md).", group=True
         ),
     }
 
