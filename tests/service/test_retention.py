@@ -22,6 +22,7 @@ from gateway.errors import Forbidden
 from tests.conftest import JOB_ROOT
 from tests.service.conftest import drain_accounts, fresh_database, refresh_until
 from tests.service.retention_world import PROJECT, build, new_account, site
+from tests.service.web_client import web_client
 
 pytestmark = pytest.mark.slurm
 ROOT = Path(__file__).resolve().parents[2]
@@ -220,7 +221,16 @@ def test_the_api_and_the_project_page_show_storage_and_the_warning(world):
 
     services = world["services"]
     token = services.auth.issue_token(OPERATOR, "lead", name="pytest")[0]
-    client = TestClient(create_app(services=services))
+    with TestClient(create_app(services=services)) as client:
+        _api(client, token)
+    with web_client(services, token) as web:
+        page = web.get(f"/ui/projects/{PROJECT}")
+        assert page.status_code == 200, page.text
+        assert 'id="storage-warning"' in page.text and "over the limit" in page.text
+        assert 'id="storage-plots"' in page.text and "<svg" in page.text
+
+
+def _api(client, token: str) -> None:
     headers = {"Authorization": f"Bearer {token}"}
     storage = client.get("/retention/storage", params={"by": "user", "project": PROJECT}, headers=headers)
     assert storage.status_code == 200, storage.text
