@@ -26,9 +26,9 @@ class HoldService:
         SpecError for an unknown kind or an empty reason; NotFound for a target the caller cannot see;
         Forbidden below a lead of its project. Audited (``retention.hold``).
         """
-        reason = _reason(reason, "reason")
         project = self._project_of(principal, target_type, target_id)
         require(principal, "retention.hold", project, hide=True)
+        reason = _reason(reason, "reason")
         entry = AuditEntry(
             principal.user,
             "retention.hold",
@@ -43,9 +43,9 @@ class HoldService:
 
     def lift(self, principal: Principal, hold_id: str, reason: str) -> Hold:
         """Lift a hold; Conflict when it was lifted already. Audited (``retention.hold.lift``)."""
-        reason = _reason(reason, "reason")
         hold = self.store.hold(hold_id)
         require(principal, "retention.hold", hold.project, hide=True)
+        reason = _reason(reason, "reason")
         if not hold.active:
             raise Conflict(f"hold {hold_id} was lifted already, by {hold.lifted_by} on {hold.lifted_at}")
         entry = AuditEntry(
