@@ -118,11 +118,20 @@ class StorageSamplePublic(BaseModel):
     runs: int
 
 
+class DeparturePublic(BaseModel):
+    project: str
+    user: str
+    left_at: datetime
+    action: str = Field(description="keep, lead or expire (the project's on_member_leave then)")
+    steward: str | None = Field(description="With lead: the lead who answers for their runs' files")
+
+
 class StoragePublic(BaseModel):
     by: str
     rows: list[StorageRowPublic]
     projects: list[ProjectSpacePublic]
     samples: list[StorageSamplePublic] = Field(description="Each project's total at each measurement")
+    departures: list[DeparturePublic] = Field(description="Members who left, and what became of their files")
 
     @classmethod
     def of(cls, report: Any) -> StoragePublic:
@@ -131,6 +140,7 @@ class StoragePublic(BaseModel):
             rows=[StorageRowPublic(**asdict(r)) for r in report.rows],
             projects=[ProjectSpacePublic(**asdict(p)) for p in report.projects],
             samples=[StorageSamplePublic(**asdict(s)) for s in report.samples],
+            departures=[DeparturePublic(**asdict(d)) for d in report.departures],
         )
 
 

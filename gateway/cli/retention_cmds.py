@@ -121,4 +121,7 @@ def storage_text(data: dict, fmt: str) -> str:
         )
         if p["warning"]:
             lines.append(f"  warning: {p['warning']}")
+    for d in data.get("departures") or []:
+        whose = f", handed to {d['steward']}" if d["steward"] else ""
+        lines.append(f"{d['user']} left {d['project']} on {d['left_at'][:10]}: {d['action']}{whose}")
     return "\n".join(lines) + "\n"

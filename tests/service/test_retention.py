@@ -199,7 +199,7 @@ def test_a_member_who_leaves_has_their_run_directories_expire_by_rule(world):
     mine = refresh_until(
         services, submit(services, "mia", "mine", 'cd "$GW_RUN_DIR" && echo m > m.txt').run.id
     )
-    changes = services.site.apply(OPERATOR, site(world["account"], members=""), sync_slurm=False)
+    changes = services.site.apply(OPERATOR, site(world["account"], drop=("mia",)), sync_slurm=False)
     assert any(
         "member mia leaves project ret: their runs' files expire by rule member-left" in c
         for c in changes.changes
@@ -214,6 +214,19 @@ def test_a_member_who_leaves_has_their_run_directories_expire_by_rule(world):
     back = services.site.apply(OPERATOR, site(world["account"]), sync_slurm=False)
     assert any("member mia is back in project ret" in c for c in back.changes)
     assert services.retention.store.departures() == []
+    handed = services.site.apply(
+        OPERATOR, site(world["account"], on_leave="lead", drop=("walt",)), sync_slurm=False
+    )
+    assert any(
+        "member walt leaves project ret: their runs' files are handed to lead lead" in c
+        for c in handed.changes
+    )
+    [departure] = services.storage.report(OPERATOR, project=PROJECT).departures
+    assert (departure.user, departure.action, departure.steward) == ("walt", "lead", "lead")
+    assert [e.after["steward"] for e in services.audit.events(OPERATOR, action="retention.departure").items][
+        -1
+    ] == "lead"
+    services.site.apply(OPERATOR, site(world["account"]), sync_slurm=False)
 
 
 def test_the_api_and_the_project_page_show_storage_and_the_warning(world):

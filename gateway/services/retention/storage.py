@@ -15,7 +15,7 @@ from gateway.core.clock import utcnow
 from gateway.core.domain import Principal
 from gateway.core.retention.plan import WHOLE_DIR
 from gateway.core.retention.policy import GIB
-from gateway.core.retention.values import RunStorage, StorageSample
+from gateway.core.retention.values import Departure, RunStorage, StorageSample
 from gateway.errors import GatewayError
 from gateway.services.retention.policies import Policies
 from gateway.services.retention.sweep import RetentionSweeper
@@ -59,6 +59,7 @@ class StorageReport:
     rows: list[StorageRow] = field(default_factory=list)
     projects: list[ProjectSpace] = field(default_factory=list)
     samples: list[StorageSample] = field(default_factory=list)
+    departures: list[Departure] = field(default_factory=list)  # who left, and who answers for their files
 
 
 class StorageService:
@@ -173,7 +174,8 @@ class StorageService:
         since = (now or utcnow()) - timedelta(days=GROWTH_DAYS)
         samples = self.store.samples(names, None)
         spaces = [self._space(name, cached, samples, since) for name in names]
-        return StorageReport(by, rows, spaces, samples)
+        departures = [d for d in self.store.departures() if d.project in names]
+        return StorageReport(by, rows, spaces, samples, departures)
 
     def space(self, project: str) -> ProjectSpace:
         """One project's space against its limit (no permission check: for the submit warning)."""
