@@ -4,6 +4,8 @@ the space limit's warning on submit and on the project page (docs/retention.md).
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import sys
@@ -21,6 +23,7 @@ from gateway.core.spec.run_spec import build_spec
 from gateway.errors import Forbidden
 from tests.conftest import JOB_ROOT
 from tests.service.conftest import drain_accounts, fresh_database, refresh_until
+from tests.service.gw_serve import GW, gw_serve
 from tests.service.retention_world import PROJECT, build, new_account, site
 from tests.service.web_client import web_client
 
@@ -95,6 +98,7 @@ def test_a_sweep_after_a_clock_jump_deletes_what_the_rules_allow_and_a_hold_stop
     runs = {
         k: refresh_until(services, s.run.id) for k, s in (("ok", ok), ("failed", failed), ("rel", released))
     }
+    world["failed_id"] = runs["failed"].id
     assert [runs[k].state.value for k in ("ok", "failed", "rel")] == ["succeeded", "failed", "succeeded"]
     for _ in range(5):
         services.harvester.harvest_due()
@@ -269,3 +273,70 @@ def _api(client, token: str) -> None:
         == 409
     )
     assert client.post("/retention/sweep", headers=headers).status_code == 403, "sweeps are for admins"
+
+
+def test_gw_shows_storage_holds_and_what_expired_and_runs_a_sweep(world, tmp_path):
+    """gw over a real `gw serve` on this world's database, and gw admin on the gateway host."""
+    services = world["services"]
+    failed_id = world["failed_id"]
+    with gw_serve(
+        tmp_path, prefix="ret", users=("lead",), database_url=world["url"], sync_slurm=False
+    ) as serve:
+        env = {**os.environ, "GW_URL": serve.url, "GW_TOKEN": serve.tokens["lead"], "GW_CONFIG": serve.config}
+
+        def gw(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run(
+                [*GW, *args],
+                env={**env, "COLUMNS": "200"},
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+
+        report = gw("report", "storage", "--by", "user", "--project", PROJECT)
+        assert report.returncode == 0, report.stderr
+        assert "[over]" in report.stdout and "warning: project ret's run directories use" in report.stdout
+        as_csv = gw("report", "storage", "--by", "run", "--format", "csv")
+        assert as_csv.stdout.splitlines()[0].startswith("key,project,size_bytes")
+        assert gw("report", "storage", "--by", "queue").returncode == 2
+        held = gw("retention", "hold", "project", PROJECT, "--reason", "cli check")
+        assert held.returncode == 0, held.stderr
+        hold_id = held.stdout.split(":")[0]
+        assert hold_id in gw("retention", "holds", "--project", PROJECT).stdout
+        assert gw("retention", "lift", hold_id, "--reason", "done").returncode == 0
+        assert gw("retention", "lift", hold_id, "--reason", "again").returncode == 5, "lifted already"
+        expired = gw("retention", "expired", failed_id)
+        assert expired.returncode == 0 and "by rule failed-runs" in expired.stdout
+        logs = gw("logs", failed_id, "--stderr")
+        assert "files expired on" in logs.stderr and "does not exist" not in logs.stderr
+        spec = tmp_path / "spec.json"
+        spec.write_text(json.dumps({"name": "w", "project": PROJECT, "queue": "cpu", "command": "true"}))
+        submitted = gw("submit", str(spec))
+        assert submitted.returncode == 0, submitted.stderr
+        assert "warning: project ret's run directories use" in submitted.stderr
+
+        admin_env = {
+            **os.environ,
+            "GATEWAY_DATABASE_URL": world["url"],
+            "GATEWAY_RUNS_DIR": str(world["runs_dir"]),
+        }
+
+        def admin(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run(
+                [*GW, "admin", "retention", "run", *args],
+                env=admin_env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+
+        assert admin("--as-of", "2099-01-01").returncode == 2, "--as-of goes with --dry-run only"
+        preview = admin("--dry-run", "--project", PROJECT, "--as-of", "2099-01-01", "--json")
+        assert preview.returncode == 0, preview.stderr
+        planned = json.loads(preview.stdout)
+        assert planned["dry_run"] and planned["items"], "by 2099 the logs are due"
+        assert all(i["outcome"] in ("would delete", "absent") for i in planned["items"])
+        assert any("release ret/m" in k["reason"] for k in planned["kept"])
+        assert services.retention.store.pending([PROJECT]) == [], "a dry run records nothing"
