@@ -79,16 +79,15 @@ class Gw(LazyGroup):
         "report": _in(
             "report_cmds",
             "GPU-hours, CPU-hours, cost, waits, the share spent on failed attempts, GPU utilisation and idle"
-            "\nGPU-hours, with the rate versions that priced them.",
+            "\nGPU-hours, with the rate versions that priced them; storage: run-directory bytes per project, user"
+            "\nor run, against the space limit, growth, and what the next sweep frees.",
         ),
         "telemetry": _in(
             "telemetry_cmds",
             "Each attempt's GPUs: utilisation, peak memory, energy, idle fraction, idle GPU-hours.",
         ),
         "token": _in("token_cmds", "Your API tokens.", group=True),
-        "retention": _in(
-            "retention_cmds", "Retention: holds, and what expired of a run (docs/retention.md).", group=True
-        ),
+        "retention": _in("retention_cmds", "Retention: holds, and what expired of a run.", group=True),
         "dataset": _in("data_cmds", "Datasets: versions registered by content.", group=True),
         "eval": _in("eval_cmds", "Evaluation: suites, eval runs, results, gates, reviews.", group=True),
         "model": _in("release_cmds", "Registered models of a project.", group=True),
@@ -125,9 +124,7 @@ class Admin(LazyGroup):
         "accounting": _admin(
             "server.accounting_admin", "Accounting: the cluster's sacct records.", group=True
         ),
-        "retention": _admin(
-            "server.retention_admin", "Retention: the sweep of run files (docs/retention.md).", group=True
-        ),
+        "retention": _admin("server.retention_admin", "Retention: the sweep of run files.", group=True),
     }
 
 
