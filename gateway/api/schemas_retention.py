@@ -57,7 +57,10 @@ class SweepItemPublic(BaseModel):
     sha256: str | None = Field(
         description="A file's sha256, a directory's listing digest (null in a dry run)"
     )
-    outcome: str = Field(description="would delete, deleted, finished (a dead pass's), failed, absent")
+    outcome: str = Field(
+        description="would delete, deleted, finished (a dead pass's), pending (a dead pass's, in a dry run), "
+        "failed, absent"
+    )
     note: str | None = None
 
 

@@ -79,7 +79,8 @@ class Gw(LazyGroup):
         "report": _in(
             "report_cmds",
             "GPU-hours, CPU-hours, cost, waits, the share spent on failed attempts, GPU utilisation and idle"
-            "\nGPU-hours, with the rate versions that priced them; storage: run-directory bytes per project, user"
+            "\nGPU-hours, with the rate versions that priced them; storage: run-directory bytes per project,"
+            " user"
             "\nor run, against the space limit, growth, and what the next sweep frees.",
         ),
         "telemetry": _in(

@@ -269,15 +269,15 @@ class RetentionStore:
                 query = query.where(RunStorageRow.project.in_(projects))
             return [_storage(r) for r in session.scalars(query)]
 
-    def project_bytes(self, project: str) -> int | None:
-        """A project's cached total (None: never measured)."""
+    def project_totals(self, project: str) -> tuple[int, int] | None:
+        """A project's cached (bytes, freeable bytes), in one query; None: never measured."""
         with self.db.session() as session:
-            total, count = session.execute(
-                select(func.sum(RunStorageRow.size_bytes), func.count()).where(
-                    RunStorageRow.project == project
-                )
+            total, freeable, count = session.execute(
+                select(
+                    func.sum(RunStorageRow.size_bytes), func.sum(RunStorageRow.freeable_bytes), func.count()
+                ).where(RunStorageRow.project == project)
             ).one()
-            return int(total or 0) if count else None
+            return (int(total or 0), int(freeable or 0)) if count else None
 
     def samples(self, projects: list[str] | None, since: datetime | None = None) -> list[StorageSample]:
         """The projects' totals over time, oldest first."""

@@ -189,6 +189,8 @@ def test_a_kill_9_in_the_middle_of_a_sweep_loses_no_record(world):
         assert intent.run_id == run.id and intent.size_bytes > 0 and intent.sha256
         assert Path(run.run_dir).exists() is (when == "before")
         assert events(services, "retention.delete", run.id) == []
+        preview = services.retention.sweep(OPERATOR, dry_run=True, project=PROJECT)
+        assert [(i.run_id, i.outcome) for i in preview.items] == [(run.id, "pending")], "reported, not redone"
         after = sweep_at(services, 10)
         [item] = [i for i in after.items if i.run_id == run.id]
         assert item.outcome == "finished", item

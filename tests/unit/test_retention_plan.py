@@ -81,6 +81,11 @@ def test_inside_is_lexical_and_strict(path):
     assert inside("/runs/r-1", path) is None
 
 
+def test_a_policy_that_deletes_nothing_says_so():
+    assert not RetentionSpec().deletes() and not RetentionSpec(space_limit_gb=1).deletes()
+    assert RetentionSpec(logs_days=0).deletes() and RetentionSpec(on_member_leave="expire").deletes()
+
+
 def test_a_project_overrides_the_site_default_field_by_field():
     option = stored(RetentionSpec(logs_days=30, space_warn_percent=90), {"p": RetentionSpec(logs_days=5)})
     assert effective(option, "p").logs_days == 5 and effective(option, "p").space_warn_percent == 90

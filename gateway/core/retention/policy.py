@@ -46,6 +46,11 @@ class RetentionSpec(BaseModel):
         """The fields this spec sets (what a project's section says over the site default)."""
         return self.model_dump(mode="json", exclude_unset=True)
 
+    def deletes(self) -> bool:
+        """Whether this policy lets a sweep delete anything at all."""
+        days = (self.logs_days, self.unreleased_outputs_days, self.failed_run_days)
+        return any(d is not None for d in days) or self.on_member_leave == "expire"
+
     @property
     def space_limit_bytes(self) -> int | None:
         """The space limit in bytes (None: no limit)."""

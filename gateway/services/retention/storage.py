@@ -178,9 +178,10 @@ class StorageService:
         return StorageReport(by, rows, spaces, samples, departures)
 
     def space(self, project: str) -> ProjectSpace:
-        """One project's space against its limit (no permission check: for the submit warning)."""
-        cached = self.store.storage([project])
-        return self._space(project, cached, self.store.samples([project]), None)
+        """One project's space against its limit, growth left out (no permission check: for the submit
+        warning and /metrics); one aggregate query, and the policy from the cached site options."""
+        totals = self.store.project_totals(project)
+        return self._judge(project, totals, None)
 
     def warning(self, project: str) -> str | None:
         """The words a submit to ``project`` carries when its run directories are near or over the
@@ -194,15 +195,19 @@ class StorageService:
         self, project: str, cached: list[RunStorage], samples: list[StorageSample], since: datetime | None
     ) -> ProjectSpace:
         mine = [r for r in cached if r.project == project]
-        policy = self.policies.of(project)
-        limit, warn = policy.space_limit_bytes, policy.space_warn_bytes
-        size = sum(r.size_bytes for r in mine) if mine else None
-        freeable = sum(r.freeable_bytes for r in mine)
+        totals = (sum(r.size_bytes for r in mine), sum(r.freeable_bytes for r in mine)) if mine else None
         series = [s for s in samples if s.project == project]
         growth = None
         if series:
             start = next((s for s in series if since is None or s.at >= since), series[0])
             growth = series[-1].size_bytes - start.size_bytes
+        return self._judge(project, totals, growth)
+
+    def _judge(self, project: str, totals: tuple[int, int] | None, growth: int | None) -> ProjectSpace:
+        """The project's (size, freeable) against its policy's limit: status and the warning."""
+        policy = self.policies.of(project)
+        limit, warn = policy.space_limit_bytes, policy.space_warn_bytes
+        size, freeable = totals if totals is not None else (None, 0)
         status, warning = "unmeasured", None
         if size is not None:
             status = "unlimited"

@@ -102,8 +102,10 @@ class RetentionSweeper:
         now = as_of if (dry_run and as_of is not None) else self.clock()
         report = SweepReport(f"sweep-{uuid.uuid4().hex[:12]}", now, dry_run)
         projects = [project] if project else None
-        if not dry_run:
-            for pending in self.store.pending(projects):
+        for pending in self.store.pending(projects):
+            if dry_run:  # said, not settled: the next real pass finishes it or reports why not
+                report.items.append(_pending_item(pending))
+            else:
                 report.items.append(self._finish(principal, pending, now))
         deletions, kept = self.plan(projects, now)
         report.kept = kept
@@ -125,17 +127,27 @@ class RetentionSweeper:
 
     def plan(self, projects: list[str] | None, now: datetime) -> tuple[list[Deletion], list[Kept]]:
         """What the policies allow to delete at ``now`` over the ended runs of ``projects`` (None: all)."""
-        runs = self.store.ended_runs(projects)
+        # Only projects whose policy can delete anything are read (no policy: the pass costs nothing).
+        every = self.policies.all([p.name for p in self.access.projects()])
+        ruled = [
+            name
+            for name, policy in every.items()
+            if policy.deletes() and (projects is None or name in projects)
+        ]
+        if not ruled:
+            return [], []
+        runs = self.store.ended_runs(ruled)
         if not runs:
             return [], []
         names = sorted({r.project for r in runs})
-        policies = self.policies.all(names)
+        policies = {name: every[name] for name in names}
         holds = self.store.holds(names)
         held = self.store.held_runs(holds)
         project_holds = {h.project: h.words() for h in holds if h.target_type == "project"}
         needed = self.store.needed_by_releases()
         outputs = self.store.unreleased_outputs([r.id for r in runs])
-        done = self.store.deletions([r.id for r in runs])
+        # done, and in flight (an intent: settled first by a real pass, shown by a dry run)
+        done = self.store.deletions([r.id for r in runs], states=("done", "intent"))
         expired: dict[str, set[str]] = {}
         for record in done:
             expired.setdefault(record.run_id, set()).add(record.rel_path)
@@ -296,6 +308,20 @@ def _run_files(
         protected=protected,
         left_at=left_at,
         expired=frozenset(expired),
+    )
+
+
+def _pending_item(pending: DeletionRecord) -> SweepItem:
+    return SweepItem(
+        pending.run_id,
+        pending.project,
+        pending.rel_path,
+        pending.kind,
+        pending.rule,
+        pending.size_bytes,
+        pending.sha256,
+        "pending",
+        f"begun by {pending.sweep_id} on {pending.planned_at.date()}, not finished: the next pass ends it",
     )
 
 
