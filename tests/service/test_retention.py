@@ -240,8 +240,17 @@ def test_the_api_and_the_project_page_show_storage_and_the_warning(world):
 
     services = world["services"]
     token = services.auth.issue_token(OPERATOR, "lead", name="pytest")[0]
+    scraper = services.auth.issue_token(OPERATOR, "walt", name="prometheus", scope="metrics")[0]
     with TestClient(create_app(services=services)) as client:
         _api(client, token)
+        metrics = client.get("/metrics", headers={"Authorization": f"Bearer {scraper}"})
+        assert metrics.status_code == 200, metrics.text
+        lines = metrics.text.splitlines()
+        assert any(line.startswith('gateway_project_storage_bytes{project="ret"}') for line in lines)
+        limit = next(
+            line for line in lines if line.startswith('gateway_project_storage_limit_bytes{project="ret"}')
+        )
+        assert float(limit.split()[-1]) == int(1.0e-6 * 1024**3)
     with web_client(services, token) as web:
         page = web.get(f"/ui/projects/{PROJECT}")
         assert page.status_code == 200, page.text
