@@ -98,6 +98,7 @@ class Removal:
     removed: bool
     missing: bool
     error: str | None = None
+    emptied: bool = False  # a run directory emptied whose parent its owner may not change: it stays
 
 
 class RunHost(Protocol):

@@ -485,6 +485,8 @@ def remove_path(root: str, *, rel: str, kind: str) -> dict[str, Any]:
                     "missing": False,
                     "error": f"{rel} is not a directory it may remove",
                 }
+            if rel == ".":
+                return _empty_then_remove(path)
             shutil.rmtree(path)
         else:
             return {"removed": False, "missing": False, "error": f"unknown kind {kind!r}"}
@@ -492,6 +494,27 @@ def remove_path(root: str, *, rel: str, kind: str) -> dict[str, Any]:
         return {"removed": False, "missing": True, "error": None}
     except OSError as exc:
         return {"removed": False, "missing": False, "error": f"cannot delete {rel}: {_reason(exc)}"}
+    return {"removed": True, "missing": False, "error": None}
+
+
+def _empty_then_remove(root: str) -> dict[str, Any]:
+    """Delete everything in run directory ``root``, then ``root`` itself. Its parent (the gateway's
+    runs_dir) may not be this user's to change: then the empty directory stays and ``emptied`` says
+    so, for the gateway to remove (``LocalRunHost.remove_path``)."""
+    import shutil
+
+    with os.scandir(root) as entries:
+        names = [entry.name for entry in entries]
+    for name in names:
+        child = os.path.join(root, name)
+        if stat.S_ISDIR(os.lstat(child).st_mode):
+            shutil.rmtree(child)
+        else:
+            os.unlink(child)  # a file, or a symlink itself (never what it points at)
+    try:
+        os.rmdir(root)
+    except PermissionError:
+        return {"removed": True, "missing": False, "error": None, "emptied": True}
     return {"removed": True, "missing": False, "error": None}
 
 

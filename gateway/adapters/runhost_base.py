@@ -124,7 +124,9 @@ class AgentRunHost:
     def remove_path(self, run_dir: str, rel: str, *, kind: str, as_user: str) -> Removal:
         """``RunHost.remove_path``: the agent deletes as ``as_user`` (``runhost_agent.remove_path``)."""
         answer = self._call("remove_path", as_user, root=run_dir, rel=rel, kind=kind)
-        return Removal(bool(answer["removed"]), bool(answer["missing"]), answer.get("error"))
+        return Removal(
+            bool(answer["removed"]), bool(answer["missing"]), answer.get("error"), bool(answer.get("emptied"))
+        )
 
     def _call(self, op: str, as_user: str, **args: Any) -> dict[str, Any]:
         """Run one agent operation as ``as_user``; its result, or RunHostError with the agent's reason."""
