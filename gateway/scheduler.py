@@ -3,7 +3,9 @@
 ``BackgroundWork.cycle`` (refresh, due retries, output harvests) every
 ``refresh_interval_s``; ``BackgroundWork.reconcile`` every
 ``RECONCILE_INTERVAL_S``; ``BackgroundWork.ingest_accounting`` (sacct into
-the accounting ledger) every ``accounting_interval_s``. What runs, in which order and where (the scheduler
+the accounting ledger) every ``accounting_interval_s``;
+``BackgroundWork.sweep_retention`` (the retention sweep, docs/retention.md) every
+``retention_interval_s``. What runs, in which order and where (the scheduler
 lease) is the service's to decide; this module only keeps time.
 """
 
@@ -25,6 +27,9 @@ def start_scheduler(services: Services) -> BackgroundScheduler:
     scheduler.add_job(work.reconcile, "interval", seconds=RECONCILE_INTERVAL_S, id="reconcile")
     scheduler.add_job(
         work.ingest_accounting, "interval", seconds=services.settings.accounting_interval_s, id="accounting"
+    )
+    scheduler.add_job(
+        work.sweep_retention, "interval", seconds=services.settings.retention_interval_s, id="retention"
     )
     scheduler.start()
     return scheduler

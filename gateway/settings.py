@@ -90,6 +90,14 @@ class Settings(AccountingSettings):
         default=Path("/var/lib/gateway/runs"),
         description="Where each run's directory (job output, params file) is made; jobs must reach it.",
     )
+    retention_interval_s: float = Field(
+        default=3600.0,
+        gt=0,
+        description=(
+            "How often `gw serve` (the leader) runs the retention sweep: deletions the site file's "
+            "retention policies allow, then the run directories measured (docs/retention.md)."
+        ),
+    )
     database_url: str = Field(
         default="sqlite:////var/lib/gateway/gateway.db",
         description="SQLAlchemy URL of the gateway's database (SQLite file, or postgresql+psycopg://...).",

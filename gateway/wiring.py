@@ -54,6 +54,10 @@ from gateway.services.releases.evidence import EvidenceService
 from gateway.services.releases.policy_gate import PolicyGate
 from gateway.services.releases.promotions import PromotionService
 from gateway.services.releases.registry import ReleaseService
+from gateway.services.retention.holds import HoldService
+from gateway.services.retention.notes import ExpiredFiles
+from gateway.services.retention.storage import StorageService
+from gateway.services.retention.sweep import RetentionSweeper
 from gateway.services.runs.admission import Admission
 from gateway.services.runs.logs import JobFiles, LogService
 from gateway.services.runs.refresh import Refresher
@@ -79,6 +83,7 @@ from gateway.store.lineage import LineageStore
 from gateway.store.promotions import PromotionStore
 from gateway.store.releases import ReleaseStore
 from gateway.store.reports import ReportStore
+from gateway.store.retention import RetentionStore
 from gateway.store.telemetry import TelemetryStore
 
 
@@ -123,6 +128,8 @@ def build_services(
     evals = _evals(settings, db, datasets, access, runs, store, lineage_store, lineage, host, files)
     accounting = _accounting(settings, db, store, cluster)
     releases = _releases(db, evals, lineage, store, access, audit.store, accounting, settings)
+    retention = _retention(settings, db, store, access, host)
+    runs.space_warning = retention["storage"].warning
     return Services(
         settings=settings,
         db=db,
@@ -138,12 +145,12 @@ def build_services(
         projects=ProjectService(access),
         health=HealthService(db, backend, hop),
         submit_host=SubmitHostService(access, hop),
-        site=SiteService(access, slurm_sync, accounting),
+        site=SiteService(access, slurm_sync, accounting, RetentionStore(db)),
         slurm_sync=slurm_sync,
         usage=usage,
         waiting=waiting,
         runs=runs,
-        logs=LogService(store, files),
+        logs=LogService(store, files, retention["expired"].note),
         refresher=refresher,
         retries=retries,
         datasets=datasets,
@@ -153,10 +160,21 @@ def build_services(
         **evals,
         **releases,
         background=_background(
-            settings, db, store, refresher, retries, harvester, audit, evals, metrics, accounting
+            settings,
+            db,
+            store,
+            refresher,
+            retries,
+            harvester,
+            audit,
+            evals,
+            metrics,
+            accounting,
+            retention["retention"],
         ),
+        **retention,
         accounting=accounting,
-        metrics=MetricsService(metrics, store, access, usage, settings),
+        metrics=MetricsService(metrics, store, access, usage, settings, retention["storage"]),
         submit_form=SubmitFormService(runs, usage),
         reports=ReportService(ReportStore(db), access),
         closers=[c.close for c in (runner, backend) if isinstance(c, SshRunner | SlurmRest)],
@@ -175,6 +193,7 @@ def _background(
     evals: dict[str, Any],
     metrics: GatewayMetrics,
     accounting: AccountingService,
+    retention: RetentionSweeper,
 ) -> BackgroundWork:
     """The leader's periodic work: refresh, retries, harvests, eval ingest, audit anchors, accounting."""
     return BackgroundWork(
@@ -188,7 +207,26 @@ def _background(
         evals=evals["eval_ingest"],
         metrics=metrics,
         accounting=accounting,
+        retention=retention,
     )
+
+
+def _retention(
+    settings: Settings, db: Database, store: RunStore, access: AccessStore, host: RunHost
+) -> dict[str, Any]:
+    """Holds, the sweep and storage (docs/retention.md), by their field names in ``Services``."""
+    retention_store = RetentionStore(db)
+    sweeper = RetentionSweeper(retention_store, access, host)
+    storage = StorageService(
+        retention_store, access, host, sweeper, next_sweep_in_s=settings.retention_interval_s
+    )
+    sweeper.measure = storage.measure_all
+    return {
+        "holds": HoldService(retention_store, store, access),
+        "retention": sweeper,
+        "storage": storage,
+        "expired": ExpiredFiles(retention_store, store),
+    }
 
 
 def _accounting(settings: Settings, db: Database, store: RunStore, cluster: CachedSlurm) -> AccountingService:

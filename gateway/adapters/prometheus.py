@@ -68,6 +68,23 @@ RUNS = Gauge(
     "Runs recorded, by project and run state (every state of every project).",
     ("project", "state"),
 )
+STORAGE_GAUGES = (
+    Gauge(
+        "gateway_project_storage_bytes",
+        "Bytes the project's run directories take, as the last retention sweep measured them.",
+        ("project",),
+    ),
+    Gauge(
+        "gateway_project_storage_limit_bytes",
+        "The project's space limit for its run directories (projects with a limit only).",
+        ("project",),
+    ),
+    Gauge(
+        "gateway_project_storage_freeable_bytes",
+        "What the next retention sweep would delete of the project's run directories.",
+        ("project",),
+    ),
+)
 USAGE_GAUGES = (
     Gauge("gateway_project_gpus_used", "GPUs held now by the project's running jobs (squeue).", ("project",)),
     Gauge(

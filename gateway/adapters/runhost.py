@@ -67,6 +67,40 @@ class OutputScan:
     errors: list[str] = field(default_factory=list)  # files that could not be read
 
 
+@dataclass(frozen=True)
+class PathMeasure:
+    """One path inside a run directory, measured before a deletion: its size and digest."""
+
+    rel: str  # relative to the run directory; "." is the directory itself
+    exists: bool
+    kind: str | None  # file | dir | other; None when it does not exist
+    size_bytes: int
+    files: int
+    sha256: str | None  # a file's sha256; a directory's: the sha256 of its listing
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class DirUsage:
+    """The space one run directory takes (regular files, no symlink followed)."""
+
+    path: str
+    exists: bool
+    size_bytes: int
+    files: int
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What one deletion did: ``removed``, or the path was already ``missing``, or ``error`` says why not."""
+
+    removed: bool
+    missing: bool
+    error: str | None = None
+    emptied: bool = False  # a run directory emptied whose parent its owner may not change: it stays
+
+
 class RunHost(Protocol):
     def account(self, user: str) -> OsAccount | None:
         """The OS account ``user`` on the run host; None when there is none."""
@@ -122,4 +156,20 @@ class RunHost(Protocol):
     def image_archive(self, path: str, *, as_user: str) -> dict[str, Any]:
         """The image in an archive (``podman save``) as ``as_user`` reads it: ``{"path", "image_id":
         "sha256:...", "tags", "layers"}`` or ``{"path", "error"}`` (JSON-ready, never raises)."""
+        ...
+
+    def measure_paths(
+        self, run_dir: str, rels: list[str], *, as_user: str, digest: bool = True
+    ) -> list[PathMeasure]:
+        """Size and (``digest``) sha256 of each of ``rels`` inside ``run_dir`` as ``as_user``, never
+        through a symlink."""
+        ...
+
+    def measure_dirs(self, run_dirs: list[str], *, as_user: str) -> list[DirUsage]:
+        """The bytes and files under each run directory as ``as_user`` (nothing hashed)."""
+        ...
+
+    def remove_path(self, run_dir: str, rel: str, *, kind: str, as_user: str) -> Removal:
+        """Delete ``rel`` (a file, or a directory: "." is ``run_dir`` itself) as ``as_user``, the files'
+        owner; never through a symlink, never outside ``run_dir``."""
         ...

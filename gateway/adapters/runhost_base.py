@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.adapters import runhost_agent
-from gateway.adapters.runhost import FileRead, OutputFile, OutputScan
+from gateway.adapters.runhost import DirUsage, FileRead, OutputFile, OutputScan, PathMeasure, Removal
 from gateway.adapters.runner import CommandRunner
 from gateway.errors import CommandError, CommandTimeout, RunHostError, RunHostUnavailable
 
@@ -110,6 +110,36 @@ class AgentRunHost:
             return self._call("image_archive", as_user, path=path)
         except RunHostError as exc:
             return {"path": path, "error": str(exc)}
+
+    def measure_paths(
+        self, run_dir: str, rels: list[str], *, as_user: str, digest: bool = True
+    ) -> list[PathMeasure]:
+        """``RunHost.measure_paths``: the agent measures as ``as_user`` (``runhost_agent.measure_paths``)."""
+        answer = self._call("measure_paths", as_user, root=run_dir, paths=rels, digest=digest)
+        return [
+            PathMeasure(
+                rel=a["rel"],
+                exists=bool(a["exists"]),
+                kind=a.get("kind"),
+                size_bytes=int(a.get("bytes") or 0),
+                files=int(a.get("files") or 0),
+                sha256=a.get("sha256"),
+                error=a.get("error"),
+            )
+            for a in answer["paths"]
+        ]
+
+    def measure_dirs(self, run_dirs: list[str], *, as_user: str) -> list[DirUsage]:
+        """``RunHost.measure_dirs``: one agent call as ``as_user`` for all of ``run_dirs``."""
+        answer = self._call("measure_dirs", as_user, roots=run_dirs)
+        return [DirUsage(p, bool(e), int(b), int(f), err) for p, e, b, f, err in answer["dirs"]]
+
+    def remove_path(self, run_dir: str, rel: str, *, kind: str, as_user: str) -> Removal:
+        """``RunHost.remove_path``: the agent deletes as ``as_user`` (``runhost_agent.remove_path``)."""
+        answer = self._call("remove_path", as_user, root=run_dir, rel=rel, kind=kind)
+        return Removal(
+            bool(answer["removed"]), bool(answer["missing"]), answer.get("error"), bool(answer.get("emptied"))
+        )
 
     def _call(self, op: str, as_user: str, **args: Any) -> dict[str, Any]:
         """Run one agent operation as ``as_user``; its result, or RunHostError with the agent's reason."""

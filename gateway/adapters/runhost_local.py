@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.adapters import runhost_agent
-from gateway.adapters.runhost import OsAccount
+from gateway.adapters.runhost import OsAccount, Removal
 from gateway.adapters.runhost_base import AgentRunHost
 from gateway.adapters.runner import CommandRunner, current_user
 from gateway.errors import RunHostError
@@ -57,6 +57,19 @@ class LocalRunHost(AgentRunHost):
                 f"cannot make run directory {path}: {exc.strerror or exc}; "
                 "the gateway's runs_dir must be writable by the gateway (ask an admin)"
             ) from exc
+
+    def remove_path(self, run_dir: str, rel: str, *, kind: str, as_user: str) -> Removal:
+        """``RunHost.remove_path`` as ``as_user``; a run directory its owner emptied but may not remove
+        (the runs_dir is the gateway's) is then removed by the gateway: ``rmdir``, which takes only an
+        empty directory and never a symlink."""
+        removal = super().remove_path(run_dir, rel, kind=kind, as_user=as_user)
+        if not removal.emptied:
+            return removal
+        try:
+            os.rmdir(run_dir)
+        except OSError as exc:
+            return Removal(False, False, f"emptied {run_dir}, but cannot remove it: {exc.strerror or exc}")
+        return Removal(True, False, None)
 
     def _call(self, op: str, as_user: str, **args: Any) -> dict[str, Any]:
         """Run one agent operation as ``as_user``: in this process when that is us, else as that user."""

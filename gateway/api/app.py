@@ -27,6 +27,7 @@ from gateway.api.routes import (
     projects,
     releases,
     reports,
+    retention,
     runs,
     telemetry,
     tokens,
@@ -112,6 +113,7 @@ def create_app(
     app.include_router(admin.router)
     app.include_router(metrics.router)
     app.include_router(reports.router)
+    app.include_router(retention.router)
     _document_errors(app)
     return app
 

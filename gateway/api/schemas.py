@@ -159,6 +159,10 @@ class RunPublic(RunSummary):
     environment: dict[str, Any] | None = Field(
         default=None, description="container image and digest, venv package list hash, modules"
     )
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Said on submission: e.g. the project's run directories near or over their space limit",
+    )
 
     @classmethod
     def of(cls, run: Run, waiting: Explanation | None = None, children: list[str] | None = None) -> RunPublic:
@@ -263,6 +267,11 @@ class LogChunkPublic(BaseModel):
     array_tasks: str | None = Field(
         default=None,
         description="An array's task indices (0-2,5); `task` is the one shown (the first unless ?task= said)",
+    )
+    expired: str | None = Field(
+        default=None,
+        description="'files expired on DATE by rule R' when a retention sweep deleted the file "
+        "(docs/retention.md)",
     )
 
     @classmethod

@@ -83,13 +83,16 @@ class Gw(LazyGroup):
         "report": _in(
             "report_cmds",
             "GPU-hours, CPU-hours, cost, waits, the share spent on failed attempts, GPU utilisation and idle"
-            "\nGPU-hours, with the rate versions that priced them.",
+            "\nGPU-hours, with the rate versions that priced them; storage: run-directory bytes per project,"
+            " user"
+            "\nor run, against the space limit, growth, and what the next sweep frees.",
         ),
         "telemetry": _in(
             "telemetry_cmds",
             "Each attempt's GPUs: utilisation, peak memory, energy, idle fraction, idle GPU-hours.",
         ),
         "token": _in("token_cmds", "Your API tokens.", group=True),
+        "retention": _in("retention_cmds", "Retention: holds, and what expired of a run.", group=True),
         "dataset": _in("data_cmds", "Datasets: versions registered by content.", group=True),
         "env": _in(
             "env_cmds", "Training environments: locked venvs, images and module lists, versioned.", group=True
@@ -132,6 +135,7 @@ class Admin(LazyGroup):
         "accounting": _admin(
             "server.accounting_admin", "Accounting: the cluster's sacct records.", group=True
         ),
+        "retention": _admin("server.retention_admin", "Retention: the sweep of run files.", group=True),
     }
 
 
@@ -143,6 +147,8 @@ app.add_typer(admin, name="admin")
 
 
 def _submitted(run: dict, as_json: bool, parsable: bool = False) -> None:
+    for warning in run.get("warnings") or []:
+        err_console.print(f"warning: {warning}", markup=False)
     if as_json:
         print_json(run)
     elif parsable:
@@ -382,7 +388,9 @@ def logs(
                 markup=False,
             )
         _write(chunk["text"])
-        if chunk.get("problem"):
+        if chunk.get("expired"):
+            err_console.print(f"({chunk['path']}: {chunk['expired']})", markup=False)
+        elif chunk.get("problem"):
             err_console.print(f"(cannot read {chunk['path']}: {chunk['problem']})", markup=False)
         elif not chunk["exists"] and not follow:
             err_console.print(f"(no output yet: {chunk['path']} does not exist)")

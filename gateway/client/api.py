@@ -344,6 +344,40 @@ class GatewayClient:
         """``GET /queue`` (admins): partitions with their nodes and jobs, and every project's usage."""
         return self._call("GET", "/queue")
 
+    # -- retention (docs/retention.md) ---------------------------------------------------------
+
+    def holds(self, project: str | None = None, include_lifted: bool = False) -> list:
+        """``GET /retention/holds``: the holds of the caller's projects (or ``project``)."""
+        params: dict[str, Any] = {"include_lifted": "true"} if include_lifted else {}
+        if project:
+            params["project"] = project
+        return self._call("GET", "/retention/holds", params=params or None)
+
+    def hold(self, target_type: str, target_id: str, reason: str) -> dict:
+        """``POST /retention/holds``: hold a run, a model (PROJECT/NAME) or a project."""
+        body = {"target_type": target_type, "target_id": target_id, "reason": reason}
+        return self._call("POST", "/retention/holds", json_body=body)
+
+    def lift_hold(self, hold_id: str, reason: str) -> dict:
+        """``POST /retention/holds/{id}/lift``."""
+        return self._call("POST", f"/retention/holds/{hold_id}/lift", json_body={"reason": reason})
+
+    def sweep(self, *, dry_run: bool = True, project: str | None = None, as_of: str | None = None) -> dict:
+        """``POST /retention/sweep`` (admins): one pass, or (``dry_run``) what it would delete."""
+        params = {"dry_run": "true" if dry_run else "false", "project": project, "as_of": as_of}
+        return self._call(
+            "POST", "/retention/sweep", params={k: v for k, v in params.items() if v is not None}
+        )
+
+    def storage(self, *, by: str = "project", project: str | None = None) -> dict:
+        """``GET /retention/storage``: run-directory bytes per project, user or run."""
+        params = {"by": by, **({"project": project} if project else {})}
+        return self._call("GET", "/retention/storage", params=params)
+
+    def run_expired(self, run_id: str) -> list:
+        """``GET /retention/runs/{run_id}``: what a sweep deleted of a run, and why."""
+        return self._call("GET", f"/retention/runs/{run_id}")
+
     def audit(self, **params: Any) -> dict:
         """``GET /audit``: one page of audit events; None params are not sent."""
         return self._call("GET", "/audit", params={k: v for k, v in params.items() if v is not None})

@@ -44,6 +44,10 @@ from gateway.services.releases.alias_policies import AliasPolicyService
 from gateway.services.releases.evidence import EvidenceService
 from gateway.services.releases.promotions import PromotionService
 from gateway.services.releases.registry import ReleaseService
+from gateway.services.retention.holds import HoldService
+from gateway.services.retention.notes import ExpiredFiles
+from gateway.services.retention.storage import StorageService
+from gateway.services.retention.sweep import RetentionSweeper
 from gateway.services.runs.logs import LogService
 from gateway.services.runs.refresh import Refresher
 from gateway.services.runs.retry import RetryService
@@ -99,6 +103,10 @@ class Services:
     submit_host: SubmitHostService  # the SSH hop to a remote submit host, if any
     submit_form: SubmitFormService  # what the web submit form offers, and its preview
     reports: ReportService  # usage, cost and efficiency reports over the accounting records
+    holds: HoldService  # retention holds on runs, models, projects (docs/retention.md)
+    retention: RetentionSweeper  # the sweep: what the policies allow, deleted and audited
+    storage: StorageService  # run-directory bytes per project, user, run; the space limit's warning
+    expired: ExpiredFiles  # what a sweep deleted of a run
     telemetry: TelemetryService | None = None  # GPU telemetry per attempt (docs/telemetry.md)
     closers: list[Callable[[], None]] = field(default_factory=list)  # the SSH pool's close, if any
 

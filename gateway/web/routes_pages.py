@@ -9,11 +9,13 @@ from fastapi.responses import Response
 
 from gateway.core import names
 from gateway.errors import GatewayError
+from gateway.services.retention.storage import StorageReport
 from gateway.web import svg
 from gateway.web.deps import PagesDep, PrincipalDep, services_of
 
 router = APIRouter()
 Name = Annotated[str, Path(pattern=f"^{names.NAME.pattern}$")]
+MIB = 1024 * 1024
 
 
 @router.get("/projects")
@@ -25,8 +27,9 @@ def projects(request: Request, pages: PagesDep, principal: PrincipalDep) -> Resp
 
 @router.get("/projects/{project}")
 def project_page(request: Request, project: Name, pages: PagesDep, principal: PrincipalDep) -> Response:
-    """A project: caps, queues, members, usage now and this month (drawn against the caps), and what
-    its priced accounting records this month cost."""
+    """A project: caps, queues, members, usage now and this month (drawn against the caps), what
+    its priced accounting records this month cost, and its run directories' storage (against the
+    space limit, over time, per user) with its retention holds."""
     services = services_of(request)
     found = services.projects.get(principal, project)
     usage, problem = None, None
@@ -44,9 +47,38 @@ def project_page(request: Request, project: Name, pages: PagesDep, principal: Pr
             ("Jobs in queue", usage.jobs_in_queue),
         ):
             bars.append(svg.use_bar(label, use.used, use.cap, use.unit))
+    storage = services.storage.report(principal, by="user", project=project)
+    holds = services.holds.list(principal, project)
     return pages.render(
-        request, "project.html", principal, project=found, usage=usage, problem=problem, bars=bars, cost=cost
+        request,
+        "project.html",
+        principal,
+        project=found,
+        usage=usage,
+        problem=problem,
+        bars=bars,
+        cost=cost,
+        storage=storage,
+        space=storage.projects[0] if storage.projects else None,
+        storage_plots=_storage_plots(storage),
+        holds=holds,
     )
+
+
+def _storage_plots(storage: StorageReport) -> list[object]:
+    """The space bar against the limit (MiB) and the total over time (hours since the first sample)."""
+    plots: list[object] = []
+    for space in storage.projects:
+        if space.size_bytes is not None:
+            limit = space.limit_bytes / MIB if space.limit_bytes is not None else None
+            plots.append(svg.use_bar("Run directories (MiB)", space.size_bytes / MIB, limit, "MiB"))
+    if storage.samples:
+        first = storage.samples[0].at
+        points = [[(s.at - first).total_seconds() / 3600, s.size_bytes / MIB] for s in storage.samples]
+        plots.append(
+            svg.line_plot({"run directories, MiB": points}, x_label="hours", empty="not measured yet")
+        )
+    return plots
 
 
 @router.get("/queue")

@@ -102,6 +102,20 @@ def expectations(
         "GET /runs/{run_id}/telemetry": ({"path": {"run_id": run_id}}, in_project),
         # everyone signed in may ask; each sees the records of their own projects (an outsider: none)
         "GET /reports/{kind}": ({"path": {"kind": "cost"}, "params": {"by": "project"}}, read_all),
+        # retention: holds and storage of one's own projects; a blank reason is refused after the
+        # retention.hold check (leads), so no hold is made; no such hold to lift; a sweep is a dry run
+        "GET /retention/holds": ({}, read_all),
+        "GET /retention/storage": ({}, read_all),
+        "GET /retention/runs/{run_id}": ({"path": {"run_id": run_id}}, in_project),
+        "POST /retention/holds": (
+            {"json": {"target_type": "run", "target_id": run_id, "reason": "   "}},
+            {"admin": 422, "lead": 422, "member": 403, "viewer": 403, "outsider": 404, "anonymous": 401},
+        ),
+        "POST /retention/holds/{hold_id}/lift": (
+            {"path": {"hold_id": "hold-000000000000"}, "json": {"reason": "x"}},
+            {**{r: 404 for r in ROLES}, "anonymous": 401},
+        ),
+        "POST /retention/sweep": ({"params": {"dry_run": "true", "project": PROJECT}}, admin_only),
         "POST /runs/{run_id}/cancel": (
             {"path": {"run_id": run_id}},
             {"admin": 200, "lead": 200, "member": 403, "viewer": 403, "outsider": 404, "anonymous": 401},

@@ -24,6 +24,7 @@ READS = {
     "release.read",
     "evidence.export",
     "report.read",
+    "retention.read",
 }
 HOSTILE = '<script>alert(1)</script>[bold red]x[/bold red] & "q" $x$'
 

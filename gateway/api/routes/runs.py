@@ -291,8 +291,11 @@ def _submitted(submitted: Submitted) -> Response:
     three passes over a run's few kilobytes on the hottest route (docs/performance.md).
     """
     headers = {"Idempotent-Replayed": "true"} if submitted.replayed else None
+    public = RunPublic.of(submitted.run)
+    if submitted.warnings:
+        public.warnings = list(submitted.warnings)
     return Response(
-        RunPublic.of(submitted.run).model_dump_json(),
+        public.model_dump_json(),
         status_code=status.HTTP_201_CREATED,
         headers=headers,
         media_type="application/json",

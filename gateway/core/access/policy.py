@@ -47,7 +47,10 @@ ACTIONS: dict[str, str | None] = {
     "release.policy": "lead",  # protect an alias: who may move it, approvals, which gate must pass
     "release.override": "lead",  # move an alias past a failed or missing gate, with a reason (audited)
     "evidence.export": "viewer",  # export an evidence bundle (audit entries only where audit.read holds)
-    "report.read": "viewer",  # usage, cost and efficiency reports over the project's accounting records
+    "report.read": "viewer",
+    "retention.read": "viewer",  # the project's holds, run-directory sizes, what expired and why
+    # put a hold on a run, a model or the project (nothing under it is deleted), or lift one
+    "retention.hold": "lead",  # usage, cost and efficiency reports over the project's accounting records
     "site.admin": None,  # apply/export the site file, sync Slurm, the queue view, all audit, tokens of others
 }
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gateway.core import names
 from gateway.core.described import Account, GpuType, Name, OsUser, documented
 from gateway.core.domain import Member, Project, Queue, Quota
+from gateway.core.retention.policy import RetentionSpec
 from gateway.core.runs.failure_classes import CLASSES as FAILURE_CLASSES
 from gateway.core.runs.failure_classes import DEFAULT_RETRIED
 from gateway.core.site.rates import AccountingSpec
@@ -124,6 +125,8 @@ class ProjectSpec(_Strict):
     queues: list[QueueSpec] = Field(default_factory=list)
     # secrets the project holds, by reference (core/site/secrets.py); runs name them {project: NAME}
     secrets: list[HeldSecretSpec] = Field(default_factory=list)
+    # this project's retention policy, field by field over the site's (docs/retention.md)
+    retention: RetentionSpec | None = None
 
     @field_validator("name")
     @classmethod
@@ -177,6 +180,13 @@ class SiteConfig(_Strict):
     accounting: AccountingSpec | None = None  # the rate table (core/site/rates.py); None: unchanged
     # secrets the site holds, by reference (core/site/secrets.py); runs name them {site: NAME}
     secrets: list[SiteSecretSpec] = Field(default_factory=list)
+    # the site's default retention policy (core/retention/policy.py); with no project's either: unchanged
+    retention: RetentionSpec | None = None
+
+    @property
+    def retention_given(self) -> bool:
+        """Whether the file says anything of retention (else an apply leaves the policies as they are)."""
+        return self.retention is not None or any(p.retention is not None for p in self.projects)
 
     @model_validator(mode="after")
     def _consistent(self) -> SiteConfig:

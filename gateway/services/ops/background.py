@@ -8,7 +8,8 @@ refresh just classified, a harvest sees the final state, and an ingest finds
 the results files already registered as artifacts with their sha256.
 Each step's failure is logged and the next step still runs.
 ``ingest_accounting`` reads the cluster's sacct records into the accounting
-ledger on its own, slower clock (``accounting_interval_s``). Only the
+ledger on its own, slower clock (``accounting_interval_s``); ``sweep_retention`` runs the
+retention sweep every ``retention_interval_s`` (docs/retention.md). Only the
 process holding the ``scheduler`` lease (``lead``) does any of it, so
 several ``gw serve`` on one database never work twice.
 """
@@ -29,6 +30,7 @@ from gateway.services.accounting.ledger import AccountingService
 from gateway.services.audit import AuditService
 from gateway.services.eval.ingest import EvalIngest, IngestReport
 from gateway.services.lineage.outputs import HarvestReport, OutputHarvester
+from gateway.services.retention.sweep import RetentionSweeper, SweepReport
 from gateway.services.runs.refresh import ReconcileReport, Refresher, RefreshReport
 from gateway.services.runs.retry import RetryService
 from gateway.store.db import Database
@@ -61,6 +63,7 @@ class BackgroundWork:
         evals: EvalIngest | None = None,
         metrics: GatewayMetrics | None = None,
         accounting: AccountingService | None = None,
+        retention: RetentionSweeper | None = None,
     ) -> None:
         self.metrics = metrics or GatewayMetrics()  # the refresh cycle's time (GET /metrics)
         self.store = store
@@ -70,6 +73,7 @@ class BackgroundWork:
         self.harvester = harvester
         self.evals = evals
         self.accounting = accounting
+        self.retention = retention
         holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease = Lease(db, "scheduler", holder, lease_ttl_s)
         self.leading = False
@@ -165,6 +169,25 @@ class BackgroundWork:
         if counts.new or counts.updated:
             log.info("accounting: %s", counts)
         return counts
+
+    def sweep_retention(self) -> SweepReport | None:
+        """The retention sweep (leader only): deletions the policies allow, then the run directories
+        measured; None when this process does not lead or the pass failed (logged, tried next time)."""
+        if self.retention is None or not self.lead():
+            return None
+        try:
+            report = self.retention.scheduled()
+        except GatewayError as exc:
+            log.warning("retention sweep skipped: %s", exc)
+            return None
+        if report.items or report.problems:
+            log.info(
+                "retention: %d deletions (%d bytes), %d problems",
+                len(report.items),
+                report.freed_bytes,
+                len(report.problems),
+            )
+        return report
 
     def reconcile(self) -> ReconcileReport | None:
         """Settle attempts a crash left SUBMITTING (leader only); drop expired idempotency keys."""

@@ -24,10 +24,19 @@ import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from gateway.adapters.prometheus import CONTENT_TYPE, RUNS, USAGE_GAUGES, GatewayMetrics, GaugeSource, Sample
+from gateway.adapters.prometheus import (
+    CONTENT_TYPE,
+    RUNS,
+    STORAGE_GAUGES,
+    USAGE_GAUGES,
+    GatewayMetrics,
+    GaugeSource,
+    Sample,
+)
 from gateway.core.slurm.states import RunState
 from gateway.errors import Forbidden, GatewayError
 from gateway.services.accounting.usage import UsageService
+from gateway.services.retention.storage import StorageService
 from gateway.settings import Settings
 from gateway.store.access import AccessStore
 from gateway.store.runs import RunStore
@@ -55,8 +64,10 @@ class MetricsService:
         access: AccessStore,
         usage: UsageService,
         settings: Settings,
+        storage: StorageService | None = None,
     ) -> None:
         self.metrics = metrics
+        self.storage = storage
         self.store = store
         self.access = access
         self.usage = usage
@@ -118,6 +129,25 @@ class MetricsService:
     def _add_sources(self) -> None:
         self.metrics.add_source(GaugeSource((RUNS,), self._runs_by_state))
         self.metrics.add_source(GaugeSource(USAGE_GAUGES, self._usage))
+        if self.storage is not None:
+            self.metrics.add_source(GaugeSource(STORAGE_GAUGES, self._storage))
+
+    def _storage(self) -> dict[str, list[Sample]]:
+        """Each project's cached run-directory bytes (no run host call at scrape time)."""
+        assert self.storage is not None
+        samples: dict[str, list[Sample]] = {g.name: [] for g in STORAGE_GAUGES}
+        for project in self.access.projects():
+            space = self.storage.space(project.name)
+            if space.size_bytes is not None:
+                samples["gateway_project_storage_bytes"].append(Sample((project.name,), space.size_bytes))
+                samples["gateway_project_storage_freeable_bytes"].append(
+                    Sample((project.name,), space.freeable_bytes)
+                )
+            if space.limit_bytes is not None:
+                samples["gateway_project_storage_limit_bytes"].append(
+                    Sample((project.name,), space.limit_bytes)
+                )
+        return samples
 
     def _runs_by_state(self) -> dict[str, list[Sample]]:
         counts = self.store.count_by_project_state()

@@ -11,6 +11,7 @@ back nothing of it; only regular files are read, never under /proc, /sys or
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from gateway.adapters.runhost import FileRead, RunHost
@@ -43,6 +44,7 @@ class LogChunk:
     text: str
     problem: str | None = None  # why nothing was read (not a regular file, permission denied ...)
     array_tasks: str | None = None  # an array's task indices ("0-2,5"), the one shown being ``task``
+    expired: str | None = None  # "files expired on DATE by rule R": a retention sweep deleted it
 
 
 class JobFiles:
@@ -103,9 +105,13 @@ class JobFiles:
 
 
 class LogService:
-    def __init__(self, store: RunStore, files: JobFiles) -> None:
+    def __init__(
+        self, store: RunStore, files: JobFiles, expired: Callable[[str, str, str], str | None] | None = None
+    ) -> None:
         self.store = store
         self.files = files
+        # (run id, run dir, path) -> "files expired on DATE by rule R", or None (ExpiredFiles.note)
+        self.expired = expired
 
     def read(
         self,
@@ -150,6 +156,7 @@ class LogService:
         read = self.files.read(
             run, path, max_bytes=MAX_CHUNK_BYTES, offset_bytes=offset_bytes, tail_lines=tail_lines
         )
+        expired = self.expired(run.id, run.run_dir, path) if self.expired and not read.exists else None
         return LogChunk(
             run_id=run.id,
             attempt=number,
@@ -162,6 +169,7 @@ class LogService:
             offset_bytes=read.offset_bytes,
             next_offset_bytes=read.end_bytes,
             text=read.text(),
-            problem=read.error,
+            problem=expired or read.error,
             array_tasks=compress_indices(indices) if indices is not None else None,
+            expired=expired,
         )

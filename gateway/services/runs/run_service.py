@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -82,6 +82,7 @@ class RunView:
 class Submitted:
     run: Run
     replayed: bool = False  # an earlier request with the same Idempotency-Key made this run
+    warnings: tuple[str, ...] = ()  # e.g. the project's run directories near or over their space limit
 
 
 class RunService:
@@ -108,6 +109,8 @@ class RunService:
         self.settings = settings
         self.datasets = datasets
         self.waiting = waiting
+        # project -> the space limit's warning, or None (StorageService.warning; set by the wiring)
+        self.space_warning: Callable[[str], str | None] | None = None
 
     # -- submitting ---------------------------------------------------------------
 
@@ -144,7 +147,8 @@ class RunService:
             raise
         if not submitted.replayed:
             self.metrics.submitted(submitted.run.project, submitted.run.queue)
-        return submitted
+        warning = self.space_warning(submitted.run.project) if self.space_warning else None
+        return replace(submitted, warnings=(warning,)) if warning else submitted
 
     def _submit_keyed(
         self,

@@ -18,7 +18,10 @@ from pydantic import ValidationError
 from gateway.adapters import secret_source
 from gateway.core.access.policy import require
 from gateway.core.audit.entry import AuditEntry
+from gateway.core.clock import utcnow
 from gateway.core.domain import OPERATOR, Principal, Project, User
+from gateway.core.retention.policy import effective, project_overrides, site_default, stored
+from gateway.core.retention.values import Departure
 from gateway.core.site.rates import AccountingSpec, spec_of
 from gateway.core.site.schema import (
     ALLOW_ROOT,
@@ -37,6 +40,9 @@ from gateway.errors import Conflict, SpecError, SpecIssue
 from gateway.services.accounting.ledger import AccountingService
 from gateway.services.site.slurm_sync import SlurmSync
 from gateway.store.access import AccessStore
+from gateway.store.retention import RetentionStore
+
+RETENTION = "retention"  # the site option holding the retention policies (services/retention/policies.py)
 
 RESERVED = "is reserved: audit events call the operator on the gateway host (gw admin) so; pick another name"
 
@@ -87,16 +93,22 @@ class SiteService:
     """Export the site file, and apply one: the gateway's users and projects, then Slurm's caps."""
 
     def __init__(
-        self, access: AccessStore, slurm_sync: SlurmSync, accounting: AccountingService | None = None
+        self,
+        access: AccessStore,
+        slurm_sync: SlurmSync,
+        accounting: AccountingService | None = None,
+        retention: RetentionStore | None = None,
     ) -> None:
         self.access = access
         self.slurm_sync = slurm_sync
         self.accounting = accounting  # keeps the rate table versions (the accounting section)
+        self.retention = retention  # members who left a project, and what became of their runs' files
 
     def export(self, actor: Principal) -> SiteConfig:
         """The current site as a site file; site admins (and the operator) only."""
         require(actor, "site.admin")
         held = self._held()
+        option = self.access.option(RETENTION, {}) or {}
         return SiteConfig(
             allow_root_mapping=bool(self.access.option(ALLOW_ROOT, False)),
             users=[
@@ -105,12 +117,17 @@ class SiteService:
             ],
             projects=[
                 ProjectSpec.model_validate(
-                    {**_project_dict(p), "secrets": [h.spec() for h in held if h.owner == p.name]}
+                    {
+                        **_project_dict(p),
+                        "secrets": [h.spec() for h in held if h.owner == p.name],
+                        "retention": project_overrides(option, p.name),
+                    }
                 )
                 for p in self.access.projects()
             ],
             accounting=self._current_rates(),
             secrets=[SiteSecretSpec.model_validate(h.spec()) for h in held if h.owner == "site"],
+            retention=site_default(option),
         )
 
     def apply(
@@ -154,6 +171,7 @@ class SiteService:
         steps += self._project_steps(actor, projects_now, projects_after)
         steps += self._rate_steps(actor, config)
         steps += self._secret_steps(actor, config, projects_after)
+        steps += self._retention_steps(actor, config, projects_now, projects_after)
         steps += [
             _Step(f"remove user {name}", self._remover(actor, "user", name, have.__dict__))
             for name, have in users_now.items()
@@ -287,6 +305,85 @@ class SiteService:
         write = partial(self.accounting.set_rates, actor.user, wanted.table(), wanted.sha256, entry)
         return [_Step(line, write)]
 
+    def _retention_steps(
+        self,
+        actor: Principal,
+        config: SiteConfig,
+        projects_now: dict[str, Project],
+        projects_after: dict[str, Project],
+    ) -> list[_Step]:
+        """The retention policies (when the file has any), then each member who leaves a project (or
+        comes back): what becomes of their runs' files, by the project's ``on_member_leave``."""
+        steps: list[_Step] = []
+        current = self.access.option(RETENTION, {}) or {}
+        option = current
+        if config.retention_given:
+            wanted = {p.name: p.retention for p in config.projects if p.retention is not None}
+            kept = {
+                name: spec
+                for name in projects_after
+                if name not in {p.name for p in config.projects}
+                and (spec := project_overrides(current, name)) is not None
+            }
+            option = stored(config.retention, {**kept, **wanted})
+            if option != current:
+                entry = _entry(actor, "retention.policy", "site", RETENTION, current or None, option)
+                steps.append(
+                    _Step(
+                        f"set retention policies: {_diff(_flat(current), _flat(option))}",
+                        partial(self.access.set_option, RETENTION, option, entry),
+                    )
+                )
+        if self.retention is None:
+            return steps
+        departed = {(d.project, d.user) for d in self.retention.departures()}
+        for name, after in sorted(projects_after.items()):
+            before = projects_now.get(name)
+            if before is None:
+                continue
+            members_after = {m.user for m in after.members}
+            policy = effective(option, name)
+            for user in sorted({m.user for m in before.members} - members_after):
+                steps.append(self._departure_step(actor, name, user, policy.on_member_leave, after))
+            for user in sorted(members_after):
+                if (name, user) in departed:
+                    entry = _entry(actor, "retention.return", "project", name, {"user": user}, None, name)
+                    steps.append(
+                        _Step(
+                            f"member {user} is back in project {name}: their runs' files are theirs again",
+                            partial(self.retention.drop_departure, name, user, entry),
+                        )
+                    )
+        return steps
+
+    def _departure_step(
+        self, actor: Principal, project: str, user: str, action: str, after: Project
+    ) -> _Step:
+        assert self.retention is not None
+        steward = None
+        if action == "lead":
+            leads = sorted(m.user for m in after.members if m.role == "lead" and m.user != user)
+            steward = leads[0] if leads else None
+        words = {
+            "keep": "stay under the project (the ordinary retention rules apply)",
+            "lead": f"are handed to lead {steward}" if steward else "stay under the project (it has no lead)",
+            "expire": "expire by rule member-left",
+        }[action]
+        departure = Departure(project, user, utcnow(), action, steward)
+        entry = _entry(
+            actor,
+            "retention.departure",
+            "project",
+            project,
+            None,
+            {"user": user, "on_member_leave": action, "steward": steward},
+            project,
+        )
+        return _Step(
+            f"member {user} leaves project {project}: their runs' files {words}",
+            partial(self.retention.put_departure, departure, entry),
+        )
+
     def _remover(self, actor: Principal, kind: str, name: str, before: dict[str, Any]) -> Callable[[], None]:
         remove = self.access.delete_project if kind == "project" else self.access.delete_user
         project = name if kind == "project" else None
@@ -345,6 +442,14 @@ def _refuse_lockout(actor: Principal, users_now: dict[str, User], users_after: d
             f"the site file would leave no enabled admin (now: {', '.join(admins_now)}); "
             "keep at least one user with admin: true (and not disabled)"
         )
+
+
+def _flat(option: dict[str, Any]) -> dict[str, Any]:
+    """The retention option as one level of keys (``default.logs_days``, ``project.p.logs_days``)."""
+    flat = {f"default.{k}": v for k, v in (option.get("default") or {}).items()}
+    for name, fields in (option.get("projects") or {}).items():
+        flat.update({f"project.{name}.{k}": v for k, v in fields.items()})
+    return flat
 
 
 def _diff(before: dict[str, Any], after: dict[str, Any]) -> str:

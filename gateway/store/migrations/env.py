@@ -11,6 +11,7 @@ from gateway.store import (  # noqa: F401 - registers those tables
     models_eval,
     models_lineage,
     models_release,
+    models_retention,
     models_telemetry,
 )
 from gateway.store.models import Base

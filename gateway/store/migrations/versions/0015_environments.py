@@ -1,7 +1,7 @@
 """environments, environment_versions, environment_observations (issue 30: training environments as
 versioned records; what each job found at its start)
 
-Revision ID: 0019
+Revision ID: 0015
 Revises: 0014
 Create Date: 2026-12-03 09:10:00
 """
@@ -9,7 +9,7 @@ Create Date: 2026-12-03 09:10:00
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0019"
+revision = "0015"
 down_revision = "0014"
 branch_labels = None
 depends_on = None

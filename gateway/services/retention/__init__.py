@@ -1,0 +1,1 @@
+"""Retention: the site file's policies, holds, the sweeper, storage in the reports (docs/retention.md)."""
