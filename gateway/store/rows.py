@@ -150,6 +150,11 @@ KEYS = IdempotencyKeyRow.__table__
 FIND_KEY = select(KEYS.c.run_id, KEYS.c.operation, KEYS.c.request_sha256).where(
     KEYS.c.user == bindparam("user"), KEYS.c.key == bindparam("key"), KEYS.c.expires_at > bindparam("now")
 )
+FIND_KEYS = select(KEYS.c.key, KEYS.c.run_id, KEYS.c.operation, KEYS.c.request_sha256).where(
+    KEYS.c.user == bindparam("user"),
+    KEYS.c.key.in_(bindparam("keys", expanding=True)),
+    KEYS.c.expires_at > bindparam("now"),
+)
 DROP_EXPIRED_KEY = delete(KEYS).where(
     KEYS.c.user == bindparam("user"), KEYS.c.key == bindparam("key"), KEYS.c.expires_at <= bindparam("now")
 )

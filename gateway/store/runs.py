@@ -38,6 +38,7 @@ from gateway.store.rows import (
     DROP_EXPIRED_KEY,
     DROP_EXPIRED_KEYS,
     FIND_KEY,
+    FIND_KEYS,
     INSERT_ATTEMPT,
     INSERT_EVENT,
     INSERT_EVENTS,
@@ -81,30 +82,48 @@ class RunStore(AttemptWrites):
         Plain INSERTs (no ORM unit of work): this sits on the submit path,
         which has to stay close to the cost of a bare sbatch.
         """
+        return self.create_runs([(new, audit, claim)])[0]
+
+    def create_runs(
+        self, batch: Sequence[tuple[NewRun, AuditEntry | None, IdempotencyClaim | None]]
+    ) -> list[Run | None]:
+        """Write every run of ``batch`` (each with its first attempt, SUBMITTING, its audit entry and
+        its idempotency claim) in one transaction: all of them are recorded, or none.
+
+        Returns each item's run in order; None for an item whose key another request holds already
+        (that item alone is not written: the caller replays the earlier request's run).
+        """
         now = utcnow()
-        spec = new.spec
-        tags = list(dict.fromkeys(spec.tags))
+        written: list[Run | None] = []
         with self.db.transaction(writes=True) as session:
-            if claim is not None and not self._take_key(session, claim, new.id, now):
-                return None
-            # Core statements on the tables, parameters bound: compiled once, cached.
-            session.execute(INSERT_RUN, run_values(new, now))
-            if tags:
-                session.execute(INSERT_TAG, [{"run_id": new.id, "tag": t} for t in tags])
-            if new.inputs:
-                session.execute(INSERT_INPUT, [{"run_id": new.id, **asdict(i)} for i in new.inputs])
-            attempt_id = session.execute(INSERT_ATTEMPT, first_attempt_values(new, now)).scalar_one()
-            event_id = session.execute(
-                INSERT_EVENT,
-                {
-                    "attempt_id": attempt_id,
-                    "at": now,
-                    "to_state": RunState.SUBMITTING.value,
-                    "source": "gateway",
-                },
-            ).scalar_one()
-            if audit is not None:
-                append(session, audit)
+            for new, audit, claim in batch:
+                if claim is not None and not self._take_key(session, claim, new.id, now):
+                    written.append(None)
+                    continue
+                written.append(self._write_run(session, new, audit, now))
+        return written
+
+    def _write_run(self, session: Connection, new: NewRun, audit: AuditEntry | None, now: datetime) -> Run:
+        """The statements of one new run, inside the caller's transaction; the run as written."""
+        tags = list(dict.fromkeys(new.spec.tags))
+        # Core statements on the tables, parameters bound: compiled once, cached.
+        session.execute(INSERT_RUN, run_values(new, now))
+        if tags:
+            session.execute(INSERT_TAG, [{"run_id": new.id, "tag": t} for t in tags])
+        if new.inputs:
+            session.execute(INSERT_INPUT, [{"run_id": new.id, **asdict(i)} for i in new.inputs])
+        attempt_id = session.execute(INSERT_ATTEMPT, first_attempt_values(new, now)).scalar_one()
+        event_id = session.execute(
+            INSERT_EVENT,
+            {
+                "attempt_id": attempt_id,
+                "at": now,
+                "to_state": RunState.SUBMITTING.value,
+                "source": "gateway",
+            },
+        ).scalar_one()
+        if audit is not None:
+            append(session, audit)
         event = StateEvent(event_id, attempt_id, now, None, RunState.SUBMITTING, None, None, "gateway")
         return new_run_value(new, attempt_id=attempt_id, event=event, tags=tags, now=now)
 
@@ -130,6 +149,18 @@ class RunStore(AttemptWrites):
         with self.db.transaction() as session:
             row = session.execute(FIND_KEY, {"user": user, "key": key, "now": utcnow()}).first()
         return None if row is None else ClaimedKey(row.run_id, row.operation, row.request_sha256)
+
+    def claimed_keys(self, user: str, keys: Sequence[str]) -> dict[str, ClaimedKey]:
+        """``claimed_key`` for many keys of ``user`` at once: the unexpired ones found, by key."""
+        found: dict[str, ClaimedKey] = {}
+        with self.db.transaction() as session:
+            for start in range(0, len(keys), 500):  # bounded IN lists
+                rows = session.execute(
+                    FIND_KEYS, {"user": user, "keys": list(keys[start : start + 500]), "now": utcnow()}
+                )
+                for row in rows:
+                    found[row.key] = ClaimedKey(row.run_id, row.operation, row.request_sha256)
+        return found
 
     def forget_expired_keys(self, now: datetime | None = None) -> int:
         """Delete idempotency keys past their time; returns how many."""

@@ -20,11 +20,9 @@ caps, the OS user and the output paths (``gateway.services.runs.admission``).
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import jinja2
 
@@ -46,18 +44,16 @@ from gateway.services.accounting.telemetry import telemetry_launch
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.ops.prometheus import refusal_reason
 from gateway.services.runs.admission import Admission, Admitted
+from gateway.services.runs.batch import BatchItem, BatchOutcome, submit_batch
 from gateway.services.runs.check import RunCheck, RunChecker
 from gateway.services.runs.inputs import ResolvedInput, environment_of, resolve_inputs, write_manifests
+from gateway.services.runs.new_runs import new_run_id
+from gateway.services.runs.new_runs import submit_audit as _submit_audit
 from gateway.services.runs.rerun import RerunIdentity, rerun_identity
 from gateway.services.runs.submission import Submission
 from gateway.services.runs.waiting import WaitingService
 from gateway.settings import Settings
 from gateway.store.runs import RunStore
-
-
-def new_run_id() -> str:
-    """A fresh run id: ``r-`` and 16 random hex digits."""
-    return "r-" + uuid.uuid4().hex[:16]
 
 
 @dataclass(frozen=True)
@@ -134,6 +130,24 @@ class RunService:
         if not submitted.replayed:
             self.metrics.submitted(submitted.run.project, submitted.run.queue)
         return submitted
+
+    def submit_batch(
+        self,
+        items: Sequence[BatchItem],
+        *,
+        principal: Principal,
+        partial: bool = False,
+        idempotency_key: str | None = None,
+    ) -> BatchOutcome:
+        """Submit many runs in one pass: one admission pass with the batch's caps counted together,
+        one transaction to record them, each sent exactly once (``gateway.services.runs.batch``).
+
+        All or none unless ``partial``: BatchRejected (nothing written) names every refused item.
+        ``idempotency_key`` covers the batch (``<key>#<index>`` per item without a key of its own).
+        """
+        return submit_batch(
+            self, items, principal=principal, partial=partial, idempotency_key=idempotency_key
+        )
 
     def _submit_keyed(
         self,
@@ -382,36 +396,3 @@ class RunService:
     def list(self, *, principal: Principal, where: RunFilter | None = None) -> Page:
         """Runs of the projects ``principal`` may read, newest first, as ``where`` says."""
         return self.store.list_runs(where, projects=visible_projects(principal))
-
-
-def _submit_audit(
-    new: NewRun,
-    principal: Principal,
-    admitted: Admitted,
-    inputs: list[ResolvedInput],
-    derived_from: tuple[str, list[dict]] | None,
-    identity: RerunIdentity | None = None,
-) -> AuditEntry:
-    after: dict[str, Any] = {
-        "queue": new.spec.queue,
-        "partition": admitted.target.partition,
-        "account": admitted.target.account,
-        "os_user": new.os_user,
-        "spec_sha256": new.spec.spec_hash(),
-        "script_sha256": new.script_sha256,
-    }
-    if inputs:
-        after["datasets"] = [i.version.ref for i in inputs]
-    if derived_from:
-        after |= {"parent_run_id": derived_from[0], "changes": derived_from[1]}
-    if identity is not None:
-        after |= identity.audit()
-    return AuditEntry(
-        actor=principal.user,
-        action="run.rerun" if derived_from else "run.submit",
-        target_type="run",
-        target_id=new.id,
-        project=admitted.project.name,
-        source=principal.source,
-        after=after,
-    )
