@@ -184,4 +184,3 @@ class SubmitRejected(SlurmError):
 
 class SlurmOutputError(SlurmError):
     """Slurm's output did not have the expected shape."""
-
