@@ -154,8 +154,8 @@ def measure_backend(backend: str, args: argparse.Namespace, workdir: Path, accou
         problems = check_once(comments, run_tags(run_ids))
         problems += check_once(comments, [f"{prefix}{i}" for i in range(args.n)])
         ms = 1000
-        return Side(backend, one_cpu * ms, one_wall * ms, batch_cpu * ms, batch_wall, raw.wall_s, raw_cpu * ms,
-                    failed, problems)  # fmt: skip
+        cpu = (one_cpu * ms, one_wall * ms, batch_cpu * ms)
+        return Side(backend, *cpu, batch_wall, raw.wall_s, raw_cpu * ms, failed, problems)
     finally:
         cancel(jobs)
 
