@@ -96,6 +96,9 @@ INSERT_INPUT = insert(RunInputRow.__table__)
 INSERT_ATTEMPT = insert(ATTEMPTS).returning(ATTEMPTS.c.id)
 INSERT_EVENT = insert(EVENTS).returning(EVENTS.c.id)
 INSERT_EVENTS = insert(EVENTS)  # many at once, no ids back
+# Many at once with their ids back, in the order given (a batch of runs: one statement per table).
+INSERT_ATTEMPTS = insert(ATTEMPTS).returning(ATTEMPTS.c.id, sort_by_parameter_order=True)
+INSERT_EVENTS_RETURNING = insert(EVENTS).returning(EVENTS.c.id, sort_by_parameter_order=True)
 RECORD_JOB_ID = (
     update(ATTEMPTS)
     .where(ATTEMPTS.c.id == bindparam("attempt_id"), ATTEMPTS.c.state == bindparam("from_state"))
@@ -157,6 +160,11 @@ FIND_KEYS = select(KEYS.c.key, KEYS.c.run_id, KEYS.c.operation, KEYS.c.request_s
 )
 DROP_EXPIRED_KEY = delete(KEYS).where(
     KEYS.c.user == bindparam("user"), KEYS.c.key == bindparam("key"), KEYS.c.expires_at <= bindparam("now")
+)
+DROP_EXPIRED_KEYS_OF = delete(KEYS).where(
+    KEYS.c.user == bindparam("user"),
+    KEYS.c.key.in_(bindparam("keys", expanding=True)),
+    KEYS.c.expires_at <= bindparam("now"),
 )
 DROP_EXPIRED_KEYS = delete(KEYS).where(KEYS.c.expires_at <= bindparam("now"))
 

@@ -30,18 +30,21 @@ from gateway.core.slurm.observe import moved
 from gateway.core.slurm.states import LIVE, RunState
 from gateway.errors import Conflict
 from gateway.store.attempts import AttemptWrites
-from gateway.store.audit import AuditEntry, append
+from gateway.store.audit import AuditEntry, append, append_many
 from gateway.store.db import Database
 from gateway.store.models import AttemptRow, RunRow, RunTagRow, utcnow
 from gateway.store.rows import (
     CURRENT_STATES,
     DROP_EXPIRED_KEY,
     DROP_EXPIRED_KEYS,
+    DROP_EXPIRED_KEYS_OF,
     FIND_KEY,
     FIND_KEYS,
     INSERT_ATTEMPT,
+    INSERT_ATTEMPTS,
     INSERT_EVENT,
     INSERT_EVENTS,
+    INSERT_EVENTS_RETURNING,
     INSERT_INPUT,
     INSERT_RUN,
     INSERT_TAG,
@@ -94,14 +97,81 @@ class RunStore(AttemptWrites):
         (that item alone is not written: the caller replays the earlier request's run).
         """
         now = utcnow()
-        written: list[Run | None] = []
-        with self.db.transaction(writes=True) as session:
-            for new, audit, claim in batch:
+        if len(batch) == 1:  # one run (POST /runs): plain statements, the path tuned for it
+            new, audit, claim = batch[0]
+            with self.db.transaction(writes=True) as session:
                 if claim is not None and not self._take_key(session, claim, new.id, now):
-                    written.append(None)
-                    continue
-                written.append(self._write_run(session, new, audit, now))
-        return written
+                    return [None]
+                return [self._write_run(session, new, audit, now)]
+        with self.db.transaction(writes=True) as session:
+            taken = self._take_keys(session, [(c, n.id) for n, _, c in batch if c is not None], now)
+            keep = [(n, a) for n, a, c in batch if c is None or c.key in taken]
+            written = iter(self._write_runs(session, keep, now))
+            return [next(written) if c is None or c.key in taken else None for _, _, c in batch]
+
+    def _take_keys(
+        self, session: Connection, claims: Sequence[tuple[IdempotencyClaim, str]], now: datetime
+    ) -> set[str]:
+        """``_take_key`` for many claims of one user (each with its run id) in two statements; the keys
+        written (a key another request holds is not among them)."""
+        if not claims:
+            return set()
+        user = claims[0][0].user
+        keys = [c.key for c, _ in claims]
+        session.execute(DROP_EXPIRED_KEYS_OF, {"user": user, "keys": keys, "now": now})
+        rows = [
+            {
+                "user": c.user,
+                "key": c.key,
+                "operation": c.operation,
+                "request_sha256": c.request_sha256,
+                "run_id": run_id,
+                "created_at": now,
+                "expires_at": c.expires_at,
+            }
+            for c, run_id in claims
+        ]
+        return {row.key for row in session.execute(self._insert_key, rows)}
+
+    def _write_runs(
+        self, session: Connection, batch: Sequence[tuple[NewRun, AuditEntry | None]], now: datetime
+    ) -> list[Run]:
+        """The statements of many new runs, one executemany per table, inside the caller's transaction."""
+        if not batch:
+            return []
+        tags = [list(dict.fromkeys(new.spec.tags)) for new, _ in batch]
+        session.execute(INSERT_RUN, [run_values(new, now) for new, _ in batch])
+        tag_rows = [
+            {"run_id": new.id, "tag": t} for (new, _), ts in zip(batch, tags, strict=True) for t in ts
+        ]
+        if tag_rows:
+            session.execute(INSERT_TAG, tag_rows)
+        input_rows = [{"run_id": new.id, **asdict(i)} for new, _ in batch for i in new.inputs]
+        if input_rows:
+            session.execute(INSERT_INPUT, input_rows)
+        attempt_ids = (
+            session.execute(INSERT_ATTEMPTS, [first_attempt_values(new, now) for new, _ in batch])
+            .scalars()
+            .all()
+        )
+        submitting = RunState.SUBMITTING.value
+        event_ids = (
+            session.execute(
+                INSERT_EVENTS_RETURNING,
+                [
+                    {"attempt_id": a, "at": now, "to_state": submitting, "source": "gateway"}
+                    for a in attempt_ids
+                ],
+            )
+            .scalars()
+            .all()
+        )
+        append_many(session, [audit for _, audit in batch if audit is not None])
+        runs = []
+        for (new, _), run_tags, attempt_id, event_id in zip(batch, tags, attempt_ids, event_ids, strict=True):
+            event = StateEvent(event_id, attempt_id, now, None, RunState.SUBMITTING, None, None, "gateway")
+            runs.append(new_run_value(new, attempt_id=attempt_id, event=event, tags=run_tags, now=now))
+        return runs
 
     def _write_run(self, session: Connection, new: NewRun, audit: AuditEntry | None, now: datetime) -> Run:
         """The statements of one new run, inside the caller's transaction; the run as written."""
@@ -204,6 +274,57 @@ class RunStore(AttemptWrites):
         return StateEvent(
             event_id, attempt_id, now, RunState.SUBMITTING, RunState.QUEUED, "PENDING", None, source
         )
+
+    def record_job_ids(self, pairs: Sequence[tuple[int, str]], *, source: str) -> dict[int, StateEvent]:
+        """``record_job_id`` for many SUBMITTING attempts (attempt id, job id) in one transaction; the
+        events by attempt id. An attempt no longer SUBMITTING is left out (reconciled already)."""
+        if not pairs:
+            return {}
+        now = utcnow()
+        submitting, queued = RunState.SUBMITTING.value, RunState.QUEUED.value
+        recorded: list[tuple[int, str, int]] = []
+        with self.db.transaction(writes=True) as session:
+            for attempt_id, job_id in pairs:
+                found = session.execute(
+                    RECORD_JOB_ID,
+                    {
+                        "attempt_id": attempt_id,
+                        "from_state": submitting,
+                        "job_id": job_id,
+                        "to_state": queued,
+                        "now": now,
+                    },
+                ).first()
+                if found is not None:
+                    recorded.append((attempt_id, found.run_id, found.number))
+            if not recorded:
+                return {}
+            event_ids = (
+                session.execute(
+                    INSERT_EVENTS_RETURNING,
+                    [
+                        {
+                            "attempt_id": a,
+                            "at": now,
+                            "from_state": submitting,
+                            "to_state": queued,
+                            "slurm_state": "PENDING",
+                            "source": source,
+                        }
+                        for a, _, _ in recorded
+                    ],
+                )
+                .scalars()
+                .all()
+            )
+            session.execute(
+                SET_RUN_STATE,
+                [{"run_id": r, "number": n, "state": queued, "now": now} for _, r, n in recorded],
+            )
+        return {
+            a: StateEvent(e, a, now, RunState.SUBMITTING, RunState.QUEUED, "PENDING", None, source)
+            for (a, _, _), e in zip(recorded, event_ids, strict=True)
+        }
 
     def apply_updates(self, updates: Iterable[AttemptUpdate]) -> int:
         """Write what a refresh learned; returns how many transitions were recorded.

@@ -106,6 +106,8 @@ def test_a_batch_submits_every_run_once_and_answers_per_item(api, services):
     recorded = services.runs.store.list_runs(RunFilter(tag=tag)).items
     assert {r.id for r in recorded} == set(runs)
     assert sorted(services.runs.store.get_run(r).spec.params["i"] for r in runs) == list(range(5))
+    verdict = services.audit.verify(services.access.principal("admin"))
+    assert verdict.problems == (), "the chain holds after append_many"
 
 
 def test_all_or_none_refuses_the_batch_naming_each_bad_item(api, services):

@@ -37,7 +37,6 @@ from gateway.core.access.quota import Ask
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import NewRun, Principal, Quota, Run
 from gateway.core.runs.idempotency import ClaimedKey, IdempotencyClaim
-from gateway.core.slurm.tags import attempt_tag
 from gateway.core.spec.run_spec import RunSpec, build_spec
 from gateway.errors import BatchRejected, GatewayError, QuotaExceeded, SpecError, SpecIssue
 from gateway.services.lineage.datasets import DatasetService
@@ -45,7 +44,7 @@ from gateway.services.ops.prometheus import refusal_reason
 from gateway.services.runs.admission import Admission, Admitted
 from gateway.services.runs.inputs import ResolvedInput, resolve_inputs
 from gateway.services.runs.new_runs import new_run_id, submit_audit
-from gateway.services.runs.submission import Submission
+from gateway.services.runs.submission import Sent, Submission, record_sent
 from gateway.settings import Settings
 from gateway.store.runs import RunStore
 
@@ -78,7 +77,9 @@ class RunService(Protocol):
         derived_from: tuple[str, list[dict]] | None,
     ) -> NewRun: ...
 
-    def _send(self, run: Run, inputs: list[ResolvedInput], submission: Submission) -> Run: ...
+    def _prepare_dir(self, run: Run, inputs: list[ResolvedInput], submission: Submission) -> None: ...
+
+    def _queued(self, run: Run, sent: Sent) -> Run: ...
 
 
 @dataclass(frozen=True)
@@ -346,16 +347,13 @@ def _record_and_send(service: RunService, pending: list[_Pending], outcomes: dic
         except GatewayError as exc:
             outcomes[item.index] = ItemOutcome(item.index, None, exc)
 
-    def send(pair: tuple[_Pending, Run]) -> ItemOutcome:
+    def send(pair: tuple[_Pending, Run]) -> ItemOutcome | tuple[_Pending, Run, str | None]:
+        """Prepare, make the run directory, transmit: the job id (recorded after, for all at once)."""
         item, run = pair
         attempt = run.attempts[0]
         try:
             submission = Submission.prepare(
-                service.slurm,
-                service.store,
-                tag=attempt_tag(run.id, 1),
-                as_user=run.os_user,
-                comment=item.spec.comment,
+                service.slurm, service.store, tag=attempt.tag, as_user=run.os_user, comment=item.spec.comment
             )
         except GatewayError as exc:
             service.store.mark_never_submitted(
@@ -363,8 +361,10 @@ def _record_and_send(service: RunService, pending: list[_Pending], outcomes: dic
             )
             return ItemOutcome(item.index, service.store.get_run(run.id), exc)
         try:
-            return ItemOutcome(item.index, service._send(run, item.inputs, submission))
+            service._prepare_dir(run, item.inputs, submission)
+            return item, run, submission.transmit(attempt, run.script)
         except GatewayError as exc:
+            exc.run_id = run.id  # type: ignore[attr-defined]  # the interfaces name the run
             return ItemOutcome(item.index, service.store.get_run(run.id), exc)
 
     workers = max(1, min(service.settings.batch_submit_parallel, len(to_send)))
@@ -373,5 +373,18 @@ def _record_and_send(service: RunService, pending: list[_Pending], outcomes: dic
     else:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="batch-submit") as pool:
             results = list(pool.map(send, to_send))
-    for outcome in results:
-        outcomes[outcome.index] = outcome
+    answered: list[tuple[_Pending, Run, str]] = []
+    for result in results:
+        if isinstance(result, ItemOutcome):
+            outcomes[result.index] = result
+        elif result[2] is None:  # Slurm did not answer: SUBMITTING, with the note, until reconciled
+            outcomes[result[0].index] = ItemOutcome(result[0].index, service.store.get_run(result[1].id))
+        else:
+            answered.append((result[0], result[1], result[2]))
+    recorded = record_sent(
+        service.store, [(run.attempts[0], job) for _, run, job in answered], source="gateway"
+    )
+    for item, run, _ in answered:
+        sent = recorded.get(run.attempts[0].id)
+        current = service._queued(run, sent) if sent is not None else service.store.get_run(run.id)
+        outcomes[item.index] = ItemOutcome(item.index, current)

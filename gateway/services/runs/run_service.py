@@ -50,7 +50,7 @@ from gateway.services.runs.inputs import ResolvedInput, environment_of, resolve_
 from gateway.services.runs.new_runs import new_run_id
 from gateway.services.runs.new_runs import submit_audit as _submit_audit
 from gateway.services.runs.rerun import RerunIdentity, rerun_identity
-from gateway.services.runs.submission import Submission
+from gateway.services.runs.submission import Sent, Submission
 from gateway.services.runs.waiting import WaitingService
 from gateway.settings import Settings
 from gateway.store.runs import RunStore
@@ -242,7 +242,19 @@ class RunService:
     def _send(self, run: Run, inputs: list[ResolvedInput], submission: Submission) -> Run:
         """Prepare the run directory, then send the recorded first attempt (``Submission.send``: exactly
         once, it was committed first); the run as it stands then."""
-        attempt = run.attempts[0]
+        self._prepare_dir(run, inputs, submission)
+        try:
+            sent = submission.send(run.attempts[0], run.script, source="gateway")
+        except SubmitRejected as exc:
+            exc.run_id = run.id  # type: ignore[attr-defined]
+            raise
+        if sent.event is None:  # Slurm did not answer: still SUBMITTING, with the note
+            return self.store.get_run(run.id)
+        return self._queued(run, sent)
+
+    def _prepare_dir(self, run: Run, inputs: list[ResolvedInput], submission: Submission) -> None:
+        """The run directory (and its inputs' manifests), as the job's OS user; a failure gives the
+        submission up and records the run never submitted (RunHostError, naming the run)."""
         assert run.os_user is not None
         with submission.abandoned_on_error():
             try:
@@ -250,16 +262,16 @@ class RunService:
                 if inputs:
                     write_manifests(inputs, self.datasets, self.host, os_user=run.os_user)
             except RunHostError as exc:
-                submission.give_up(attempt, f"cannot prepare the run directory: {exc}", source="gateway")
+                submission.give_up(
+                    run.attempts[0], f"cannot prepare the run directory: {exc}", source="gateway"
+                )
                 exc.run_id = run.id  # type: ignore[attr-defined]
                 raise
-        try:
-            sent = submission.send(attempt, run.script, source="gateway")
-        except SubmitRejected as exc:
-            exc.run_id = run.id  # type: ignore[attr-defined]
-            raise
-        if sent.event is None:  # Slurm did not answer: still SUBMITTING, with the note
-            return self.store.get_run(run.id)
+
+    def _queued(self, run: Run, sent: Sent) -> Run:
+        """``run`` (as recorded, SUBMITTING) with the job id and QUEUED event ``send`` recorded."""
+        attempt = run.attempts[0]
+        assert sent.event is not None
         queued = replace(
             attempt,
             job_id=sent.job_id,
