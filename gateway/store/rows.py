@@ -112,6 +112,24 @@ RECORD_JOB_ID = (
     )
     .returning(ATTEMPTS.c.run_id, ATTEMPTS.c.number)
 )
+# A batch's job ids: the attempts still SUBMITTING (locked), then one executemany of the update.
+STILL_SUBMITTING = (
+    select(ATTEMPTS.c.id, ATTEMPTS.c.run_id, ATTEMPTS.c.number)
+    .where(ATTEMPTS.c.id.in_(bindparam("ids", expanding=True)), ATTEMPTS.c.state == bindparam("state"))
+    .with_for_update()
+)
+RECORD_JOB_IDS = (
+    update(ATTEMPTS)
+    .where(ATTEMPTS.c.id == bindparam("attempt_id"), ATTEMPTS.c.state == bindparam("from_state"))
+    .values(
+        job_id=bindparam("job_id"),
+        state=bindparam("to_state"),
+        slurm_state="PENDING",
+        reason=None,
+        stale=False,
+        updated_at=bindparam("now"),
+    )
+)
 LATER_ATTEMPT = select(ATTEMPTS.c.id).where(
     ATTEMPTS.c.run_id == bindparam("run_id"), ATTEMPTS.c.number > bindparam("number")
 )

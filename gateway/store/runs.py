@@ -49,7 +49,9 @@ from gateway.store.rows import (
     INSERT_RUN,
     INSERT_TAG,
     RECORD_JOB_ID,
+    RECORD_JOB_IDS,
     SET_RUN_STATE,
+    STILL_SUBMITTING,
     attempt_row,
     first_attempt_values,
     insert_key_once,
@@ -282,21 +284,26 @@ class RunStore(AttemptWrites):
             return {}
         now = utcnow()
         submitting, queued = RunState.SUBMITTING.value, RunState.QUEUED.value
-        recorded: list[tuple[int, str, int]] = []
+        jobs = dict(pairs)
         with self.db.transaction(writes=True) as session:
-            for attempt_id, job_id in pairs:
-                found = session.execute(
-                    RECORD_JOB_ID,
-                    {
-                        "attempt_id": attempt_id,
-                        "from_state": submitting,
-                        "job_id": job_id,
-                        "to_state": queued,
-                        "now": now,
-                    },
-                ).first()
-                if found is not None:
-                    recorded.append((attempt_id, found.run_id, found.number))
+            # The attempts still SUBMITTING, locked (PostgreSQL; SQLite's write lock is held already),
+            # so a reconciliation cannot settle one between this read and the update.
+            still = session.execute(STILL_SUBMITTING, {"ids": list(jobs), "state": submitting}).all()
+            recorded = [(row.id, row.run_id, row.number) for row in still]
+            if recorded:
+                session.execute(
+                    RECORD_JOB_IDS,
+                    [
+                        {
+                            "attempt_id": a,
+                            "from_state": submitting,
+                            "job_id": jobs[a],
+                            "to_state": queued,
+                            "now": now,
+                        }
+                        for a, _, _ in recorded
+                    ],
+                )
             if not recorded:
                 return {}
             event_ids = (

@@ -163,7 +163,8 @@ def submit_batch(
     outcomes: dict[int, ItemOutcome] = {}
     pending = _read_items(service, items, principal, idempotency_key, outcomes)
     pending = _replay_claimed(service, pending, outcomes)
-    pending = _admit(service, pending, principal, outcomes)
+    with service.admission.access.snapshot():  # one pass: the projects and site options as of one moment
+        pending = _admit(service, pending, principal, outcomes)
     if outcomes and not partial:
         refused = [(i, o.error) for i, o in sorted(outcomes.items()) if o.error is not None]
         if refused:
