@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.api.errors import item_error_body
 from gateway.api.schemas import ErrorPublic, RunSummary
+from gateway.core.spec.run_spec import RunSpec
 from gateway.services.runs.batch import BatchItem, BatchOutcome, ItemOutcome
 
 IDEMPOTENCY_KEY = r"^[A-Za-z0-9._:-]{8,128}$"
@@ -18,9 +17,9 @@ class RunBatchItemCreate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    spec: dict[str, Any] = Field(
-        description="A run spec, exactly as POST /runs takes it (RunSpec); read per item, so a bad one "
-        "is that item's error, at items.<index>.spec.<field>"
+    spec: RunSpec = Field(
+        description="A run spec, exactly as POST /runs takes it. One that is not a valid spec makes the "
+        "request invalid (422 invalid_request at items.<index>.spec.<field>), partial or not"
     )
     idempotency_key: str | None = Field(
         default=None,

@@ -116,7 +116,7 @@ def test_all_or_none_refuses_the_batch_naming_each_bad_item(api, services):
         {"spec": spec(tag)},
         {"spec": spec(tag, queue="nosuch")},
         {"spec": spec(tag)},
-        {"spec": spec(tag, resources={"mem_gb": -1})},
+        {"spec": spec(tag, queue="gpu", resources={"gpus_per_node": 1, "gpu_type": "x", "walltime_min": 2})},
     ]
     response = api.post("/runs/batch", json={"items": items})
     assert response.status_code == 422, response.text
@@ -131,21 +131,28 @@ def test_all_or_none_refuses_the_batch_naming_each_bad_item(api, services):
         "spec",
         "queue",
     ]
-    assert mem["error"]["detail"][0]["loc"][:5] == ["body", "items", 3, "spec", "resources"]
+    assert mem["error"]["detail"][0]["loc"] == ["body", "items", 3, "spec", "resources", "gpu_type"]
     assert services.runs.store.list_runs(RunFilter(tag=tag)).items == [], "nothing was recorded"
 
 
 def test_partial_submits_the_good_items_and_answers_the_bad_ones(api, services):
     tag = own_tag()
-    items = [{"spec": spec(tag)}, {"spec": spec(tag, project="nosuch")}, {"spec": {"name": 3}}]
+    items = [{"spec": spec(tag)}, {"spec": spec(tag, project="nosuch")}, {"spec": spec(tag, queue="gpu")}]
+    items[2]["spec"]["resources"] = {"gpus_per_node": 1, "gpu_type": "nosuch", "walltime_min": 2}
     response = api.post("/runs/batch", json={"items": items, "partial": True})
     assert response.status_code == 200, response.text
-    good, missing, malformed = response.json()["items"]
+    good, missing, gpu = response.json()["items"]
     assert good["status"] == 201 and good["run"]["job_id"]
     assert missing["status"] == 404 and missing["run"] is None and "nosuch" in missing["error"]["detail"]
-    assert malformed["status"] == 422 and malformed["error"]["error"] == "invalid_request"
-    assert all(issue["loc"][:4] == ["body", "items", 2, "spec"] for issue in malformed["error"]["detail"])
+    assert gpu["status"] == 422 and gpu["error"]["error"] == "invalid_request"
+    assert gpu["error"]["detail"][0]["loc"] == ["body", "items", 2, "spec", "resources", "gpu_type"]
     assert [r.id for r in services.runs.store.list_runs(RunFilter(tag=tag)).items] == [good["run"]["id"]]
+    # a spec that is no valid RunSpec makes the request itself invalid, with its index and path
+    malformed = api.post(
+        "/runs/batch", json={"items": [{"spec": spec(tag)}, {"spec": {"name": 3}}], "partial": True}
+    )
+    assert malformed.status_code == 422 and malformed.json()["error"] == "invalid_request"
+    assert all(i["loc"][:4] == ["body", "items", 1, "spec"] for i in malformed.json()["detail"])
 
 
 def test_the_same_batch_key_replays_every_run(api, services):

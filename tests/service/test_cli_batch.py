@@ -153,7 +153,7 @@ def test_the_client_returns_domain_values_and_batches_on_exit(gateway):
         assert {r.id for r in gateway.runs(tag=tag)} == {run.id, *(p.run.id for p in pending)}
         with pytest.raises(ApiError) as refused, gateway.batch() as batch:
             batch.submit(spec(tag))
-            batch.submit(spec(tag, resources={"mem_gb": -1}))
+            batch.submit(spec(tag, queue="nosuch"))
         assert refused.value.kind == "batch_rejected" and refused.value.body["items"][0]["index"] == 1
         with gateway.batch(partial=True) as batch:
             ok, bad = batch.submit(spec(tag)), batch.submit(spec(tag, project="nosuch"))
