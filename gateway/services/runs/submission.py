@@ -15,7 +15,9 @@ DESIGN.md's order, written here and nowhere else:
 
 A crash between 2 and 3 leaves a SUBMITTING attempt that no Slurm job or exactly one carries the
 tag of; reconciliation adopts that job or marks the attempt never submitted, and never submits
-again. ``send`` is the only writer of job ids besides the refresh (reconcile, Slurm's requeues).
+again. ``send`` is the only writer of job ids besides the refresh (reconcile, Slurm's requeues) and
+``record_sent`` here, which records a batch's job ids (each got by ``transmit``, ``send`` without
+the recording) in one transaction (``gateway.services.runs.batch``).
 """
 
 from __future__ import annotations
