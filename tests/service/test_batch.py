@@ -262,7 +262,7 @@ def test_a_batch_killed_at_any_point_yields_one_job_or_none_per_run(settings, se
         settled = services.runs.store.get_run(run.id).latest
         assert len(jobs.get(run.id, [])) <= 1, f"{run.id} has {jobs[run.id]}"
         if jobs.get(run.id):
-            assert settled.state is RunState.QUEUED and settled.job_id == jobs[run.id][0]
+            assert settled.state in (RunState.QUEUED, RunState.HELD) and settled.job_id == jobs[run.id][0]
         else:
             assert settled.state is RunState.NEVER_SUBMITTED and settled.job_id is None
     if when == "started":
