@@ -12,10 +12,11 @@ several scripts, ``Gateway.batch()``) takes up to ``batch_max_items`` specs and,
    written); with ``partial``, the refused items get their error and the others go on;
 4. renders each run and records them all, each with its first attempt SUBMITTING under its unique
    tag, its audit event and its key, in one transaction (``RunStore.create_runs``);
-5. sends each recorded attempt through the one submission path (``Submission.prepare`` then
-   ``RunService._send``: run directory, then ``Submission.send``), ``batch_submit_parallel`` at
-   once: that many ``sbatch`` processes on the CLI backend, that many kept-alive connections to
-   slurmrestd on the REST backend.
+5. sends each recorded attempt through the one submission path, ``batch_submit_parallel`` at
+   once (that many ``sbatch`` processes on the CLI backend, that many kept-alive connections to
+   slurmrestd on the REST backend): ``Submission.prepare``, the run directory
+   (``RunService._prepare_dir``), ``Submission.transmit``; then records every job id Slurm gave in
+   one transaction (``record_sent``).
 
 Exactly-once holds as for one run: every attempt is committed before its script can reach Slurm,
 so a crash at any point leaves SUBMITTING attempts that ``Refresher.reconcile`` settles by their
