@@ -51,11 +51,12 @@ lint: venv
 	$(BIN)/lint-imports
 	$(BIN)/mypy gateway
 
-bench: cluster-if-down ## gw start-up, submit (service, API in-process and as its own server, mapped user, 1,000-run bursts vs sbatch in three server configurations), over SSH vs local, refresh (10,000 attempts), dataset registration (2 GiB), gate (100,000 samples x 10 tasks), web run list (10,000 runs), accounting ingest (100,000 sacct lines, twice), reports (1,000,000 accounting rows)
+bench: cluster-if-down ## gw start-up, submit (service, API in-process and as its own server, mapped user, 1,000-run bursts vs sbatch in three server configurations; gw serve CPU per run one by one and in a 1,000-run batch), over SSH vs local, refresh (10,000 attempts), dataset registration (2 GiB), gate (100,000 samples x 10 tasks), web run list (10,000 runs), accounting ingest (100,000 sacct lines, twice), reports (1,000,000 accounting rows)
 	@scripts/sshd-ready
 	$(BIN)/python -m bench.startup 10
 	$(BIN)/python -m bench.submit 50
 	$(BIN)/python -m bench.submit_rest 50
+	$(BIN)/python -m bench.batch 1000
 	$(BIN)/python -m bench.ssh 30
 	$(BIN)/python -m bench.refresh 10000 500
 	$(BIN)/python -m bench.datasets 2

@@ -14,6 +14,7 @@ from starlette.types import Scope
 
 from gateway.errors import (
     BadRequest,
+    BatchRejected,
     Conflict,
     Forbidden,
     GatewayError,
@@ -36,6 +37,7 @@ from gateway.errors import (
 STATUS_TABLE: list[tuple[type[GatewayError], int, str]] = [
     (SpecError, 422, "invalid_request"),
     (SubmitRejected, 422, "submit_rejected"),
+    (BatchRejected, 422, "batch_rejected"),
     (BadRequest, 400, "bad_request"),
     (Unauthorized, 401, "unauthorized"),
     (Throttled, 429, "too_many_attempts"),

@@ -14,6 +14,7 @@ interfaces (API, CLI) map these classes to HTTP statuses or exit codes.
      ├── NotFound             no such run (or attempt, log file ...), or not visible to the caller
      ├── QuotaExceeded        the run can never fit the project's or user's caps
      ├── Conflict             the object is in a state where the action cannot be taken now
+     ├── BatchRejected        a batch sent all-or-none had items that would be refused: none was recorded
      ├── StoreError           the gateway's database refused a write or a read
      │    └── StoreUnavailable    the database cannot be reached right now
      ├── AnchorError          the audit anchor file (checkpoints outside the database) cannot be written
@@ -118,6 +119,22 @@ class NotFound(GatewayError):
 
 class Conflict(GatewayError):
     """The object is in a state where this action cannot be taken now."""
+
+
+class BatchRejected(GatewayError):
+    """A batch of runs sent all-or-none (``POST /runs/batch`` without ``partial``) had items that would
+    be refused: none of them was recorded or submitted. ``items`` pairs each refused item's index
+    with its error; the other items were fine."""
+
+    def __init__(self, items: list[tuple[int, GatewayError]], total: int) -> None:
+        self.items = items
+        self.total = total
+        first_index, first = items[0]
+        super().__init__(
+            f"{len(items)} of {total} runs in the batch would be refused, so none was submitted "
+            f"(the first, item {first_index}: {first}); fix them, drop them, or send the batch with "
+            "partial: true to submit the others"
+        )
 
 
 class StoreError(GatewayError):

@@ -227,6 +227,20 @@ class Settings(AccountingSettings):
         description="How long partitions, nodes, the live job list and usage are reused for pages and "
         "explanations (one Slurm call serves every watcher in that window).",
     )
+    batch_max_items: int = Field(
+        default=1000,
+        ge=1,
+        le=100_000,
+        description="Most runs one POST /runs/batch may submit (gw submit with several files, gw sbatch "
+        "with several scripts, Gateway.batch()); a longer batch is refused whole, saying so.",
+    )
+    batch_submit_parallel: int = Field(
+        default=8,
+        ge=1,
+        le=64,
+        description="How many of a batch's submissions go to Slurm at once: sbatch processes on the CLI "
+        "backend, kept-alive connections on slurmrestd.",
+    )
     idempotency_ttl_s: float = Field(
         default=86_400.0,
         gt=0,

@@ -23,7 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from gateway.core.spec.errors import unknown_field_message
 from gateway.core.spec.fields import secret_input
 from gateway.error_status import HTTP_KINDS, allowed_methods, status_for
-from gateway.errors import GatewayError, SpecError, Throttled
+from gateway.errors import BatchRejected, GatewayError, SpecError, Throttled
 
 log = logging.getLogger(__name__)
 
@@ -104,10 +104,29 @@ def gateway_error_body(exc: GatewayError) -> tuple[int, dict]:
         ]
     else:
         detail = safe_text(str(exc), MAX_MESSAGE_CHARS)
-    body = {"error": kind, "detail": detail}
+    body: dict = {"error": kind, "detail": detail}
     run_id = getattr(exc, "run_id", None)
     if run_id:
         body["run_id"] = run_id
+    if isinstance(exc, BatchRejected):  # every refused item, with its index and its own error body
+        body["items"] = [
+            {"index": index, "status": item_status, "error": item_body}
+            for index, (item_status, item_body) in ((i, item_error_body(e)) for i, e in exc.items)
+        ]
+    return status, body
+
+
+def item_error_body(exc: GatewayError) -> tuple[int, dict]:
+    """A batch item's error as an error body, the item's index in ``loc`` a number:
+    ``["body", "items", 3, "spec", "resources", "mem_gb"]``."""
+    status, body = gateway_error_body(exc)
+    if isinstance(body["detail"], list):
+        for issue in body["detail"]:
+            loc = issue["loc"]
+            issue["loc"] = [
+                int(p) if isinstance(p, str) and p.isdigit() and i > 0 and loc[i - 1] == "items" else p
+                for i, p in enumerate(loc)
+            ]
     return status, body
 
 

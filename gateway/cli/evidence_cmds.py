@@ -54,7 +54,7 @@ def evidence(
     ] = None,
 ) -> None:
     """Export the evidence bundle of a run, release or file (evidence.json, index.html, manifest.json),
-    or check one: `gw evidence verify BUNDLE`."""
+    or check one: `gw evidence verify BUNDLE [--public-key KEY]`."""
     if target == "verify":
         if bundle is None:
             usage("gw evidence verify BUNDLE: name the bundle (a directory or a .zip)")

@@ -160,14 +160,30 @@ def _submitted(run: dict, as_json: bool, parsable: bool = False) -> None:
         console.print(f"run {run['id']} is {state_text(run['state'])}: Slurm did not confirm the job yet")
 
 
-@app.command()
-def submit(
-    spec_file: Annotated[Path, typer.Argument(help="Run spec (YAML or JSON).")],
-    wait: Annotated[bool, typer.Option("--wait", help="Wait for the run to end.")] = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """Submit a run spec. A spec without `workdir` runs in the current directory."""
+SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def _spec_files(spec_files: list[Path], from_dir: Path | None) -> list[Path]:
+    """The spec files given, then (``--from-dir``) every ``*.yaml``, ``*.yml`` and ``*.json`` in the
+    directory, by name."""
+    files = list(spec_files)
+    if from_dir is not None:
+        if not from_dir.is_dir():
+            common.usage(f"--from-dir {from_dir}: not a directory")
+        found = sorted(p for p in from_dir.iterdir() if p.suffix in SPEC_SUFFIXES and p.is_file())
+        if not found:
+            common.usage(f"--from-dir {from_dir}: no run spec files (*.yaml, *.yml, *.json) in it")
+        files += found
+    if not files:
+        common.usage("give a run spec file (or several, or --from-dir DIR)")
+    return files
+
+
+def _spec_data(spec_file: Path) -> dict:
+    """A spec file as the API takes it: every default filled, ``workdir`` the current directory when
+    it has none, with the provenance of the code there."""
     from gateway.adapters.files import load_spec_file
+    from gateway.cli.lineage_cmds import add_provenance
 
     try:
         spec = load_spec_file(spec_file)
@@ -176,17 +192,56 @@ def submit(
     data = spec.model_dump(mode="json", exclude_defaults=False)
     if data.get("workdir") is None:
         data["workdir"] = os.getcwd()
-    from gateway.cli.lineage_cmds import add_provenance
-
     add_provenance(data, data["workdir"])
+    return data
+
+
+@app.command()
+def submit(
+    spec_files: Annotated[
+        list[Path] | None, typer.Argument(help="Run spec files (YAML or JSON); several go as one batch.")
+    ] = None,
+    from_dir: Annotated[
+        Path | None,
+        typer.Option("--from-dir", help="Also every *.yaml, *.yml and *.json in this directory, by name."),
+    ] = None,
+    partial: Annotated[
+        bool,
+        typer.Option(
+            "--partial", help="A batch: submit the specs that pass even when others are refused (else none)."
+        ),
+    ] = False,
+    wait: Annotated[bool, typer.Option("--wait", help="Wait for the run (every run) to end.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Submit a run spec, or several as one batch (one request, all or none unless --partial).
+    A spec without `workdir` runs in the current directory."""
+    files = _spec_files(spec_files or [], from_dir)
+    specs = [_spec_data(f) for f in files]
     client = common.client()
+    if len(specs) == 1 and from_dir is None:
+        try:
+            run = client.submit(specs[0])
+        except ApiError as exc:
+            common.fail(exc)
+        _submitted(run, as_json)
+        if wait:
+            raise typer.Exit(wait_for(client, run["id"], timeout_s=None, poll_s=2.0, quiet=as_json))
+        return
+    from gateway.cli.batch_view import batch_refused, show_batch
+
+    names = [str(f) for f in files]
     try:
-        run = client.submit(data)
+        answer = client.submit_batch([{"spec": s} for s in specs], partial=partial)
     except ApiError as exc:
-        common.fail(exc)
-    _submitted(run, as_json)
+        batch_refused(exc, names)
+    code = show_batch(answer, names, as_json=as_json)
     if wait:
-        raise typer.Exit(wait_for(client, run["id"], timeout_s=None, poll_s=2.0, quiet=as_json))
+        for item in answer["items"]:
+            if item.get("run") and item["run"].get("job_id"):
+                ended = wait_for(client, item["run"]["id"], timeout_s=None, poll_s=2.0, quiet=True)
+                code = code or ended
+    raise typer.Exit(code)
 
 
 @app.command()

@@ -47,6 +47,8 @@ def register(app: typer.Typer) -> None:
                 f"Usage: {USAGE}\nSee docs/sbatch.md for the options and the few it refuses.", markup=False
             )
             raise typer.Exit(exits.OK)
+        if "--each" in _options_of(args):  # gw's own: each word after the options is a script
+            _each(args)
         args, environment = _environment_option(args)
         request = _translate(args)
         if environment is not None:  # gw's own option: the registered environment the job runs in
@@ -140,11 +142,64 @@ def _test_only(client: GatewayClient, request: SbatchRequest) -> None:
     raise typer.Exit(exits.OK)
 
 
+def _options_of(args: list[str]) -> list[str]:
+    from gateway.core.sbatch.options import split_gw_sbatch_args
+
+    return split_gw_sbatch_args(args)[0]
+
+
+def _each(args: list[str]) -> None:
+    """``gw sbatch [OPTIONS] --each SCRIPT...``: every script, with the same options and its own
+    #SBATCH lines, submitted as one batch (one request, all or none); sbatch's line for each."""
+    from gateway.cli.batch_view import batch_refused, show_batch
+    from gateway.core.sbatch.options import split_gw_sbatch_args
+
+    options, first, rest = split_gw_sbatch_args(args)
+    options = [a for a in options if a != "--each"]
+    if first is None:
+        common.usage(
+            "--each: give the batch scripts after the options (gw sbatch [OPTIONS] --each A.sh B.sh)"
+        )
+    paths = [first, *rest]
+    requests = [_translate_parts(options, path, [], each=True) for path in paths]
+    if any(r.test_only or r.wait for r in requests):
+        common.usage("--each submits a batch: --test-only and --wait are for one script")
+    client = common.client()
+    try:
+        answer = client.submit_batch([{"spec": r.spec} for r in requests])
+    except ApiError as exc:
+        _name_fields(exc.body.get("items", []) if isinstance(exc.body, dict) else [], requests)
+        batch_refused(exc, paths)
+    _name_fields(answer["items"], requests)
+    code = show_batch(answer, paths, as_json=False, parsable=requests[0].parsable, sbatch=True)
+    raise typer.Exit(code)
+
+
+def _name_fields(items: list[dict], requests: list[SbatchRequest]) -> None:
+    """Each item's field issues named by the option and #SBATCH line of its own script."""
+    for item in items:
+        error = item.get("error") or {}
+        if isinstance(error.get("detail"), list):
+            for issue in error["detail"]:
+                loc = issue.get("loc", [])
+                path = ".".join(str(p) for p in loc[4:])
+                if path:
+                    issue["loc"] = [*loc[:4], requests[item["index"]].where(path)]
+
+
 def _translate(args: list[str]) -> SbatchRequest:
-    from gateway.adapters.files import read_text
-    from gateway.core.sbatch.options import USAGE, sbatch_to_spec, split_gw_sbatch_args, wants_wrap
+    from gateway.core.sbatch.options import split_gw_sbatch_args
 
     options, script_path, script_args = split_gw_sbatch_args(args)
+    return _translate_parts(options, script_path, script_args)
+
+
+def _translate_parts(
+    options: list[str], script_path: str | None, script_args: list[str], *, each: bool = False
+) -> SbatchRequest:
+    from gateway.adapters.files import read_text
+    from gateway.core.sbatch.options import USAGE, sbatch_to_spec, wants_wrap
+
     try:
         if wants_wrap(options):
             text, name = None, None
@@ -184,6 +239,8 @@ def _translate(args: list[str]) -> SbatchRequest:
             )
             raise SpecError([hint if i.path == "account" else i for i in exc.issues], "gw sbatch") from exc
     except SpecError as exc:
+        if each:  # one of several scripts: say which
+            exc = SpecError(exc.issues, f"{script_path} (gw sbatch --each)", exc.location, exc.what)
         common.spec_error(exc)
 
 

@@ -129,6 +129,14 @@ class GatewayClient:
         """``POST /runs``: submit ``spec``, retried under one Idempotency-Key (``_submit``); the run."""
         return self._submit("/runs", spec, idempotency_key)
 
+    def submit_batch(
+        self, items: list[dict], *, partial: bool = False, idempotency_key: str | None = None
+    ) -> dict:
+        """``POST /runs/batch``: submit every item (``{"spec": ..., "idempotency_key": ...}``) in one
+        request, retried under one Idempotency-Key like ``submit`` (each item's key is the batch's
+        ``#<index>`` unless it has its own); the per-item answers (``RunBatchPublic``)."""
+        return self._submit("/runs/batch", {"items": items, "partial": partial}, idempotency_key)
+
     def check(self, spec: dict, *, slurm_test: bool = False) -> dict:
         """``POST /runs/check``: what submitting ``spec`` would do (``RunCheckPublic``); nothing is made."""
         params = {"slurm_test": "true"} if slurm_test else None

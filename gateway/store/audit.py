@@ -47,6 +47,47 @@ def append(conn: Session | Connection, entry: AuditEntry) -> int:
     return _append(conn, entry)[0]
 
 
+_BUMP_HEAD_BY = (
+    update(HEAD)
+    .where(HEAD.c.id == 1)
+    .values(seq=HEAD.c.seq + bindparam("count"))
+    .returning(HEAD.c.seq, HEAD.c.hash)
+)
+
+
+def append_many(conn: Session | Connection, entries: Sequence[AuditEntry]) -> None:
+    """Chain ``entries``, in order, onto the log inside the caller's transaction: the head bumped once
+    by their number (taking the same lock ``append`` takes), each hash chained onto the one before,
+    every row inserted in one statement, the head's hash set once. The chain is the one ``append``
+    called for each would make."""
+    if not entries:
+        return
+    last_seq, prev_hash = conn.execute(_BUMP_HEAD_BY, {"count": len(entries)}).one()
+    rows = []
+    for seq, entry in enumerate(entries, start=last_seq - len(entries) + 1):
+        at = utcnow()
+        digest = event_hash(prev_hash, seq, at, entry)
+        rows.append(
+            {
+                "seq": seq,
+                "at": at,
+                "actor": entry.actor,
+                "action": entry.action,
+                "target_type": entry.target_type,
+                "target_id": entry.target_id,
+                "project": entry.project,
+                "source": entry.source,
+                "before": entry.before,
+                "after": entry.after,
+                "prev_hash": prev_hash,
+                "hash": digest,
+            }
+        )
+        prev_hash = digest
+    conn.execute(_INSERT, rows)
+    conn.execute(_SET_HEAD_HASH, {"new_hash": prev_hash})
+
+
 def _append(conn: Session | Connection, entry: AuditEntry) -> tuple[int, str]:
     seq, prev_hash = conn.execute(_BUMP_HEAD).one()
     # Microseconds survive both databases; the hash must match what verify() reads back.

@@ -96,6 +96,9 @@ INSERT_INPUT = insert(RunInputRow.__table__)
 INSERT_ATTEMPT = insert(ATTEMPTS).returning(ATTEMPTS.c.id)
 INSERT_EVENT = insert(EVENTS).returning(EVENTS.c.id)
 INSERT_EVENTS = insert(EVENTS)  # many at once, no ids back
+# Many at once with their ids back, in the order given (a batch of runs: one statement per table).
+INSERT_ATTEMPTS = insert(ATTEMPTS).returning(ATTEMPTS.c.id, sort_by_parameter_order=True)
+INSERT_EVENTS_RETURNING = insert(EVENTS).returning(EVENTS.c.id, sort_by_parameter_order=True)
 RECORD_JOB_ID = (
     update(ATTEMPTS)
     .where(ATTEMPTS.c.id == bindparam("attempt_id"), ATTEMPTS.c.state == bindparam("from_state"))
@@ -108,6 +111,24 @@ RECORD_JOB_ID = (
         updated_at=bindparam("now"),
     )
     .returning(ATTEMPTS.c.run_id, ATTEMPTS.c.number)
+)
+# A batch's job ids: the attempts still SUBMITTING (locked), then one executemany of the update.
+STILL_SUBMITTING = (
+    select(ATTEMPTS.c.id, ATTEMPTS.c.run_id, ATTEMPTS.c.number)
+    .where(ATTEMPTS.c.id.in_(bindparam("ids", expanding=True)), ATTEMPTS.c.state == bindparam("state"))
+    .with_for_update()
+)
+RECORD_JOB_IDS = (
+    update(ATTEMPTS)
+    .where(ATTEMPTS.c.id == bindparam("attempt_id"), ATTEMPTS.c.state == bindparam("from_state"))
+    .values(
+        job_id=bindparam("job_id"),
+        state=bindparam("to_state"),
+        slurm_state="PENDING",
+        reason=None,
+        stale=False,
+        updated_at=bindparam("now"),
+    )
 )
 LATER_ATTEMPT = select(ATTEMPTS.c.id).where(
     ATTEMPTS.c.run_id == bindparam("run_id"), ATTEMPTS.c.number > bindparam("number")
@@ -150,8 +171,18 @@ KEYS = IdempotencyKeyRow.__table__
 FIND_KEY = select(KEYS.c.run_id, KEYS.c.operation, KEYS.c.request_sha256).where(
     KEYS.c.user == bindparam("user"), KEYS.c.key == bindparam("key"), KEYS.c.expires_at > bindparam("now")
 )
+FIND_KEYS = select(KEYS.c.key, KEYS.c.run_id, KEYS.c.operation, KEYS.c.request_sha256).where(
+    KEYS.c.user == bindparam("user"),
+    KEYS.c.key.in_(bindparam("keys", expanding=True)),
+    KEYS.c.expires_at > bindparam("now"),
+)
 DROP_EXPIRED_KEY = delete(KEYS).where(
     KEYS.c.user == bindparam("user"), KEYS.c.key == bindparam("key"), KEYS.c.expires_at <= bindparam("now")
+)
+DROP_EXPIRED_KEYS_OF = delete(KEYS).where(
+    KEYS.c.user == bindparam("user"),
+    KEYS.c.key.in_(bindparam("keys", expanding=True)),
+    KEYS.c.expires_at <= bindparam("now"),
 )
 DROP_EXPIRED_KEYS = delete(KEYS).where(KEYS.c.expires_at <= bindparam("now"))
 

@@ -30,22 +30,28 @@ from gateway.core.slurm.observe import moved
 from gateway.core.slurm.states import LIVE, RunState
 from gateway.errors import Conflict
 from gateway.store.attempts import AttemptWrites
-from gateway.store.audit import AuditEntry, append
+from gateway.store.audit import AuditEntry, append, append_many
 from gateway.store.db import Database
 from gateway.store.models import AttemptRow, RunRow, RunTagRow, utcnow
 from gateway.store.rows import (
     CURRENT_STATES,
     DROP_EXPIRED_KEY,
     DROP_EXPIRED_KEYS,
+    DROP_EXPIRED_KEYS_OF,
     FIND_KEY,
+    FIND_KEYS,
     INSERT_ATTEMPT,
+    INSERT_ATTEMPTS,
     INSERT_EVENT,
     INSERT_EVENTS,
+    INSERT_EVENTS_RETURNING,
     INSERT_INPUT,
     INSERT_RUN,
     INSERT_TAG,
     RECORD_JOB_ID,
+    RECORD_JOB_IDS,
     SET_RUN_STATE,
+    STILL_SUBMITTING,
     attempt_row,
     first_attempt_values,
     insert_key_once,
@@ -81,30 +87,115 @@ class RunStore(AttemptWrites):
         Plain INSERTs (no ORM unit of work): this sits on the submit path,
         which has to stay close to the cost of a bare sbatch.
         """
+        return self.create_runs([(new, audit, claim)])[0]
+
+    def create_runs(
+        self, batch: Sequence[tuple[NewRun, AuditEntry | None, IdempotencyClaim | None]]
+    ) -> list[Run | None]:
+        """Write every run of ``batch`` (each with its first attempt, SUBMITTING, its audit entry and
+        its idempotency claim) in one transaction: all of them are recorded, or none.
+
+        Returns each item's run in order; None for an item whose key another request holds already
+        (that item alone is not written: the caller replays the earlier request's run).
+        """
         now = utcnow()
-        spec = new.spec
-        tags = list(dict.fromkeys(spec.tags))
+        if len(batch) == 1:  # one run (POST /runs): plain statements, the path tuned for it
+            new, audit, claim = batch[0]
+            with self.db.transaction(writes=True) as session:
+                if claim is not None and not self._take_key(session, claim, new.id, now):
+                    return [None]
+                return [self._write_run(session, new, audit, now)]
         with self.db.transaction(writes=True) as session:
-            if claim is not None and not self._take_key(session, claim, new.id, now):
-                return None
-            # Core statements on the tables, parameters bound: compiled once, cached.
-            session.execute(INSERT_RUN, run_values(new, now))
-            if tags:
-                session.execute(INSERT_TAG, [{"run_id": new.id, "tag": t} for t in tags])
-            if new.inputs:
-                session.execute(INSERT_INPUT, [{"run_id": new.id, **asdict(i)} for i in new.inputs])
-            attempt_id = session.execute(INSERT_ATTEMPT, first_attempt_values(new, now)).scalar_one()
-            event_id = session.execute(
-                INSERT_EVENT,
-                {
-                    "attempt_id": attempt_id,
-                    "at": now,
-                    "to_state": RunState.SUBMITTING.value,
-                    "source": "gateway",
-                },
-            ).scalar_one()
-            if audit is not None:
-                append(session, audit)
+            taken = self._take_keys(session, [(c, n.id) for n, _, c in batch if c is not None], now)
+            keep = [(n, a) for n, a, c in batch if c is None or c.key in taken]
+            written = iter(self._write_runs(session, keep, now))
+            return [next(written) if c is None or c.key in taken else None for _, _, c in batch]
+
+    def _take_keys(
+        self, session: Connection, claims: Sequence[tuple[IdempotencyClaim, str]], now: datetime
+    ) -> set[str]:
+        """``_take_key`` for many claims of one user (each with its run id) in two statements; the keys
+        written (a key another request holds is not among them)."""
+        if not claims:
+            return set()
+        user = claims[0][0].user
+        keys = [c.key for c, _ in claims]
+        session.execute(DROP_EXPIRED_KEYS_OF, {"user": user, "keys": keys, "now": now})
+        rows = [
+            {
+                "user": c.user,
+                "key": c.key,
+                "operation": c.operation,
+                "request_sha256": c.request_sha256,
+                "run_id": run_id,
+                "created_at": now,
+                "expires_at": c.expires_at,
+            }
+            for c, run_id in claims
+        ]
+        return {row.key for row in session.execute(self._insert_key, rows)}
+
+    def _write_runs(
+        self, session: Connection, batch: Sequence[tuple[NewRun, AuditEntry | None]], now: datetime
+    ) -> list[Run]:
+        """The statements of many new runs, one executemany per table, inside the caller's transaction."""
+        if not batch:
+            return []
+        tags = [list(dict.fromkeys(new.spec.tags)) for new, _ in batch]
+        session.execute(INSERT_RUN, [run_values(new, now) for new, _ in batch])
+        tag_rows = [
+            {"run_id": new.id, "tag": t} for (new, _), ts in zip(batch, tags, strict=True) for t in ts
+        ]
+        if tag_rows:
+            session.execute(INSERT_TAG, tag_rows)
+        input_rows = [{"run_id": new.id, **asdict(i)} for new, _ in batch for i in new.inputs]
+        if input_rows:
+            session.execute(INSERT_INPUT, input_rows)
+        attempt_ids = (
+            session.execute(INSERT_ATTEMPTS, [first_attempt_values(new, now) for new, _ in batch])
+            .scalars()
+            .all()
+        )
+        submitting = RunState.SUBMITTING.value
+        event_ids = (
+            session.execute(
+                INSERT_EVENTS_RETURNING,
+                [
+                    {"attempt_id": a, "at": now, "to_state": submitting, "source": "gateway"}
+                    for a in attempt_ids
+                ],
+            )
+            .scalars()
+            .all()
+        )
+        append_many(session, [audit for _, audit in batch if audit is not None])
+        runs = []
+        for (new, _), run_tags, attempt_id, event_id in zip(batch, tags, attempt_ids, event_ids, strict=True):
+            event = StateEvent(event_id, attempt_id, now, None, RunState.SUBMITTING, None, None, "gateway")
+            runs.append(new_run_value(new, attempt_id=attempt_id, event=event, tags=run_tags, now=now))
+        return runs
+
+    def _write_run(self, session: Connection, new: NewRun, audit: AuditEntry | None, now: datetime) -> Run:
+        """The statements of one new run, inside the caller's transaction; the run as written."""
+        tags = list(dict.fromkeys(new.spec.tags))
+        # Core statements on the tables, parameters bound: compiled once, cached.
+        session.execute(INSERT_RUN, run_values(new, now))
+        if tags:
+            session.execute(INSERT_TAG, [{"run_id": new.id, "tag": t} for t in tags])
+        if new.inputs:
+            session.execute(INSERT_INPUT, [{"run_id": new.id, **asdict(i)} for i in new.inputs])
+        attempt_id = session.execute(INSERT_ATTEMPT, first_attempt_values(new, now)).scalar_one()
+        event_id = session.execute(
+            INSERT_EVENT,
+            {
+                "attempt_id": attempt_id,
+                "at": now,
+                "to_state": RunState.SUBMITTING.value,
+                "source": "gateway",
+            },
+        ).scalar_one()
+        if audit is not None:
+            append(session, audit)
         event = StateEvent(event_id, attempt_id, now, None, RunState.SUBMITTING, None, None, "gateway")
         return new_run_value(new, attempt_id=attempt_id, event=event, tags=tags, now=now)
 
@@ -130,6 +221,18 @@ class RunStore(AttemptWrites):
         with self.db.transaction() as session:
             row = session.execute(FIND_KEY, {"user": user, "key": key, "now": utcnow()}).first()
         return None if row is None else ClaimedKey(row.run_id, row.operation, row.request_sha256)
+
+    def claimed_keys(self, user: str, keys: Sequence[str]) -> dict[str, ClaimedKey]:
+        """``claimed_key`` for many keys of ``user`` at once: the unexpired ones found, by key."""
+        found: dict[str, ClaimedKey] = {}
+        with self.db.transaction() as session:
+            for start in range(0, len(keys), 500):  # bounded IN lists
+                rows = session.execute(
+                    FIND_KEYS, {"user": user, "keys": list(keys[start : start + 500]), "now": utcnow()}
+                )
+                for row in rows:
+                    found[row.key] = ClaimedKey(row.run_id, row.operation, row.request_sha256)
+        return found
 
     def forget_expired_keys(self, now: datetime | None = None) -> int:
         """Delete idempotency keys past their time; returns how many."""
@@ -173,6 +276,62 @@ class RunStore(AttemptWrites):
         return StateEvent(
             event_id, attempt_id, now, RunState.SUBMITTING, RunState.QUEUED, "PENDING", None, source
         )
+
+    def record_job_ids(self, pairs: Sequence[tuple[int, str]], *, source: str) -> dict[int, StateEvent]:
+        """``record_job_id`` for many SUBMITTING attempts (attempt id, job id) in one transaction; the
+        events by attempt id. An attempt no longer SUBMITTING is left out (reconciled already)."""
+        if not pairs:
+            return {}
+        now = utcnow()
+        submitting, queued = RunState.SUBMITTING.value, RunState.QUEUED.value
+        jobs = dict(pairs)
+        with self.db.transaction(writes=True) as session:
+            # The attempts still SUBMITTING, locked (PostgreSQL; SQLite's write lock is held already),
+            # so a reconciliation cannot settle one between this read and the update.
+            still = session.execute(STILL_SUBMITTING, {"ids": list(jobs), "state": submitting}).all()
+            recorded = [(row.id, row.run_id, row.number) for row in still]
+            if recorded:
+                session.execute(
+                    RECORD_JOB_IDS,
+                    [
+                        {
+                            "attempt_id": a,
+                            "from_state": submitting,
+                            "job_id": jobs[a],
+                            "to_state": queued,
+                            "now": now,
+                        }
+                        for a, _, _ in recorded
+                    ],
+                )
+            if not recorded:
+                return {}
+            event_ids = (
+                session.execute(
+                    INSERT_EVENTS_RETURNING,
+                    [
+                        {
+                            "attempt_id": a,
+                            "at": now,
+                            "from_state": submitting,
+                            "to_state": queued,
+                            "slurm_state": "PENDING",
+                            "source": source,
+                        }
+                        for a, _, _ in recorded
+                    ],
+                )
+                .scalars()
+                .all()
+            )
+            session.execute(
+                SET_RUN_STATE,
+                [{"run_id": r, "number": n, "state": queued, "now": now} for _, r, n in recorded],
+            )
+        return {
+            a: StateEvent(e, a, now, RunState.SUBMITTING, RunState.QUEUED, "PENDING", None, source)
+            for (a, _, _), e in zip(recorded, event_ids, strict=True)
+        }
 
     def apply_updates(self, updates: Iterable[AttemptUpdate]) -> int:
         """Write what a refresh learned; returns how many transitions were recorded.

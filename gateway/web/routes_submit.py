@@ -3,14 +3,26 @@ submission), Submit, errors next to their fields, and the spec as YAML and as `g
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
 from gateway.core.domain import Principal
 from gateway.core.spec.run_spec import build_spec
-from gateway.errors import Forbidden, GatewayError, NotFound, QuotaExceeded, SpecError, SubmitRejected
+from gateway.errors import (
+    BatchRejected,
+    Forbidden,
+    GatewayError,
+    NotFound,
+    QuotaExceeded,
+    SpecError,
+    SpecIssue,
+    SubmitRejected,
+)
+from gateway.services.runs.batch import BatchItem
 from gateway.services.runs.submit_form import ProjectChoices, QueueChoices
 from gateway.web.deps import PREFIX, FormDep, PagesDep, PrincipalDep, services_of
 from gateway.web.spec_form import (
@@ -116,6 +128,7 @@ def _defaults() -> FormValues:
         "outputs": "",
         "metrics": "",
         "secrets": "",
+        "sweep": "",
         "datasets": [],
         "environment": "",
     }
@@ -145,7 +158,12 @@ async def submit(request: Request, pages: PagesDep, principal: PrincipalDep, for
         raise Forbidden(f"{principal.user} may not submit runs to any project (a viewer reads only)")
     out: dict[str, Any] | None = None
     status = 200
-    if action in ("preview", "submit") and not values.errors:
+    if action in ("preview", "submit") and not values.errors and values.sweep:
+        swept = _sweep(request, principal, values, submit=action == "submit")
+        if isinstance(swept, Response):
+            return swept
+        out = swept
+    elif action in ("preview", "submit") and not values.errors:
         try:
             spec = build_spec(values.data, source="the web form")
             out = {"yaml": spec_yaml(spec), "sbatch": sbatch_command(spec)}
@@ -165,3 +183,53 @@ async def submit(request: Request, pages: PagesDep, principal: PrincipalDep, for
     context = _form_context(request, principal, values)
     name = "_submit_form.html" if request.headers.get("HX-Request") else "submit.html"
     return pages.render(request, name, principal, status_code=status, **context, out=out)
+
+
+def _sweep(
+    request: Request, principal: Principal, values: FormValues, *, submit: bool
+) -> Response | dict[str, Any] | None:
+    """A sweep from the form: one run per point of its grid, submitted as one batch (all or none),
+    each run tagged with the sweep's own tag; the run list of that tag after a submit. Preview shows
+    the first point's script and how many runs it makes."""
+    services = services_of(request)
+    points = values.points()
+    tag = f"sweep-{uuid.uuid4().hex[:8]}"
+    datas = [{**d, "tags": [*d.get("tags", []), tag]} for d in values.point_specs()]
+    try:
+        first = build_spec(datas[0], source="the web form")
+        out: dict[str, Any] = {"yaml": spec_yaml(first), "sbatch": sbatch_command(first), "points": points}
+        if not submit:
+            out["script"] = services.submit_form.preview(first, principal=principal).text
+            return out
+        services.runs.submit_batch([BatchItem(d) for d in datas], principal=principal)
+        return RedirectResponse(f"{PREFIX}/runs?tag={quote(tag)}", status_code=303)
+    except BatchRejected as exc:
+        for index, error in exc.items[:10]:
+            _place(values, error, f"run {index + 1} ({_point_text(points[index])})")
+        if len(exc.items) > 10:
+            values.error("sweep", f"... and {len(exc.items) - 10} more runs of the sweep refused")
+    except GatewayError as exc:
+        _place(values, exc, None)
+    return None
+
+
+def _point_text(point: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in point.items())
+
+
+def _place(values: FormValues, exc: GatewayError, which: str | None) -> None:
+    """An error of the sweep (of run ``which`` of it) next to the field it names."""
+    if isinstance(exc, SpecError):
+        issues = [
+            SpecIssue(
+                i.path.split(".spec.", 1)[-1] if i.path.startswith("items.") else i.path, i.message, i.value
+            )
+            for i in exc.issues
+        ]
+        if which:
+            issues = [SpecIssue(i.path, f"{which}: {i.message}", i.value) for i in issues]
+        place_issues(values, issues)
+    elif isinstance(exc, QuotaExceeded):
+        values.error("sweep", f"{which}: {exc}" if which else str(exc))
+    else:
+        values.error("spec", f"{which}: {exc}" if which else str(exc))

@@ -8,6 +8,7 @@ error on its field here; every other rule is the run spec's own
 
 from __future__ import annotations
 
+import itertools
 import json
 import shlex
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from gateway.core.spec.run_spec import RunSpec
 from gateway.errors import SpecIssue
 
 MAX_PARAM_ROWS = 50
+MAX_SWEEP_POINTS = 1000  # the batch API's default batch_max_items
 MAX_SCRIPT_BYTES = 256 * 1024
 # Spec paths -> the form field their error shows next to.
 FIELD_OF = {
@@ -42,6 +44,18 @@ class FormValues:
     params: list[tuple[str, str]] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
     errors: dict[str, list[str]] = field(default_factory=dict)
+    sweep: dict[str, list[Any]] = field(default_factory=dict)  # param -> its values: one run per point
+
+    def points(self) -> list[dict[str, Any]]:
+        """Every point of the sweep's grid (each param's values crossed), in order; [] without one."""
+        if not self.sweep:
+            return []
+        names = list(self.sweep)
+        return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*self.sweep.values())]
+
+    def point_specs(self) -> list[dict[str, Any]]:
+        """The spec data of each point: the form's spec with the point's values over its params."""
+        return [{**self.data, "params": {**self.data.get("params", {}), **p}} for p in self.points()]
 
     def error(self, name: str, message: str) -> None:
         """Put ``message`` next to field ``name``."""
@@ -164,6 +178,7 @@ async def read_form(form: FormData) -> FormValues:
     if secrets:
         data["secrets"] = secrets
     values.data = data
+    _read_sweep(values, shown.get("sweep", ""))
     return values
 
 
@@ -186,6 +201,28 @@ def _secrets(values: FormValues, text: str) -> dict[str, dict[str, str]]:
     return found
 
 
+def _read_sweep(values: FormValues, text: str) -> None:
+    """The sweep field: one ``param = value, value, ...`` a line (each value JSON or text)."""
+    for line in _lines(text):
+        name, eq, listed = line.partition("=")
+        name = name.strip()
+        options = [_value(v.strip()) for v in listed.split(",") if v.strip()]
+        if not eq or not name or not options:
+            values.error(
+                "sweep", f"{line!r}: write one param a line as name = value, value, ... (lr = 0.1, 0.01)"
+            )
+            continue
+        if name in values.sweep:
+            values.error("sweep", f"param {name!r} is swept twice; give all its values on one line")
+            continue
+        values.sweep[name] = options
+    count = 1
+    for options in values.sweep.values():
+        count *= len(options)
+    if values.sweep and count > MAX_SWEEP_POINTS:
+        values.error("sweep", f"the grid has {count} points; a sweep submits at most {MAX_SWEEP_POINTS} runs")
+
+
 _TEXT_FIELDS = (
     "name",
     "project",
@@ -201,6 +238,7 @@ _TEXT_FIELDS = (
     "gpu_type",
     "walltime_min",
     "tags",
+    "sweep",
     "outputs",
     "metrics",
     "secrets",

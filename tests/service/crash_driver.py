@@ -5,6 +5,9 @@ only addition is a runner that kills its own process at the chosen moment.
 
     python -m tests.service.crash_driver DATABASE_URL RUNS_DIR started|before|after SPEC_JSON|retry [NOTE]
 
+With a JSON list of specs it submits them as one batch (``RunService.submit_batch``, two sbatch
+at a time, the batch's Idempotency-Key in NOTE's place: ``KEY`` after the list) and dies at the
+given point of its ``CRASH_AT``-th sbatch (default the first).
 With ``retry`` instead of a spec it processes the due retries (the retry's
 submission is the one it dies in). Every submission goes through
 ``Submission`` (sbatch started, the attempt committed, the script sent), so the
@@ -24,6 +27,7 @@ import sys
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm import SlurmCLI
 from gateway.core.spec.run_spec import build_spec
+from gateway.services.runs.batch import BatchItem
 from gateway.settings import Settings
 from gateway.wiring import build_services
 
@@ -33,13 +37,18 @@ class KillingRunner(LocalRunner):
     right before it gets its script, or right after it answered. The gateway's death leaves an
     sbatch still waiting an empty stdin, on which it queues nothing."""
 
-    def __init__(self, when: str, note: str | None) -> None:
+    def __init__(self, when: str, note: str | None, at: int = 1) -> None:
         self.when = when
         self.note = note
+        self.at = at  # die in the at-th sbatch
+        self.started = 0
 
     def start(self, argv, **kwargs):
         started = super().start(argv, **kwargs)
         if argv[0] != "sbatch":
+            return started
+        self.started += 1
+        if self.started != self.at:
             return started
         if self.note:
             comment = next(a for a in argv if a.startswith("--comment=")).removeprefix("--comment=")
@@ -67,14 +76,22 @@ class KillingRunner(LocalRunner):
 def main() -> None:
     database_url, runs_dir, when, spec_json = sys.argv[1:5]
     note = sys.argv[5] if len(sys.argv) > 5 else None
-    settings = Settings(database_url=database_url, runs_dir=runs_dir)
-    services = build_services(settings, slurm=SlurmCLI(KillingRunner(when, note)))
+    at = int(os.environ.get("CRASH_AT", "1"))
+    settings = Settings(database_url=database_url, runs_dir=runs_dir, batch_submit_parallel=2)
+    parsed = json.loads(spec_json) if spec_json != "retry" else None
+    batch_key = note if isinstance(parsed, list) else None
+    note = None if batch_key else note
+    services = build_services(settings, slurm=SlurmCLI(KillingRunner(when, note, at)))
     if spec_json == "retry":
         services.retries.process_due()
         print("not killed", file=sys.stderr)
         sys.exit(3)
     principal = services.access.principal("tester")
-    services.runs.submit(build_spec(json.loads(spec_json)), principal=principal)
+    if isinstance(parsed, list):
+        items = [BatchItem(spec) for spec in parsed]
+        services.runs.submit_batch(items, principal=principal, idempotency_key=batch_key)
+    else:
+        services.runs.submit(build_spec(parsed), principal=principal)
     print("not killed", file=sys.stderr)
     sys.exit(3)
 

@@ -97,6 +97,12 @@ def expectations(
             {"json": bad_queue},
             {"admin": 422, "lead": 422, "member": 422, "viewer": 403, "outsider": 404, "anonymous": 401},
         ),
+        # a batch is admitted item by item: a viewer's 403 and an outsider's 404 are its items' statuses,
+        # inside the all-or-none refusal (422 batch_rejected: test_batch_refusal_carries_each_roles_status)
+        "POST /runs/batch": (
+            {"json": {"items": [{"spec": bad_queue}]}},
+            {"admin": 422, "lead": 422, "member": 422, "viewer": 422, "outsider": 422, "anonymous": 401},
+        ),
         "GET /runs": ({}, read_all),
         "GET /runs/{run_id}": ({"path": {"run_id": run_id}}, in_project),
         "GET /runs/{run_id}/telemetry": ({"path": {"run_id": run_id}}, in_project),
@@ -230,6 +236,16 @@ def test_permission_matrix_covers_every_route(app, services, tokens, ended_run, 
             if response.status_code != expected[role]:
                 wrong.append(f"{route} as {role}: {response.status_code}, expected {expected[role]}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_batch_refusal_carries_each_roles_status(app, tokens):
+    """POST /runs/batch refuses all or none with 422; inside, each item has what POST /runs gives the
+    role: 403 for a viewer, 404 for an outsider (the project is not theirs to see)."""
+    spec = {"name": "x", "project": PROJECT, "queue": "cpu", "command": "true"}
+    for role, status in (("viewer", 403), ("outsider", 404), ("member", 422)):
+        body = {"items": [{"spec": spec if role != "member" else {**spec, "queue": "no-such-queue"}}]}
+        answer = call(app, tokens, role, "POST", "/runs/batch", json=body).json()
+        assert answer["error"] == "batch_rejected" and answer["items"][0]["status"] == status, (role, answer)
 
 
 def test_nobody_sees_another_projects_runs(app, tokens, ended_run):

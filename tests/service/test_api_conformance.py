@@ -171,6 +171,12 @@ SERVER_ONLY_RULES: dict[str, list[tuple[str, str]]] = {
 }
 
 
+# A batch's items: each item's issues (at body.items.N.spec.<field>) are those of POST /runs (at
+# body.<field>), refused all or none (batch_rejected); or the batch's own rules.
+SERVER_ONLY_RULES["POST /runs/batch"] = [
+    *SERVER_ONLY_RULES["POST /runs"],
+    (r"body\.items", r"each item needs its own Idempotency-Key|a batch holds 1 to \d+ runs"),
+]
 RUN_BODIES = ("POST /runs", "POST /runs/check", "POST /eval/runs")  # bodies that would reach Slurm
 
 
@@ -195,6 +201,10 @@ def conformance_run(app, token: str, only: set[str] | None = None) -> dict:
             case.body["queue"] = NO_SUCH_QUEUE
             if case.operation.label in ("POST /runs", "POST /runs/check"):
                 case.body["project"] = PROJECT
+        if case.operation.label == "POST /runs/batch" and isinstance(case.body, dict):
+            for item in case.body.get("items") or []:
+                if isinstance(item, dict) and isinstance(item.get("spec"), dict):
+                    item["spec"]["queue"], item["spec"]["project"] = NO_SUCH_QUEUE, PROJECT
         if case.operation.label == "POST /runs/{run_id}/rerun" and isinstance(case.body, dict):
             given = case.body.get("set")
             if isinstance(given, list):  # a rerun that got past its checks would submit: aim it nowhere too
@@ -265,7 +275,21 @@ def _server_only(label: str, interaction) -> bool:
         return False
     if interaction.response.status_code != 422:
         return False
-    issues = json.loads(interaction.response.content)["detail"]
+    body = json.loads(interaction.response.content)
+    issues = body["detail"]
+    if body.get("error") == "batch_rejected":  # each refused item's issues
+        issues = []
+        for item in body["items"]:
+            if not isinstance(item["error"]["detail"], list):
+                return False
+            issues += item["error"]["detail"]
+    if label == "POST /runs/batch" and isinstance(issues, list):  # an item's spec issue, at the spec's path
+        issues = [
+            {**i, "loc": [i["loc"][0], *i["loc"][4:]]}
+            if i["loc"][1:2] == ["items"] and i["loc"][3:4] == ["spec"]
+            else i
+            for i in issues
+        ]
     return isinstance(issues, list) and all(
         any(
             re.fullmatch(loc, ".".join(map(str, issue["loc"]))) and re.search(msg, issue["msg"])

@@ -63,3 +63,26 @@ def test_cancel_through_the_service_ends_the_job(rest_services):
     rest_services.runs.cancel(run.id, principal=alice)
     ended = refresh_until(rest_services, run.id)
     assert ended.state is RunState.CANCELLED
+
+
+def test_a_batch_goes_through_the_users_daemon_over_kept_alive_connections(rest_services):
+    """A batch on slurmrestd: every run one job under the user's own daemon, each run exactly once,
+    its job ids recorded together; the batch's sends share the daemon's kept-alive connections."""
+    from gateway.services.runs.batch import BatchItem
+
+    alice = rest_services.access.principal("alice", source="pytest")
+    tag = unique_tag()
+    items = [BatchItem(spec("true", hold=True, tags=[tag], params={"i": i})) for i in range(6)]
+    outcome = rest_services.runs.submit_batch(items, principal=alice)
+    try:
+        assert outcome.failed == 0
+        jobs = [o.run.latest.job_id for o in outcome.items]
+        assert all(jobs) and len(set(jobs)) == 6
+        for o in outcome.items:
+            assert rest_services.slurm.find_by_tag(o.run.latest.tag) == [o.run.latest.job_id]
+            assert o.run.latest.events[-1].to_state is RunState.QUEUED
+        assert "gwtalice" in rest_services.refresher.slurm.daemons.running()
+    finally:
+        for o in outcome.items:
+            if o.run and o.run.latest.job_id:
+                rest_services.slurm.cancel(o.run.latest.job_id)

@@ -18,6 +18,7 @@ from gateway.api.schemas import (
     RunPublic,
     RunsPublic,
 )
+from gateway.api.schemas_batch import BatchRejectedPublic, RunBatchCreate, RunBatchPublic
 from gateway.core import names
 from gateway.core.described import documented
 from gateway.core.domain import RunFilter
@@ -111,6 +112,56 @@ def submit_run(
     """
     submitted = services.runs.submit_keyed(spec, principal=principal, idempotency_key=idempotency_key)
     return _submitted(submitted)
+
+
+BATCH_KEY = Annotated[
+    str,
+    Header(
+        alias="Idempotency-Key",
+        pattern=r"^[A-Za-z0-9._:-]{8,120}$",
+        description="A key of the client's choosing for the whole batch: each item without a key of its own "
+        "is remembered as <key>#<index>, so the same batch again (a retry after a cut connection) gets "
+        "every run the first request made back, marked replayed. Remembered for a day.",
+    ),
+]
+
+
+@router.post(
+    "/batch",
+    response_model=RunBatchPublic,
+    responses={
+        409: ERRORS[409],
+        422: {
+            "model": BatchRejectedPublic,
+            "description": "All or none (no partial): items that would be refused, each at its index "
+            "(batch_rejected); or the batch itself is malformed or too long",
+        },
+        503: ERRORS[503],
+    },
+    summary="Submit many runs at once",
+)
+def submit_batch(
+    body: RunBatchCreate,
+    services: ServicesDep,
+    principal: PrincipalDep,
+    idempotency_key: BATCH_KEY = None,  # type: ignore[assignment]  # a plain string in OpenAPI; absent: None
+) -> Response:
+    """Submit up to ``batch_max_items`` runs (1,000 by default) in one request: one authentication,
+    one admission pass (the batch's GPU-hours and jobs counted together against the caps), one
+    transaction recording every run, then each sent to Slurm exactly once, several at a time.
+
+    Answers 200 with one answer per item, in order: its run (state ``queued`` with its job id, or
+    ``submitting`` when Slurm did not answer in time) or its error, with the status ``POST /runs``
+    would have given it. Without ``partial``, any item that would be refused refuses the batch
+    (422 ``batch_rejected``, every such item listed; nothing is recorded). A job Slurm refuses after
+    its run was recorded is that item's ``submit_rejected``, with the run."""
+    outcome = services.runs.submit_batch(
+        body.batch(), principal=principal, partial=body.partial, idempotency_key=idempotency_key
+    )
+    headers = {"Idempotent-Replayed": "true"} if outcome.replayed else None
+    return Response(
+        RunBatchPublic.of(outcome).model_dump_json(), headers=headers, media_type="application/json"
+    )
 
 
 @router.post(

@@ -32,7 +32,10 @@ from gateway.core.spec.run_spec import build_spec
 from gateway.core.spec.slurm_fields import JOB_NAME
 from gateway.errors import SpecError, SpecIssue
 
-USAGE = "gw sbatch [sbatch options] [SCRIPT [ARGS...]]  (no SCRIPT: the script is read from stdin)"
+USAGE = (
+    "gw sbatch [sbatch options] [SCRIPT [ARGS...]]  (no SCRIPT: the script is read from stdin)\n"
+    "       gw sbatch [sbatch options] --each SCRIPT...  (every script, with these options, as one batch)"
+)
 WRAP_HEADER = "#!/bin/sh\n# This script was created by sbatch --wrap.\n\n"  # sbatch 22.05's own words
 
 

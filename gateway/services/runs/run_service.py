@@ -20,11 +20,9 @@ caps, the OS user and the output paths (``gateway.services.runs.admission``).
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import jinja2
 
@@ -49,6 +47,7 @@ from gateway.services.envs.catalog import EnvCatalog
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.ops.prometheus import refusal_reason
 from gateway.services.runs.admission import Admission, Admitted
+from gateway.services.runs.batch import BatchItem, BatchOutcome, submit_batch
 from gateway.services.runs.check import RunCheck, RunChecker
 from gateway.services.runs.inputs import (
     ResolvedInput,
@@ -57,16 +56,13 @@ from gateway.services.runs.inputs import (
     resolve_inputs,
     write_manifests,
 )
+from gateway.services.runs.new_runs import new_run_id
+from gateway.services.runs.new_runs import submit_audit as _submit_audit
 from gateway.services.runs.rerun import RerunIdentity, rerun_identity
-from gateway.services.runs.submission import Submission
+from gateway.services.runs.submission import Sent, Submission
 from gateway.services.runs.waiting import WaitingService
 from gateway.settings import Settings
 from gateway.store.runs import RunStore
-
-
-def new_run_id() -> str:
-    """A fresh run id: ``r-`` and 16 random hex digits."""
-    return "r-" + uuid.uuid4().hex[:16]
 
 
 @dataclass(frozen=True)
@@ -149,6 +145,24 @@ class RunService:
             self.metrics.submitted(submitted.run.project, submitted.run.queue)
         warning = self.space_warning(submitted.run.project) if self.space_warning else None
         return replace(submitted, warnings=(warning,)) if warning else submitted
+
+    def submit_batch(
+        self,
+        items: Sequence[BatchItem],
+        *,
+        principal: Principal,
+        partial: bool = False,
+        idempotency_key: str | None = None,
+    ) -> BatchOutcome:
+        """Submit many runs in one pass: one admission pass with the batch's caps counted together,
+        one transaction to record them, each sent exactly once (``gateway.services.runs.batch``).
+
+        All or none unless ``partial``: BatchRejected (nothing written) names every refused item.
+        ``idempotency_key`` covers the batch (``<key>#<index>`` per item without a key of its own).
+        """
+        return submit_batch(
+            self, items, principal=principal, partial=partial, idempotency_key=idempotency_key
+        )
 
     def _submit_keyed(
         self,
@@ -253,7 +267,19 @@ class RunService:
     def _send(self, run: Run, inputs: list[ResolvedInput], submission: Submission) -> Run:
         """Prepare the run directory, then send the recorded first attempt (``Submission.send``: exactly
         once, it was committed first); the run as it stands then."""
-        attempt = run.attempts[0]
+        self._prepare_dir(run, inputs, submission)
+        try:
+            sent = submission.send(run.attempts[0], run.script, source="gateway")
+        except SubmitRejected as exc:
+            exc.run_id = run.id  # type: ignore[attr-defined]
+            raise
+        if sent.event is None:  # Slurm did not answer: still SUBMITTING, with the note
+            return self.store.get_run(run.id)
+        return self._queued(run, sent)
+
+    def _prepare_dir(self, run: Run, inputs: list[ResolvedInput], submission: Submission) -> None:
+        """The run directory (and its inputs' manifests), as the job's OS user; a failure gives the
+        submission up and records the run never submitted (RunHostError, naming the run)."""
         assert run.os_user is not None
         with submission.abandoned_on_error():
             try:
@@ -263,20 +289,22 @@ class RunService:
                 # site and project secrets: their values, written for the job's user (never stored)
                 self.admission.held.deliver(run.spec, run.run_dir, os_user=run.os_user)
             except RunHostError as exc:
-                submission.give_up(attempt, f"cannot prepare the run directory: {exc}", source="gateway")
+                submission.give_up(
+                    run.attempts[0], f"cannot prepare the run directory: {exc}", source="gateway"
+                )
                 exc.run_id = run.id  # type: ignore[attr-defined]
                 raise
             except SpecError as exc:  # a held secret vanished since admission: nothing is queued
-                submission.give_up(attempt, f"cannot deliver the run's secrets: {exc}", source="gateway")
+                submission.give_up(
+                    run.attempts[0], f"cannot deliver the run's secrets: {exc}", source="gateway"
+                )
                 exc.run_id = run.id  # type: ignore[attr-defined]
                 raise
-        try:
-            sent = submission.send(attempt, run.script, source="gateway")
-        except SubmitRejected as exc:
-            exc.run_id = run.id  # type: ignore[attr-defined]
-            raise
-        if sent.event is None:  # Slurm did not answer: still SUBMITTING, with the note
-            return self.store.get_run(run.id)
+
+    def _queued(self, run: Run, sent: Sent) -> Run:
+        """``run`` (as recorded, SUBMITTING) with the job id and QUEUED event ``send`` recorded."""
+        attempt = run.attempts[0]
+        assert sent.event is not None
         queued = replace(
             attempt,
             job_id=sent.job_id,
@@ -413,38 +441,3 @@ class RunService:
     def list(self, *, principal: Principal, where: RunFilter | None = None) -> Page:
         """Runs of the projects ``principal`` may read, newest first, as ``where`` says."""
         return self.store.list_runs(where, projects=visible_projects(principal))
-
-
-def _submit_audit(
-    new: NewRun,
-    principal: Principal,
-    admitted: Admitted,
-    inputs: list[ResolvedInput],
-    derived_from: tuple[str, list[dict]] | None,
-    identity: RerunIdentity | None = None,
-) -> AuditEntry:
-    after: dict[str, Any] = {
-        "queue": new.spec.queue,
-        "partition": admitted.target.partition,
-        "account": admitted.target.account,
-        "os_user": new.os_user,
-        "spec_sha256": new.spec.spec_hash(),
-        "script_sha256": new.script_sha256,
-    }
-    if inputs:
-        after["datasets"] = [i.version.ref for i in inputs]
-    if new.environment and new.environment.get("version_id"):
-        after["environment"] = new.environment["ref"]
-    if derived_from:
-        after |= {"parent_run_id": derived_from[0], "changes": derived_from[1]}
-    if identity is not None:
-        after |= identity.audit()
-    return AuditEntry(
-        actor=principal.user,
-        action="run.rerun" if derived_from else "run.submit",
-        target_type="run",
-        target_id=new.id,
-        project=admitted.project.name,
-        source=principal.source,
-        after=after,
-    )

@@ -15,7 +15,9 @@ DESIGN.md's order, written here and nowhere else:
 
 A crash between 2 and 3 leaves a SUBMITTING attempt that no Slurm job or exactly one carries the
 tag of; reconciliation adopts that job or marks the attempt never submitted, and never submits
-again. ``send`` is the only writer of job ids besides the refresh (reconcile, Slurm's requeues).
+again. ``send`` is the only writer of job ids besides the refresh (reconcile, Slurm's requeues) and
+``record_sent`` here, which records a batch's job ids (each got by ``transmit``, ``send`` without
+the recording) in one transaction (``gateway.services.runs.batch``).
 """
 
 from __future__ import annotations
@@ -105,18 +107,35 @@ class Submission:
         SUBMITTING for reconciliation, and ``Sent(None, None)`` is returned. Any other error (no job
         id in Slurm's answer: SlurmOutputError) leaves the attempt SUBMITTING and goes on.
         """
+        job_id = self.transmit(attempt, script)
+        if job_id is None:
+            return Sent(None, None)
+        return Sent(job_id, self.store.record_job_id(attempt.id, job_id, source=source))
+
+    def transmit(self, attempt: Attempt, script: str) -> str | None:
+        """``send`` but for recording the job id: Slurm's job id, which the caller records with
+        ``record_sent`` (a batch records all its runs' in one transaction); None when Slurm did not
+        answer (the note is added). Refusals are recorded here, as ``send`` records them."""
         if self._done:
             raise RuntimeError(f"the submission of {self.tag} was already sent or abandoned")
         if attempt.tag != self.tag:
             raise ValueError(f"attempt {attempt.tag} is not the one {self.tag} was prepared for")
         self._done = True
         try:
-            job_id = self.prepared.send(script)
+            return self.prepared.send(script)
         except SubmitRejected as exc:
             self.store.mark_never_submitted(attempt.id, str(exc), source="sbatch")
             raise
         except SlurmUnavailable as exc:
             log.warning("sbatch did not answer for %s (%s); reconcile looks it up", attempt.tag, exc)
             self.store.add_note(attempt.id, f"sbatch did not answer: {exc}", source="sbatch")
-            return Sent(None, None)
-        return Sent(job_id, self.store.record_job_id(attempt.id, job_id, source=source))
+            return None
+
+
+def record_sent(store: RunStore, sent: Sequence[tuple[Attempt, str]], *, source: str) -> dict[int, Sent]:
+    """Record the job ids that ``Submission.transmit`` got for these SUBMITTING attempts, all in one
+    transaction (``RunStore.record_job_ids``); what was recorded, by attempt id. An attempt that a
+    reconciliation settled in the meantime is left out (its job is already recorded, by its tag)."""
+    events = store.record_job_ids([(a.id, job_id) for a, job_id in sent], source=source)
+    jobs = {a.id: job_id for a, job_id in sent}
+    return {attempt_id: Sent(jobs[attempt_id], event) for attempt_id, event in events.items()}
