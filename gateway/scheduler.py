@@ -3,7 +3,8 @@
 ``BackgroundWork.cycle`` (refresh, due retries, output harvests) every
 ``refresh_interval_s``; ``BackgroundWork.reconcile`` every
 ``RECONCILE_INTERVAL_S``; ``BackgroundWork.ingest_accounting`` (sacct into
-the accounting ledger) every ``accounting_interval_s``. What runs, in which order and where (the scheduler
+the accounting ledger) every ``accounting_interval_s``; ``BackgroundWork.hand_off`` (the MLflow
+mirror and webhook outbox) every ``handoff_interval_s``. What runs, in which order and where (the scheduler
 lease) is the service's to decide; this module only keeps time.
 """
 
@@ -26,5 +27,6 @@ def start_scheduler(services: Services) -> BackgroundScheduler:
     scheduler.add_job(
         work.ingest_accounting, "interval", seconds=services.settings.accounting_interval_s, id="accounting"
     )
+    scheduler.add_job(work.hand_off, "interval", seconds=services.settings.handoff_interval_s, id="handoff")
     scheduler.start()
     return scheduler

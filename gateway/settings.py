@@ -15,9 +15,10 @@ from pydantic import Field, IPvAnyNetwork, SecretStr, ValidationError, field_val
 from pydantic_settings import NoDecode, SettingsConfigDict
 
 from gateway.settings_accounting import AccountingSettings
+from gateway.settings_handoff import HandoffSettings
 
 
-class Settings(AccountingSettings):
+class Settings(AccountingSettings, HandoffSettings):
     model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore")
 
     template_dir: Path | None = Field(

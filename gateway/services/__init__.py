@@ -32,6 +32,7 @@ from gateway.services.eval.reviews import ReviewService
 from gateway.services.eval.runs import EvalRunService
 from gateway.services.eval.suites import EvalSuiteService
 from gateway.services.eval.trace import EvalTraceService
+from gateway.services.handoff.outbox import HandoffService
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.lineage.outputs import OutputHarvester
 from gateway.services.lineage.walk import LineageService
@@ -98,6 +99,7 @@ class Services:
     submit_form: SubmitFormService  # what the web submit form offers, and its preview
     reports: ReportService  # usage, cost and efficiency reports over the accounting records
     telemetry: TelemetryService | None = None  # GPU telemetry per attempt (docs/telemetry.md)
+    handoff: HandoffService | None = None  # MLflow mirror and webhooks (docs/handoff.md)
     closers: list[Callable[[], None]] = field(default_factory=list)  # the SSH pool's close, if any
 
     def close(self) -> None:

@@ -81,6 +81,14 @@ class PromotionStore:
         with self.db.session() as session:
             return [_move(r, session) for r in session.scalars(query)]
 
+    def alias_event(self, event_id: str) -> AliasEvent:
+        """One alias move by id, or NotFound."""
+        with self.db.session() as session:
+            row = session.get(AliasEventRow, event_id)
+            if row is None:
+                raise NotFound(f"no alias move {event_id!r}")
+            return _move(row, session)
+
     def move_alias(self, move: NewMove, *, audit: AuditEntry, also: Sequence[AuditEntry] = ()) -> AliasEvent:
         """Append a move of an alias; Conflict when the alias moved since ``move.expected_seq``. A
         promotion request named in the move is marked promoted in the same transaction, and ``also``

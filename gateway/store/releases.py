@@ -77,6 +77,14 @@ class ReleaseStore:
                 raise NotFound(f"no model {project}/{name}")
             return _model(row)
 
+    def model_by_id(self, model_id: str) -> RegisteredModel:
+        """The model with this id, or NotFound."""
+        with self.db.session() as session:
+            row = session.get(ModelRow, model_id)
+            if row is None:
+                raise NotFound(f"no model {model_id!r}")
+            return _model(row)
+
     def models(self, projects: Sequence[str] | None) -> list[RegisteredModel]:
         """Models of ``projects`` (None: all), by project and name."""
         query = select(ModelRow).order_by(ModelRow.project, ModelRow.name)

@@ -28,6 +28,7 @@ from gateway.errors import GatewayError
 from gateway.services.accounting.ledger import AccountingService
 from gateway.services.audit import AuditService
 from gateway.services.eval.ingest import EvalIngest, IngestReport
+from gateway.services.handoff.outbox import HandoffReport, HandoffService
 from gateway.services.lineage.outputs import HarvestReport, OutputHarvester
 from gateway.services.runs.refresh import ReconcileReport, Refresher, RefreshReport
 from gateway.services.runs.retry import RetryService
@@ -61,6 +62,7 @@ class BackgroundWork:
         evals: EvalIngest | None = None,
         metrics: GatewayMetrics | None = None,
         accounting: AccountingService | None = None,
+        handoff: HandoffService | None = None,
     ) -> None:
         self.metrics = metrics or GatewayMetrics()  # the refresh cycle's time (GET /metrics)
         self.store = store
@@ -70,6 +72,7 @@ class BackgroundWork:
         self.harvester = harvester
         self.evals = evals
         self.accounting = accounting
+        self.handoff = handoff
         holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease = Lease(db, "scheduler", holder, lease_ttl_s)
         self.leading = False
@@ -165,6 +168,20 @@ class BackgroundWork:
         if counts.new or counts.updated:
             log.info("accounting: %s", counts)
         return counts
+
+    def hand_off(self) -> HandoffReport | None:
+        """Work the hand-off outbox: MLflow mirror jobs and webhook deliveries (leader only); None when
+        this process does not lead or the database did not answer (logged, tried next time)."""
+        if self.handoff is None or not self.lead():
+            return None
+        try:
+            report = self.handoff.process_due()
+        except GatewayError as exc:
+            log.warning("hand-off skipped: %s", exc)
+            return None
+        if report.done or report.failed or report.dead:
+            log.info("hand-off: %s", report)
+        return report
 
     def reconcile(self) -> ReconcileReport | None:
         """Settle attempts a crash left SUBMITTING (leader only); drop expired idempotency keys."""

@@ -47,6 +47,7 @@ from gateway.core.releases.domain import (
 )
 from gateway.core.releases.views import move_dict, release_dict, request_dict
 from gateway.errors import Conflict, Forbidden, NotFound, SpecError, SpecIssue
+from gateway.services.handoff.outbox import HandoffService
 from gateway.services.releases.policy_gate import PolicyGate
 from gateway.services.releases.registry import ReleaseService, text_issue
 from gateway.store.access import AccessStore
@@ -70,6 +71,7 @@ class PromotionService:
         self.releases = releases
         self.gate = gate
         self.access = access  # the approvers' roles as they are now, re-checked at each move
+        self.handoff: HandoffService | None = None  # MLflow alias and webhooks after each move (wiring)
 
     # -- promotion requests -----------------------------------------------------------------------
 
@@ -206,7 +208,7 @@ class PromotionService:
                     target_id=release.id,
                 )
             )
-        return self.store.move_alias(
+        moved = self.store.move_alias(
             NewMove(
                 model_id=release.model_id,
                 alias=alias,
@@ -223,6 +225,9 @@ class PromotionService:
             audit=self._audit(principal, "alias.move", project, after, target_type="alias_event"),
             also=also,
         )
+        if self.handoff is not None:  # after the commit; never fails the move (services/handoff/outbox.py)
+            self.handoff.on_move(moved, project, protected=policy is not None)
+        return moved
 
     def _check(
         self, release: Release, alias: str, request_id: str | None, override: bool, principal: Principal

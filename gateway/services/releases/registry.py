@@ -26,6 +26,7 @@ from gateway.core.releases.domain import NOTES_MAX, REASON_MAX, RELEASE_STATUSES
 from gateway.core.slurm.states import RunState
 from gateway.errors import Conflict, NotFound, SpecError, SpecIssue
 from gateway.services.eval.trace import EvalTraceService
+from gateway.services.handoff.outbox import HandoffService
 from gateway.services.lineage.walk import LineageService
 from gateway.store.eval_reviews import ReviewStore
 from gateway.store.evals import EvalStore
@@ -63,6 +64,7 @@ class ReleaseService:
         self.evals = evals
         self.gates = gates
         self.runs = runs
+        self.handoff: HandoffService | None = None  # MLflow version and webhooks after each release (wiring)
 
     # -- models -----------------------------------------------------------------------------------
 
@@ -132,7 +134,7 @@ class ReleaseService:
         sha = sha256.lower()
         artifact, run = self._artifact(sha, run_id, principal)
         snapshot = self._snapshot(run.id, sha, principal)
-        return self.store.add_release(
+        release = self.store.add_release(
             NewRelease(
                 model_id=model.id,
                 artifact_sha256=sha,
@@ -150,6 +152,9 @@ class ReleaseService:
                 {"model": model.ref, "artifact_sha256": sha, "run": run.id, "path": artifact.path},
             ),
         )
+        if self.handoff is not None:  # after the commit; never fails the release (services/handoff/outbox.py)
+            self.handoff.on_release(release)
+        return release
 
     def _artifact(self, sha: str, run_id: str | None, principal: Principal) -> tuple[Any, Any]:
         """The artifact with content ``sha`` (of ``run_id`` when given) and its succeeded run."""

@@ -8,6 +8,7 @@ from sqlalchemy import create_engine
 from gateway.store import (  # noqa: F401 - registers those tables
     models_accounting,
     models_eval,
+    models_handoff,
     models_lineage,
     models_release,
     models_telemetry,
