@@ -19,6 +19,7 @@ from gateway.api.routes import (
     datasets,
     evals,
     evidence,
+    handoff,
     health,
     lineage,
     metrics,
@@ -99,6 +100,7 @@ def create_app(
     app.include_router(datasets.router)
     app.include_router(evals.router)
     app.include_router(releases.router)
+    app.include_router(handoff.router)
     app.include_router(evidence.router)
     app.include_router(projects.router)
     app.include_router(tokens.router)

@@ -91,4 +91,7 @@ def model_page(
         aliases=aliases,
         events=history["events"],
         policies=services.alias_policies.policies(project, name, principal=principal),
+        handoff=services.handoff.mirror_status(project, name, principal=principal, check=False)
+        if services.handoff
+        else None,
     )

@@ -140,9 +140,23 @@ class MlflowJobs:
         if newest.to_release is None:
             self.registry.delete_alias(name, event.alias)
             return out | {"version": None}
-        mirrored = self.release(newest.to_release, move=newest)
-        self.registry.set_alias(name, event.alias, mirrored["version"])
-        return out | {"version": mirrored["version"], "version_url": mirrored["version_url"]}
+        found = self.registry.version_of(name, newest.to_release)
+        if found is None:  # its release's own job has not run yet: register it here, with the move's tags
+            version = self.release(newest.to_release, move=newest)["version"]
+        else:
+            version = found.version
+            self.registry.set_version_tags(name, version, self._move_tags(newest))
+        self.registry.set_alias(name, event.alias, version)
+        return out | {"version": version, "version_url": self.registry.version_url(name, version)}
+
+    @staticmethod
+    def _move_tags(move: AliasEvent) -> dict[str, str]:
+        """The tags an alias move sets on the version it points at: approvals and the gate decision."""
+        gate = {"gate_id": move.gate_id, "override": move.override, "move": move.id, "alias": move.alias}
+        return {
+            "gateway.approvals": ",".join(move.approvals),
+            "gateway.gate_decision": json.dumps(gate, sort_keys=True, separators=(",", ":")),
+        }
 
     def run(self, run_id: str) -> dict[str, Any]:
         """Log an ended run to its project's experiment (only what MLflow lacks); returns what was new."""

@@ -244,9 +244,12 @@ class HandoffService:
             "items": items,
         }
 
-    def mirror_status(self, project: str, model: str, *, principal: Principal) -> dict[str, Any]:
+    def mirror_status(
+        self, project: str, model: str, *, principal: Principal, check: bool = True
+    ) -> dict[str, Any]:
         """Each release's MLflow version and each alias's mirror, the webhook deliveries, and the drift
-        between MLflow and the gateway (reported, never copied back)."""
+        between MLflow and the gateway (reported, never copied back); ``check`` False: MLflow is not
+        asked (the web page, which must not wait on MLflow), so drift is not checked."""
         if not allowed(principal, "release.read", project):
             raise NotFound(f"no model {project}/{model}")
         found = self.releases.model(project, model)
@@ -306,6 +309,8 @@ class HandoffService:
         }
         if self.registry is None:
             out["problem"] = "no MLflow server is configured (GATEWAY_MLFLOW_TRACKING_URI)"
+            return out
+        if not check:
             return out
         try:
             observed = self.registry.observe(name)
