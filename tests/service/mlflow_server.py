@@ -30,10 +30,18 @@ class MlflowServer:
         env = os.environ | {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
         self.proc = subprocess.Popen(
             [
-                str(mlflow), "server",
-                "--backend-store-uri", f"sqlite:///{self.root / 'mlflow.db'}",
-                "--artifacts-destination", str(self.root / "artifacts"),
-                "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1",
+                str(mlflow),
+                "server",
+                "--backend-store-uri",
+                f"sqlite:///{self.root / 'mlflow.db'}",
+                "--artifacts-destination",
+                str(self.root / "artifacts"),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--workers",
+                "1",
             ],  # fmt: skip
             stdout=log,
             stderr=subprocess.STDOUT,

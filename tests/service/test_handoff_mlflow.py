@@ -58,7 +58,9 @@ def world(database_url, tmp_path_factory, mlflow_server):
 def released_model(services, project, who, root: Path, n: int = 2):
     name = f"m{uuid.uuid4().hex[:6]}"
     services.releases.register_model(project, name, principal=who["member"])
-    services.alias_policies.set_policy(project, name, "prod", principal=who["lead"], roles=["lead"], approvals=0)
+    services.alias_policies.set_policy(
+        project, name, "prod", principal=who["lead"], roles=["lead"], approvals=0
+    )
     shas = []
     for _ in range(n):
         _, sha = ended_run_with_file(services, project, root)
@@ -119,7 +121,9 @@ def test_a_change_made_in_mlflow_is_reported_as_drift_and_not_copied_back(world)
     status = services.handoff.mirror_status(project, name, principal=who["viewer"])
     assert any(d.startswith("alias prod points at version") for d in status["drift"]), status["drift"]
     assert any("forged" in d for d in status["drift"]), status["drift"]
-    (state,) = [s for s in services.promotions.aliases(project, name, principal=who["lead"]) if s.alias == "prod"]
+    (state,) = [
+        s for s in services.promotions.aliases(project, name, principal=who["lead"]) if s.alias == "prod"
+    ]
     assert state.release.version == 1  # the gateway's record stands
 
 

@@ -60,7 +60,7 @@ def run_handoff(run_id: RunId, services: ServicesDep, principal: PrincipalDep) -
 @router.post(
     "/runs/{run_id}/handoff/mlflow",
     response_model=HandoffItemPublic,
-    responses={403: ERRORS[403], 404: ERRORS[404], **BAD_GATEWAY},
+    responses={403: ERRORS[403], 404: ERRORS[404], 409: ERRORS[409], **BAD_GATEWAY},
     summary="Log a run to MLflow tracking now",
 )
 def sync_run(run_id: RunId, services: ServicesDep, principal: PrincipalDep) -> HandoffItemPublic:

@@ -32,7 +32,7 @@ from gateway.core.handoff.mirror import drift, registered_model_name
 from gateway.core.handoff.outbox import NewOutboxItem, OutboxItem, attempt_dict, item_dict
 from gateway.core.handoff.webhooks import backoff_s
 from gateway.core.releases.domain import AliasEvent, Release
-from gateway.errors import Forbidden, GatewayError, HandoffError, NotFound
+from gateway.errors import Conflict, Forbidden, GatewayError, HandoffError, NotFound
 from gateway.services.handoff.config import HandoffConfig
 from gateway.services.handoff.deliveries import WebhookDeliveries
 from gateway.services.handoff.mlflow_jobs import MlflowJobs, links_of, unavailable
@@ -162,7 +162,10 @@ class HandoffService:
         next_at = None if ok or dead else datetime.now(UTC) + timedelta(seconds=wait)
         recorded = self.store.record(item.id, ok=ok, next_at=next_at, dead=dead, **fields)
         if not ok:
-            log.warning("hand-off %s %s (%s) try %d: %s", item.kind, item.subject, item.target, tries, fields)
+            why = fields.get("error", "")
+            log.warning(
+                "hand-off %s %s (%s) try %d failed: %s", item.kind, item.subject, item.target, tries, why
+            )
         return recorded
 
     def resync_run(self, run_id: str, *, principal: Principal) -> dict[str, Any]:
@@ -172,7 +175,7 @@ class HandoffService:
             raise NotFound(f"no run {run_id!r}")
         require(principal, "release.create", run.project)
         if self.mlflow is None:
-            raise HandoffError("no MLflow server is configured (GATEWAY_MLFLOW_TRACKING_URI)")
+            raise Conflict("no MLflow server is configured (GATEWAY_MLFLOW_TRACKING_URI): nothing to sync to")
         (item,) = self.store.enqueue([NewOutboxItem("mlflow.run", run_id, run.project)])
         return item_dict(self.work(item))
 
