@@ -17,12 +17,14 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
+from gateway.core.domain import Principal
 from gateway.core.handoff.mirror import RELEASE_TAG, SHA_TAG, registered_model_name
 from gateway.settings import Settings
 from gateway.wiring import build_services
 from tests.service.handoff_world import ended_run_with_file
 from tests.service.mlflow_server import MlflowServer
 from tests.service.registry_world import add_project, principals
+from tests.service.web_client import web_client
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +108,12 @@ def test_a_promotion_shows_as_the_same_alias_on_the_same_version_with_the_gatewa
     (prod,) = [a for a in status["aliases"] if a["alias"] == "prod"]
     assert prod["mlflow_version"] == version.version and prod["mirror"]["status"] == "done"
     assert all(r["mirror"]["status"] == "done" and r["version_url"] for r in status["releases"])
+    token = services.auth.issue_token(Principal.operator(), who["viewer"].user, name="pytest")[0]
+    with web_client(services, token) as browser:
+        page = browser.get(f"/ui/models/{project}/{name}")
+        assert page.status_code == 200 and f'href="{prod["mirror"]["result"]["version_url"]}"' in page.text
+        run_page = browser.get(f"/ui/runs/{release.run_id}")
+        assert run_page.status_code == 200 and "This run in MLflow" in run_page.text
 
 
 def test_a_change_made_in_mlflow_is_reported_as_drift_and_not_copied_back(world):

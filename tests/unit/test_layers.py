@@ -116,6 +116,8 @@ WRONG_IMPORTS = [
     ("core/eval/results.py", "from gateway.error_status import status_for", "status-table"),
     ("store/runs.py", "import scipy", "stats-in-eval"),
     ("services/runs/logs.py", "from gateway.adapters.slurm import cli", "services-protocols"),
+    ("services/handoff/outbox.py", "import mlflow", "mlflow-one-module"),
+    ("services/handoff/deliveries.py", "from gateway.adapters import webhook_http", "services-protocols"),
 ]
 
 
