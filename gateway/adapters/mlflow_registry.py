@@ -38,6 +38,11 @@ class MlflowRegistry:
 
         self.base_url = tracking_uri.rstrip("/")
         self.client = MlflowClient(tracking_uri=self.base_url, registry_uri=self.base_url)
+        # What this process has seen exist (each saves a request per job); forgotten on any failure,
+        # in case it was deleted in MLflow meanwhile.
+        self._models: set[str] = set()
+        self._experiments: dict[str, str] = {}
+        self._artifact_uris: dict[str, str] = {}
 
     @contextmanager
     def _call(self, what: str) -> Iterator[None]:
@@ -46,6 +51,9 @@ class MlflowRegistry:
         except HandoffError:
             raise
         except Exception as exc:  # MlflowException, requests' and the OS's errors alike: the seam's edge
+            self._models.clear()
+            self._experiments.clear()
+            self._artifact_uris.clear()
             first = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else type(exc).__name__
             raise HandoffError(f"MLflow at {self.base_url}: {what} failed: {first}") from exc
 
@@ -55,9 +63,12 @@ class MlflowRegistry:
         """The registered model ``name`` exists (created with ``tags`` when it did not)."""
         from mlflow.exceptions import MlflowException
 
+        if name in self._models:
+            return
         with self._call(f"registering model {name}"):
             try:
                 self.client.get_registered_model(name)
+                self._models.add(name)
                 return
             except MlflowException as exc:
                 if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
@@ -67,6 +78,7 @@ class MlflowRegistry:
             except MlflowException as exc:
                 if exc.error_code != "RESOURCE_ALREADY_EXISTS":
                     raise
+            self._models.add(name)
 
     def version_of(self, name: str, release_id: str) -> ObservedVersion | None:
         """The version of ``name`` tagged with this gateway release id, if any (the oldest)."""
@@ -133,12 +145,18 @@ class MlflowRegistry:
         """The id of experiment ``name`` (created when missing)."""
         from mlflow.exceptions import MlflowException
 
+        if name in self._experiments:
+            return self._experiments[name]
         with self._call(f"finding experiment {name}"):
             found = self.client.get_experiment_by_name(name)
             if found is not None:
-                return str(found.experiment_id)
+                self._experiments[name] = str(found.experiment_id)
+                return self._experiments[name]
             try:
-                return str(self.client.create_experiment(name, tags={"gateway.experiment": name}))
+                self._experiments[name] = str(
+                    self.client.create_experiment(name, tags={"gateway.experiment": name})
+                )
+                return self._experiments[name]
             except MlflowException as exc:
                 if exc.error_code != "RESOURCE_ALREADY_EXISTS":
                     raise
@@ -154,10 +172,13 @@ class MlflowRegistry:
                 [experiment_id], filter_string=f"tags.`{RUN_TAG}` = '{_quoted(key)}'", max_results=5
             )
             if found:
-                return str(min(found, key=lambda r: r.info.start_time or 0).info.run_id)
+                first = min(found, key=lambda r: r.info.start_time or 0)
+                self._artifact_uris[str(first.info.run_id)] = str(first.info.artifact_uri)
+                return str(first.info.run_id)
             run = self.client.create_run(
                 experiment_id, start_time=start_ms, tags={RUN_TAG: key}, run_name=run_name
             )
+            self._artifact_uris[str(run.info.run_id)] = str(run.info.artifact_uri)
             return str(run.info.run_id)
 
     def log_run(
@@ -222,7 +243,8 @@ class MlflowRegistry:
             existing = {f.path for f in self.client.list_artifacts(run_id, artifact_path)}
             if f"{artifact_path}/{path.name}" not in existing:
                 self.client.log_artifact(run_id, str(path), artifact_path=artifact_path)
-            return f"{self.client.get_run(run_id).info.artifact_uri}/{artifact_path}"
+            root = self._artifact_uris.get(run_id) or self.client.get_run(run_id).info.artifact_uri
+            return f"{root}/{artifact_path}"
 
     def version_url(self, name: str, version: str) -> str:
         """The model version's page in the MLflow UI."""

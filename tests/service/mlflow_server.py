@@ -67,7 +67,7 @@ class MlflowServer:
             return
         try:
             os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=30)
+            self.proc.wait(timeout=5)  # uvicorn waits on kept-alive client connections; down is down
         except ProcessLookupError:
             pass
         except subprocess.TimeoutExpired:

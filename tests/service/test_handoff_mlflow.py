@@ -4,12 +4,14 @@ A release and a protected alias move show in MLflow's registry as the same alias
 with the gateway's tags and the uploaded artifact's bytes; a change made directly in MLflow is reported
 as drift and not copied back; MLflow down during a promotion: the move succeeds, the mirror catches up
 when MLflow is back; an ended run is logged to MLflow tracking, and a re-sync changes nothing. Both
-database backends; one server for the module.
+database backends (MLflow down and back on the first only: a restart is slow); one server for the module.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,10 +19,13 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
+from gateway.api import create_app
 from gateway.core.domain import Principal
 from gateway.core.handoff.mirror import RELEASE_TAG, SHA_TAG, registered_model_name
 from gateway.settings import Settings
 from gateway.wiring import build_services
+from tests.service.conftest import BACKENDS
+from tests.service.gw_serve import GW, serve_in_thread
 from tests.service.handoff_world import ended_run_with_file
 from tests.service.mlflow_server import MlflowServer
 from tests.service.registry_world import add_project, principals
@@ -133,9 +138,32 @@ def test_a_change_made_in_mlflow_is_reported_as_drift_and_not_copied_back(world)
         s for s in services.promotions.aliases(project, name, principal=who["lead"]) if s.alias == "prod"
     ]
     assert state.release.version == 1  # the gateway's record stands
+    token = services.auth.issue_token(Principal.operator(), who["viewer"].user, name="pytest")[0]
+    with serve_in_thread(create_app(services=services)) as url:
+        env = {
+            **os.environ,
+            "GW_URL": url,
+            "GW_TOKEN": token,
+            "GW_CONFIG": "/nonexistent.toml",
+            "COLUMNS": "200",
+        }
+        shown = subprocess.run(
+            [*GW, "release", "mirror-status", f"{project}/{name}"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert shown.returncode == 5, shown.stdout + shown.stderr  # drift: exit 5, for checks that alert
+    assert "DRIFT: alias prod points at version" in shown.stdout
 
 
-def test_mlflow_down_during_a_promotion_the_move_succeeds_and_the_mirror_catches_up(world, mlflow_server):
+def test_mlflow_down_during_a_promotion_the_move_succeeds_and_the_mirror_catches_up(
+    world, mlflow_server, backend
+):
+    if backend != BACKENDS[0]:  # a restart of MLflow costs tens of seconds under load; the outbox's retry
+        # path in the store (failed, due again, done or dead) runs on both databases in test_handoff_webhooks
+        pytest.skip(f"MLflow down and back is checked on {BACKENDS[0]}")
     services, project, who, root, client = world
     name, _ = released_model(services, project, who, root)
     drain(services)

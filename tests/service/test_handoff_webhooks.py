@@ -10,6 +10,8 @@ the API, ``gw`` and the pages show them.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import threading
 import time
 import uuid
@@ -32,6 +34,7 @@ from gateway.core.handoff.webhooks import (
 from gateway.errors import Forbidden
 from gateway.settings import Settings
 from gateway.wiring import build_services
+from tests.service.gw_serve import GW, serve_in_thread
 from tests.service.registry_world import add_project, ended_run, principals
 from tests.service.web_client import web_client
 
@@ -239,3 +242,44 @@ def test_the_api_shows_deliveries_and_refuses_bad_input(world):
         run_page = browser.get(f"/ui/runs/{run_id}")
         # no MLflow and nothing handed off for the run itself: the page has no hand-off section
         assert run_page.status_code == 200 and 'id="handoff"' not in run_page.text
+
+
+def gw(url: str, token: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GW_URL": url, "GW_TOKEN": token, "GW_CONFIG": "/nonexistent.toml", "COLUMNS": "200"}
+    return subprocess.run([*GW, *args], env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_gw_shows_mirror_status_lists_and_replays(world, receiver):
+    services, project, who = world
+    name = f"m{uuid.uuid4().hex[:6]}"
+    services.releases.register_model(project, name, principal=who["member"])
+    _, sha = ended_run(services, project)
+    release = services.releases.create_release(project, name, sha, principal=who["member"])
+    for _ in range(2):
+        services.handoff.process_due()
+    tokens = {
+        k: services.auth.issue_token(OPERATOR, who[k].user, name="pytest")[0] for k in ("viewer", "admin")
+    }
+    with serve_in_thread(create_app(services=services)) as url:
+        shown = gw(url, tokens["viewer"], "release", "mirror-status", f"{project}/{name}")
+        assert shown.returncode == 0, shown.stderr
+        assert (
+            "MLflow (none configured)" in shown.stdout
+            and "webhook" in shown.stdout
+            and "deploy" in shown.stdout
+        )
+        as_json = json.loads(
+            gw(url, tokens["viewer"], "release", "mirror-status", f"{project}/{name}", "--json").stdout
+        )
+        (hook,) = as_json["releases"][0]["webhooks"]
+        assert hook["subject"] == release.id and hook["status"] == "done"
+        listed = gw(url, tokens["viewer"], "handoff", "list", "--project", project, "--kind", "webhook")
+        assert listed.returncode == 0 and hook["id"] in listed.stdout
+        bad = gw(url, tokens["viewer"], "handoff", "list", "--status", "sideways")
+        assert bad.returncode == 2 and "one of pending, done, failed, dead" in bad.stderr
+        refused = gw(url, tokens["viewer"], "handoff", "replay", hook["id"])
+        assert refused.returncode == 77 and "site admins" in refused.stderr
+        assert gw(url, tokens["admin"], "handoff", "replay", "hx-x").returncode == 2
+        again = gw(url, tokens["admin"], "handoff", "replay", hook["id"], "--json")
+        assert again.returncode == 0 and json.loads(again.stdout)["attempts"] == 3
+        assert gw(url, tokens["viewer"], "release", "mirror-status", "not-a-ref").returncode == 2
