@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import and_, exists, func, select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from gateway.core.handoff.outbox import HandoffAttempt, NewOutboxItem, OutboxItem
 from gateway.errors import NotFound, StoreError
@@ -28,35 +29,39 @@ from gateway.store.models import AttemptRow, RunRow, utcnow
 from gateway.store.models_handoff import HandoffAttemptRow, OutboxRow
 
 
+def add_items(session: Session, items: Sequence[NewOutboxItem], now: datetime) -> list[OutboxRow]:
+    """Insert new outbox items in the caller's transaction (a release or alias move and its hand-off
+    commit together, or neither does: the outbox pattern)."""
+    rows = [HandoffStore._new(session, item, now) for item in items]
+    session.flush()
+    return rows
+
+
 class HandoffStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
     def enqueue(self, items: Sequence[NewOutboxItem], *, now: datetime | None = None) -> list[OutboxItem]:
-        """Add each item unless one of its kind, subject and target exists; returns every item, new or not."""
+        """Add each item unless one of its kind, subject and target exists; returns every item, new or not.
+
+        One transaction inserting all of them (a new release's or move's items cannot exist yet); when
+        one does exist (a re-sync, a sweep, another process at the same moment), the unique key refuses
+        the batch and each is looked up, or added, on its own."""
         now = now or utcnow()
+        if not items:
+            return []
+        try:
+            with self.db.session() as session:
+                return [_item(r) for r in add_items(session, items, now)]
+        except StoreError as exc:
+            if not isinstance(exc.__cause__, IntegrityError):
+                raise
         out = []
         for item in items:
             try:
                 with self.db.session() as session:
-                    row = self._find(session, item)
-                    if row is None:
-                        row = OutboxRow(
-                            id=new_id("hx"),
-                            kind=item.kind,
-                            subject=item.subject,
-                            project=item.project,
-                            target=item.target,
-                            event_type=item.event_type,
-                            event_id=item.event_id,
-                            status="pending",
-                            attempts=0,
-                            next_at=now,
-                            last_error="",
-                            created_at=now,
-                        )
-                        session.add(row)
-                        session.flush()
+                    row = self._find(session, item) or self._new(session, item, now)
+                    session.flush()
                     out.append(_item(row))
             except StoreError as exc:  # another process enqueued the same item at the same moment
                 if not isinstance(exc.__cause__, IntegrityError):
@@ -67,6 +72,25 @@ class HandoffStore:
                         raise
                     out.append(_item(found))
         return out
+
+    @staticmethod
+    def _new(session: Any, item: NewOutboxItem, now: datetime) -> OutboxRow:
+        row = OutboxRow(
+            id=new_id("hx"),
+            kind=item.kind,
+            subject=item.subject,
+            project=item.project,
+            target=item.target,
+            event_type=item.event_type,
+            event_id=item.event_id,
+            status="pending",
+            attempts=0,
+            next_at=now,
+            last_error="",
+            created_at=now,
+        )
+        session.add(row)
+        return row
 
     @staticmethod
     def _find(session: Any, item: NewOutboxItem) -> OutboxRow | None:

@@ -12,7 +12,7 @@ due at ``next_at``; ``dead`` ones ran out of tries and wait for an admin's repla
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -30,6 +30,11 @@ class NewOutboxItem:
     target: str = ""  # the webhook endpoint's name; "" for MLflow
     event_type: str = ""  # webhooks: release.created | alias.moved
     event_id: str = ""  # webhooks: the event's id, the same for every endpoint and try
+
+    def about(self, subject: str) -> NewOutboxItem:
+        """This item for ``subject`` (a release or move written in the same transaction); a webhook's
+        event id is ``ev-`` + the subject, the same for every endpoint."""
+        return replace(self, subject=subject, event_id=f"ev-{subject}" if self.kind == "webhook" else "")
 
 
 @dataclass(frozen=True)

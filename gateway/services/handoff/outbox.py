@@ -1,11 +1,13 @@
 """The hand-off outbox: what the gateway owes MLflow and the webhook receivers, worked until delivered.
 
-``on_release`` and ``on_move`` (called by the release and promotion services
-after their write committed) enqueue the jobs a new release or an alias move
-makes: register the version in MLflow and a ``release.created`` event; set
-the MLflow alias (a protected alias's move) and an ``alias.moved`` event, one
-item per webhook endpoint. Enqueuing never fails the caller's action: a
-problem is logged and the move stands. ``process_due`` (the scheduler, every
+``for_release`` and ``for_move`` give the items a new release or an alias
+move makes, which the release and promotion services hand to the store with
+the write itself, so the record and its hand-off commit together or not at
+all (the outbox pattern): register the version in MLflow and a
+``release.created`` event; set the MLflow alias (a protected alias's move)
+and an ``alias.moved`` event, one item per webhook endpoint. Enqueuing never
+talks to MLflow or a receiver, so it never fails a move on their account.
+``process_due`` (the scheduler, every
 ``handoff_interval_s``, leader only) first enqueues every ended, harvested
 run not yet logged to MLflow tracking, then works the due items: each try is
 recorded; a failed one is due again after a doubling back-off, and after
@@ -31,8 +33,8 @@ from gateway.core.domain import Principal
 from gateway.core.handoff.mirror import drift, registered_model_name
 from gateway.core.handoff.outbox import NewOutboxItem, OutboxItem, attempt_dict, item_dict
 from gateway.core.handoff.webhooks import backoff_s
-from gateway.core.releases.domain import AliasEvent, Release
-from gateway.errors import Conflict, Forbidden, GatewayError, HandoffError, NotFound
+from gateway.core.releases.domain import AliasEvent
+from gateway.errors import Conflict, Forbidden, HandoffError, NotFound
 from gateway.services.handoff.config import HandoffConfig
 from gateway.services.handoff.deliveries import WebhookDeliveries
 from gateway.services.handoff.mlflow_jobs import MlflowJobs, links_of, unavailable
@@ -75,40 +77,25 @@ class HandoffService:
 
     # -- enqueue ----------------------------------------------------------------------------------
 
-    def on_release(self, release: Release) -> list[OutboxItem]:
-        """Enqueue a new release's MLflow version and ``release.created`` events (never raises)."""
-        items = []
-        if self.mlflow is not None:
-            items.append(NewOutboxItem("mlflow.release", release.id, release.project))
-        items += self._events("release.created", release.id, release.project)
-        return self._enqueue(items, f"release {release.ref}")
+    def for_release(self, project: str) -> list[NewOutboxItem]:
+        """The items a new release of ``project`` enqueues, in the release's own transaction (its id
+        filled in by the store): its MLflow version and ``release.created`` events."""
+        items = [NewOutboxItem("mlflow.release", "", project)] if self.mlflow is not None else []
+        return items + self._events("release.created", project)
 
-    def on_move(self, move: AliasEvent, project: str, *, protected: bool) -> list[OutboxItem]:
-        """Enqueue a move's MLflow alias (protected aliases) and ``alias.moved`` events (never raises)."""
-        items = []
-        if self.mlflow is not None and (protected or not self.config.protected_only):
-            items.append(NewOutboxItem("mlflow.alias", move.id, project))
-        items += self._events("alias.moved", move.id, project)
-        return self._enqueue(items, f"move {move.id} of {move.alias}")
+    def for_move(self, project: str, *, protected: bool) -> list[NewOutboxItem]:
+        """The items an alias move enqueues, in the move's own transaction: the MLflow alias (protected
+        aliases) and ``alias.moved`` events."""
+        mirrored = self.mlflow is not None and (protected or not self.config.protected_only)
+        items = [NewOutboxItem("mlflow.alias", "", project)] if mirrored else []
+        return items + self._events("alias.moved", project)
 
-    def _events(self, event_type: str, subject: str, project: str) -> list[NewOutboxItem]:
-        event_id = f"ev-{subject}"
+    def _events(self, event_type: str, project: str) -> list[NewOutboxItem]:
         return [
-            NewOutboxItem(
-                "webhook", subject, project, target=e.name, event_type=event_type, event_id=event_id
-            )
+            NewOutboxItem("webhook", "", project, target=e.name, event_type=event_type)
             for e in self.config.endpoints
             if e.wants(event_type, project)
         ]
-
-    def _enqueue(self, items: list[NewOutboxItem], what: str) -> list[OutboxItem]:
-        if not items:
-            return []
-        try:
-            return self.store.enqueue(items)
-        except GatewayError as exc:  # the action stands; the hand-off is what is lost, so say so loudly
-            log.error("could not enqueue the hand-off of %s: %s", what, exc)
-            return []
 
     # -- work -------------------------------------------------------------------------------------
 

@@ -71,7 +71,7 @@ class PromotionService:
         self.releases = releases
         self.gate = gate
         self.access = access  # the approvers' roles as they are now, re-checked at each move
-        self.handoff: HandoffService | None = None  # MLflow alias and webhooks after each move (wiring)
+        self.handoff: HandoffService | None = None  # what a move hands off to MLflow and webhooks (wiring)
 
     # -- promotion requests -----------------------------------------------------------------------
 
@@ -208,7 +208,7 @@ class PromotionService:
                     target_id=release.id,
                 )
             )
-        moved = self.store.move_alias(
+        return self.store.move_alias(
             NewMove(
                 model_id=release.model_id,
                 alias=alias,
@@ -224,10 +224,9 @@ class PromotionService:
             ),
             audit=self._audit(principal, "alias.move", project, after, target_type="alias_event"),
             also=also,
+            # its MLflow alias and webhook events, in the move's own transaction (services/handoff)
+            outbox=self.handoff.for_move(project, protected=policy is not None) if self.handoff else (),
         )
-        if self.handoff is not None:  # after the commit; never fails the move (services/handoff/outbox.py)
-            self.handoff.on_move(moved, project, protected=policy is not None)
-        return moved
 
     def _check(
         self, release: Release, alias: str, request_id: str | None, override: bool, principal: Principal

@@ -64,7 +64,7 @@ class ReleaseService:
         self.evals = evals
         self.gates = gates
         self.runs = runs
-        self.handoff: HandoffService | None = None  # MLflow version and webhooks after each release (wiring)
+        self.handoff: HandoffService | None = None  # what a release hands off to MLflow and webhooks (wiring)
 
     # -- models -----------------------------------------------------------------------------------
 
@@ -134,7 +134,7 @@ class ReleaseService:
         sha = sha256.lower()
         artifact, run = self._artifact(sha, run_id, principal)
         snapshot = self._snapshot(run.id, sha, principal)
-        release = self.store.add_release(
+        return self.store.add_release(
             NewRelease(
                 model_id=model.id,
                 artifact_sha256=sha,
@@ -151,10 +151,9 @@ class ReleaseService:
                 project,
                 {"model": model.ref, "artifact_sha256": sha, "run": run.id, "path": artifact.path},
             ),
+            # its MLflow version and webhook events, in the release's own transaction (services/handoff)
+            outbox=self.handoff.for_release(project) if self.handoff else (),
         )
-        if self.handoff is not None:  # after the commit; never fails the release (services/handoff/outbox.py)
-            self.handoff.on_release(release)
-        return release
 
     def _artifact(self, sha: str, run_id: str | None, principal: Principal) -> tuple[Any, Any]:
         """The artifact with content ``sha`` (of ``run_id`` when given) and its succeeded run."""
