@@ -216,3 +216,28 @@ def test_an_ended_run_is_logged_to_tracking_and_a_resync_changes_nothing(world):
         [tracking.info.experiment_id], filter_string=f"tags.`gateway.run_id` = '{run_id}'"
     )
     assert len(found) == 1
+
+
+def test_reference_mode_registers_the_artifact_by_its_uri_without_copying(world, database_url, mlflow_server):
+    services, project, who, root, client = world
+    referencing = build_services(
+        services.settings.model_copy(
+            update={"mlflow_artifacts": "reference", "mlflow_reference_uri": "s3://models/{project}/{sha256}"}
+        ),
+        upgrade=False,
+    )
+    try:
+        name = f"m{uuid.uuid4().hex[:6]}"
+        referencing.releases.register_model(project, name, principal=who["member"])
+        _, sha = ended_run_with_file(referencing, project, root)
+        release = referencing.releases.create_release(project, name, sha, principal=who["member"])
+        (item,) = [
+            i for i in referencing.handoff.store.items(subjects=[release.id]) if i.kind == "mlflow.release"
+        ]
+        done = referencing.handoff.work(item)
+        assert done.status == "done", done.last_error
+        version = client.get_model_version(registered_model_name(project, name), done.result["version"])
+        assert version.source == f"s3://models/{project}/{sha}" and version.tags[SHA_TAG] == sha
+        assert not client.list_artifacts(version.run_id, f"model-{sha[:12]}")  # nothing was uploaded
+    finally:
+        referencing.close()
