@@ -300,3 +300,19 @@ def test_the_scheduler_job_works_the_outbox_on_the_leader(world, receiver):
     assert second is not None
     (item,) = services.handoff.store.items(subjects=[release.id])
     assert item.status == "done" and item.id in second.done and item.attempts == 2
+
+
+def test_an_item_of_an_endpoint_no_longer_configured_fails_and_ends_dead(world):
+    services, project, who = world
+    from gateway.core.handoff.outbox import NewOutboxItem
+
+    name = f"m{uuid.uuid4().hex[:6]}"
+    services.releases.register_model(project, name, principal=who["member"])
+    _, sha = ended_run(services, project)
+    release = services.releases.create_release(project, name, sha, principal=who["member"])
+    (item,) = services.handoff.store.enqueue(
+        [NewOutboxItem("webhook", "", project, target="gone", event_type="release.created").about(release.id)]
+    )
+    for _ in range(3):
+        item = services.handoff.work(item)
+    assert item.status == "dead" and "'gone' is no longer configured" in item.last_error

@@ -34,7 +34,7 @@ from gateway.core.handoff.mirror import drift, registered_model_name
 from gateway.core.handoff.outbox import NewOutboxItem, OutboxItem, attempt_dict, item_dict
 from gateway.core.handoff.webhooks import backoff_s
 from gateway.core.releases.domain import AliasEvent
-from gateway.errors import Conflict, Forbidden, HandoffError, NotFound
+from gateway.errors import Conflict, Forbidden, HandoffError, NotFound, StoreError
 from gateway.services.handoff.config import HandoffConfig
 from gateway.services.handoff.deliveries import WebhookDeliveries
 from gateway.services.handoff.mlflow_jobs import MlflowJobs, links_of, unavailable
@@ -114,9 +114,16 @@ class HandoffService:
         return report
 
     def work(self, item: OutboxItem) -> OutboxItem:
-        """One try at ``item``, recorded."""
+        """One try at ``item``, recorded. Any failure of the item itself is a failed try (so one bad
+        item ends dead and never blocks the others); only the gateway's database failing stops here."""
         if item.kind == "webhook":
-            tried = self.deliveries.deliver(item)
+            try:
+                tried = self.deliveries.deliver(item)
+            except StoreError:
+                raise
+            except Exception as exc:  # the event could not even be built: a failed try, kept with why
+                log.exception("hand-off %s: the webhook event could not be built", item.id)
+                return self._record(item, ok=False, error=unavailable(exc))
             return self._record(
                 item,
                 ok=tried.ok,
@@ -136,7 +143,11 @@ class HandoffService:
                 result = self.mlflow.alias(item.subject)
             else:
                 result = self.mlflow.run(item.subject)
-        except (HandoffError, NotFound) as exc:
+        except StoreError:
+            raise
+        except Exception as exc:  # MLflow's refusal or silence (HandoffError), a record gone, a bug alike
+            if not isinstance(exc, HandoffError | NotFound):
+                log.exception("hand-off %s failed unexpectedly", item.id)
             took = int((datetime.now(UTC) - started).total_seconds() * 1000)
             return self._record(item, ok=False, error=unavailable(exc), duration_ms=took)
         took = int((datetime.now(UTC) - started).total_seconds() * 1000)
