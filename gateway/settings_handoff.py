@@ -124,4 +124,12 @@ class HandoffSettings(BaseSettings):
                 "mlflow_artifacts reference needs mlflow_reference_uri (GATEWAY_MLFLOW_REFERENCE_URI), the "
                 "artifact's URI in your object store with {sha256} in it, e.g. s3://models/{sha256}"
             )
+        if self.mlflow_reference_uri:
+            try:
+                self.mlflow_reference_uri.format(sha256="0", project="p", model="m", version=1, path="f")
+            except (KeyError, IndexError, ValueError) as exc:
+                raise ValueError(
+                    f"mlflow_reference_uri {self.mlflow_reference_uri!r} does not format ({exc!r}); it may "
+                    "use {sha256}, {project}, {model}, {version} and {path}"
+                ) from None
         return self

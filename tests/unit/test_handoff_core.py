@@ -112,11 +112,18 @@ def test_backoff_doubles_up_to_its_cap_and_bodies_are_canonical():
 @pytest.mark.parametrize(
     ("env", "says"),
     [
-        ({"webhooks": [{"name": "x", "url": "ftp://h/", "secret": "s" * 16}]}, "not an http:// or https:// URL"),
+        (
+            {"webhooks": [{"name": "x", "url": "ftp://h/", "secret": "s" * 16}]},
+            "not an http:// or https:// URL",
+        ),
         ({"webhooks": [{"name": "x", "url": "http://h/", "secret": "short"}]}, "at least 16 characters"),
         ({"webhooks": [{"name": "X Y", "url": "http://h/", "secret": "s" * 16}]}, "lower-case letters"),
         (
-            {"webhooks": [{"name": "x", "url": "http://h/", "secret": "s" * 16, "events": ["release.deleted"]}]},
+            {
+                "webhooks": [
+                    {"name": "x", "url": "http://h/", "secret": "s" * 16, "events": ["release.deleted"]}
+                ]
+            },
             "the types are release.created, alias.moved",
         ),
         (
@@ -124,6 +131,10 @@ def test_backoff_doubles_up_to_its_cap_and_bodies_are_canonical():
             "x is given twice",
         ),
         ({"mlflow_artifacts": "reference"}, "needs mlflow_reference_uri"),
+        (
+            {"mlflow_artifacts": "reference", "mlflow_reference_uri": "s3://m/{digest}"},
+            "it may use {sha256}, {project}, {model}, {version} and {path}",
+        ),
     ],
 )
 def test_bad_handoff_settings_are_refused_with_what_is_valid(env, says):
