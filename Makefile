@@ -51,7 +51,7 @@ lint: venv
 	$(BIN)/lint-imports
 	$(BIN)/mypy gateway
 
-bench: cluster-if-down ## gw start-up, submit (service, API in-process and as its own server, mapped user, 1,000-run bursts vs sbatch in three server configurations; gw serve CPU per run one by one and in a 1,000-run batch), over SSH vs local, refresh (10,000 attempts), dataset registration (2 GiB), gate (100,000 samples x 10 tasks), web run list (10,000 runs), accounting ingest (100,000 sacct lines, twice), reports (1,000,000 accounting rows)
+bench: cluster-if-down ## gw start-up, submit (service, API in-process and as its own server, mapped user, 1,000-run bursts vs sbatch in three server configurations; gw serve CPU per run one by one and in a 1,000-run batch), over SSH vs local, refresh (10,000 attempts), dataset registration (2 GiB), gate (100,000 samples x 10 tasks), web run list (10,000 runs), accounting ingest (100,000 sacct lines, twice), reports (1,000,000 accounting rows), the hand-off (a move with MLflow and 3 webhooks vs without; deliveries per second)
 	@scripts/sshd-ready
 	$(BIN)/python -m bench.startup 10
 	$(BIN)/python -m bench.submit 50
@@ -64,6 +64,7 @@ bench: cluster-if-down ## gw start-up, submit (service, API in-process and as it
 	$(BIN)/python -m bench.web 10000
 	$(BIN)/python -m bench.accounting 100000
 	$(BIN)/python -m bench.reports 1000000
+	$(BIN)/python -m bench.handoff 50
 
 openapi: venv ## regenerate docs/openapi.json from the code
 	$(BIN)/python -m gateway.api.openapi > docs/openapi.json

@@ -18,6 +18,7 @@ interfaces (API, CLI) map these classes to HTTP statuses or exit codes.
      ├── StoreError           the gateway's database refused a write or a read
      │    └── StoreUnavailable    the database cannot be reached right now
      ├── AnchorError          the audit anchor file (checkpoints outside the database) cannot be written
+     ├── HandoffError         an MLflow server or webhook endpoint refused a hand-off or did not answer
      ├── CommandError         the command runner could not run a program at all
      │    └── CommandTimeout  the program ran past its time limit
      ├── RunHostError         the machine where jobs run refused a file operation (run directory ...)
@@ -147,6 +148,10 @@ class StoreUnavailable(StoreError):
 
 class AnchorError(GatewayError):
     """The audit anchor file on the gateway host cannot be created, written or moved (the OS's reason)."""
+
+
+class HandoffError(GatewayError):
+    """An MLflow server or a webhook endpoint refused a hand-off or did not answer (the outbox retries)."""
 
 
 class CommandError(GatewayError):

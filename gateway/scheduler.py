@@ -5,7 +5,8 @@
 ``RECONCILE_INTERVAL_S``; ``BackgroundWork.ingest_accounting`` (sacct into
 the accounting ledger) every ``accounting_interval_s``;
 ``BackgroundWork.sweep_retention`` (the retention sweep, docs/retention.md) every
-``retention_interval_s``. What runs, in which order and where (the scheduler
+``retention_interval_s``; ``BackgroundWork.hand_off`` (the MLflow mirror and webhook
+outbox) every ``handoff_interval_s``. What runs, in which order and where (the scheduler
 lease) is the service's to decide; this module only keeps time.
 """
 
@@ -31,5 +32,6 @@ def start_scheduler(services: Services) -> BackgroundScheduler:
     scheduler.add_job(
         work.sweep_retention, "interval", seconds=services.settings.retention_interval_s, id="retention"
     )
+    scheduler.add_job(work.hand_off, "interval", seconds=services.settings.handoff_interval_s, id="handoff")
     scheduler.start()
     return scheduler

@@ -27,6 +27,7 @@ from pydantic_settings import (
 )
 
 from gateway.settings_accounting import AccountingSettings
+from gateway.settings_handoff import HandoffSettings
 
 SETTINGS_FILE_ENV = "GATEWAY_SETTINGS_FILE"
 DEFAULT_SETTINGS_FILE = Path("/etc/gateway/gateway.env")
@@ -64,7 +65,7 @@ def settings_file(environ: Mapping[str, str] = os.environ) -> Path | None:
     return path
 
 
-class Settings(AccountingSettings):
+class Settings(AccountingSettings, HandoffSettings):
     model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore")
 
     @classmethod

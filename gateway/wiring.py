@@ -11,6 +11,7 @@ from typing import Any
 from gateway import resources
 from gateway.adapters.anchor import AnchorFile
 from gateway.adapters.evidence_key import load_signer
+from gateway.adapters.handoff import ModelRegistry
 from gateway.adapters.prometheus import GatewayMetrics
 from gateway.adapters.runhost import RunHost
 from gateway.adapters.runhost_local import LocalRunHost
@@ -42,6 +43,10 @@ from gateway.services.eval.reviews import ReviewService
 from gateway.services.eval.runs import EvalJobSettings, EvalRunService
 from gateway.services.eval.suites import EvalSuiteService
 from gateway.services.eval.trace import EvalTraceService
+from gateway.services.handoff.config import Endpoint, HandoffConfig
+from gateway.services.handoff.deliveries import WebhookDeliveries
+from gateway.services.handoff.mlflow_jobs import MlflowJobs
+from gateway.services.handoff.outbox import HandoffService
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.lineage.outputs import OutputHarvester
 from gateway.services.lineage.walk import LineageService
@@ -79,6 +84,7 @@ from gateway.store.envs import EnvStore
 from gateway.store.eval_results import EvalResultStore
 from gateway.store.eval_reviews import ReviewStore
 from gateway.store.evals import EvalStore
+from gateway.store.handoff import HandoffStore
 from gateway.store.lineage import LineageStore
 from gateway.store.promotions import PromotionStore
 from gateway.store.releases import ReleaseStore
@@ -130,6 +136,8 @@ def build_services(
     releases = _releases(db, evals, lineage, store, access, audit.store, accounting, settings)
     retention = _retention(settings, db, store, access, host)
     runs.space_warning = retention["storage"].warning
+    handoff = _handoff(settings, db, store, lineage_store)
+    releases["releases"].handoff = releases["promotions"].handoff = handoff
     return Services(
         settings=settings,
         db=db,
@@ -171,8 +179,10 @@ def build_services(
             metrics,
             accounting,
             retention["retention"],
+            handoff,
         ),
         **retention,
+        handoff=handoff,
         accounting=accounting,
         metrics=MetricsService(metrics, store, access, usage, settings, retention["storage"]),
         submit_form=SubmitFormService(runs, usage),
@@ -194,6 +204,7 @@ def _background(
     metrics: GatewayMetrics,
     accounting: AccountingService,
     retention: RetentionSweeper,
+    handoff: HandoffService,
 ) -> BackgroundWork:
     """The leader's periodic work: refresh, retries, harvests, eval ingest, audit anchors, accounting."""
     return BackgroundWork(
@@ -208,6 +219,63 @@ def _background(
         metrics=metrics,
         accounting=accounting,
         retention=retention,
+    )
+
+
+def handoff_config(settings: Settings) -> HandoffConfig:
+    """The hand-off settings as plain values (docs/handoff.md)."""
+    since = None
+    if settings.mlflow_track_runs_since:
+        from datetime import UTC, datetime
+
+        since = datetime.fromisoformat(settings.mlflow_track_runs_since)
+        since = since if since.tzinfo else since.replace(tzinfo=UTC)
+    return HandoffConfig(
+        public_url=settings.public_url or "",
+        artifacts=settings.mlflow_artifacts,
+        reference_uri=settings.mlflow_reference_uri or "",
+        track_runs_since=since,
+        endpoints=tuple(
+            Endpoint(
+                w.name,
+                w.url,
+                w.secret.get_secret_value(),
+                tuple(w.events),
+                tuple(w.projects) if w.projects is not None else None,
+            )
+            for w in settings.webhooks
+        ),
+        webhook_timeout_s=settings.webhook_timeout_s,
+        max_attempts=settings.handoff_max_attempts,
+        backoff_s=settings.handoff_backoff_s,
+        backoff_cap_s=settings.handoff_backoff_cap_s,
+    )
+
+
+def _handoff(
+    settings: Settings,
+    db: Database,
+    store: RunStore,
+    lineage: LineageStore,
+    registry: ModelRegistry | None = None,
+) -> HandoffService:
+    """The hand-off outbox: the MLflow mirror (with ``mlflow_tracking_uri``) and the webhooks."""
+    from gateway.adapters.webhook_http import HttpWebhookPoster
+
+    config = handoff_config(settings)
+    if registry is None and settings.mlflow_tracking_uri:
+        from gateway.adapters.mlflow_registry import MlflowRegistry  # the optional extra gateway[mlflow]
+
+        registry = MlflowRegistry(settings.mlflow_tracking_uri, timeout_s=settings.mlflow_timeout_s)
+    release_store, promotion_store = ReleaseStore(db), PromotionStore(db)
+    jobs = (
+        MlflowJobs(registry, config, release_store, promotion_store, store, lineage)
+        if registry is not None
+        else None
+    )
+    deliveries = WebhookDeliveries(HttpWebhookPoster(), config, release_store, promotion_store)
+    return HandoffService(
+        HandoffStore(db), config, release_store, promotion_store, store, deliveries, jobs, registry
     )
 
 

@@ -21,6 +21,7 @@ from gateway.api.routes import (
     environments,
     evals,
     evidence,
+    handoff,
     health,
     lineage,
     metrics,
@@ -107,6 +108,7 @@ def create_app(
     app.include_router(environments.runs_router)
     app.include_router(evals.router)
     app.include_router(releases.router)
+    app.include_router(handoff.router)
     app.include_router(evidence.router)
     app.include_router(projects.router)
     app.include_router(tokens.router)

@@ -100,6 +100,7 @@ class Gw(LazyGroup):
         "eval": _in("eval_cmds", "Evaluation: suites, eval runs, results, gates, reviews.", group=True),
         "model": _in("release_cmds", "Registered models of a project.", group=True),
         "release": _in("release_cmds", "Releases, aliases, policies, promotions and history.", group=True),
+        "handoff": _in("handoff_cmds", "MLflow mirror jobs and webhook deliveries.", group=True),
         "poc": _in("poc_cmds", "The acceptance scenarios as one command (docs/poc.md).", group=True),
     }
 

@@ -31,6 +31,9 @@ def register(app: typer.Typer) -> None:
     """Add ``gw model`` and ``gw release`` to ``app``."""
     app.add_typer(model_app, name="model")
     app.add_typer(release_app, name="release")
+    from gateway.cli import handoff_cmds  # gw release mirror-status (docs/handoff.md)
+
+    handoff_cmds.add_release_commands(release_app)
 
 
 def _ref(text: str, *, version: bool | None) -> ReleaseRef:

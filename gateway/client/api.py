@@ -103,6 +103,29 @@ class GatewayClient:
         query = {k: v for k, v in (params or {}).items() if v is not None}
         return self._call(method, path, json_body=body, params=query or None)
 
+    def mirror_status(self, project: str, model: str) -> dict[str, Any]:
+        """``GET /models/{project}/{model}/mirror``: the MLflow mirror, webhook deliveries and drift."""
+        return self._call("GET", f"/models/{project}/{model}/mirror")
+
+    def run_handoff(self, run_id: str) -> dict[str, Any]:
+        """``GET /runs/{run_id}/handoff``: the run's MLflow tracking link and hand-off items."""
+        return self._call("GET", f"/runs/{run_id}/handoff")
+
+    def sync_run(self, run_id: str) -> dict[str, Any]:
+        """``POST /runs/{run_id}/handoff/mlflow``: log the run to MLflow tracking now (idempotent)."""
+        return self._call("POST", f"/runs/{run_id}/handoff/mlflow")
+
+    def handoff_items(
+        self, *, project: str | None = None, status: str | None = None, kind: str | None = None
+    ) -> list[dict[str, Any]]:
+        """``GET /handoff/items``: mirror jobs and webhook deliveries (None filters are not sent)."""
+        params = {k: v for k, v in {"project": project, "status": status, "kind": kind}.items() if v}
+        return self._call("GET", "/handoff/items", params=params or None)
+
+    def replay_handoff(self, item_id: str) -> dict[str, Any]:
+        """``POST /handoff/items/{item_id}/replay``: try a mirror job or delivery again now (admins)."""
+        return self._call("POST", f"/handoff/items/{item_id}/replay")
+
     def evidence(self, kind: str, key: str, *, redact: bool) -> bytes:
         """``GET /evidence/{runs|releases|artifacts}/{key}``: the bundle as a zip archive."""
         return self._bytes(f"/evidence/{kind}/{key}", {"redact": str(redact).lower()})

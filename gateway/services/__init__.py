@@ -33,6 +33,7 @@ from gateway.services.eval.reviews import ReviewService
 from gateway.services.eval.runs import EvalRunService
 from gateway.services.eval.suites import EvalSuiteService
 from gateway.services.eval.trace import EvalTraceService
+from gateway.services.handoff.outbox import HandoffService
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.lineage.outputs import OutputHarvester
 from gateway.services.lineage.walk import LineageService
@@ -108,6 +109,7 @@ class Services:
     storage: StorageService  # run-directory bytes per project, user, run; the space limit's warning
     expired: ExpiredFiles  # what a sweep deleted of a run
     telemetry: TelemetryService | None = None  # GPU telemetry per attempt (docs/telemetry.md)
+    handoff: HandoffService | None = None  # MLflow mirror and webhooks (docs/handoff.md)
     closers: list[Callable[[], None]] = field(default_factory=list)  # the SSH pool's close, if any
 
     def close(self) -> None:

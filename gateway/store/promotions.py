@@ -16,11 +16,13 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from gateway.core.handoff.outbox import NewOutboxItem
 from gateway.core.releases.domain import AliasEvent, AliasPolicy, PromotionDecision, PromotionRequest
 from gateway.errors import Conflict, NotFound, StoreError
 from gateway.store.audit import AuditEntry, append
 from gateway.store.datasets import new_id
 from gateway.store.db import Database
+from gateway.store.handoff import add_items
 from gateway.store.models import utcnow
 from gateway.store.models_release import (
     AliasEventRow,
@@ -81,10 +83,26 @@ class PromotionStore:
         with self.db.session() as session:
             return [_move(r, session) for r in session.scalars(query)]
 
-    def move_alias(self, move: NewMove, *, audit: AuditEntry, also: Sequence[AuditEntry] = ()) -> AliasEvent:
+    def alias_event(self, event_id: str) -> AliasEvent:
+        """One alias move by id, or NotFound."""
+        with self.db.session() as session:
+            row = session.get(AliasEventRow, event_id)
+            if row is None:
+                raise NotFound(f"no alias move {event_id!r}")
+            return _move(row, session)
+
+    def move_alias(
+        self,
+        move: NewMove,
+        *,
+        audit: AuditEntry,
+        also: Sequence[AuditEntry] = (),
+        outbox: Sequence[NewOutboxItem] = (),
+    ) -> AliasEvent:
         """Append a move of an alias; Conflict when the alias moved since ``move.expected_seq``. A
-        promotion request named in the move is marked promoted in the same transaction, and ``also``
-        (an override's own event) is audited with it, pointing at the move."""
+        promotion request named in the move is marked promoted in the same transaction, ``also``
+        (an override's own event) is audited with it, pointing at the move, and the ``outbox`` items
+        (its MLflow alias and webhook events) are added for it."""
         try:
             with self.db.session() as session:
                 last = session.scalar(
@@ -123,6 +141,7 @@ class PromotionStore:
                 append(session, replace(audit, target_id=row.id))
                 for extra in also:
                     append(session, replace(extra, after=dict(extra.after or {}) | {"move": row.id}))
+                add_items(session, [item.about(row.id) for item in outbox], row.at)
                 return _move(row, session)
         except StoreError as exc:
             if "uq_alias_event_seq" in str(exc) or "UNIQUE" in str(exc).upper():

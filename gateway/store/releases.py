@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from gateway.core.handoff.outbox import NewOutboxItem
 from gateway.core.releases.domain import (
     RegisteredModel,
     Release,
@@ -24,6 +25,7 @@ from gateway.errors import Conflict, NotFound, StoreError
 from gateway.store.audit import AuditEntry, append
 from gateway.store.datasets import new_id
 from gateway.store.db import Database
+from gateway.store.handoff import add_items
 from gateway.store.models import utcnow
 from gateway.store.models_release import (
     ModelRow,
@@ -77,6 +79,14 @@ class ReleaseStore:
                 raise NotFound(f"no model {project}/{name}")
             return _model(row)
 
+    def model_by_id(self, model_id: str) -> RegisteredModel:
+        """The model with this id, or NotFound."""
+        with self.db.session() as session:
+            row = session.get(ModelRow, model_id)
+            if row is None:
+                raise NotFound(f"no model {model_id!r}")
+            return _model(row)
+
     def models(self, projects: Sequence[str] | None) -> list[RegisteredModel]:
         """Models of ``projects`` (None: all), by project and name."""
         query = select(ModelRow).order_by(ModelRow.project, ModelRow.name)
@@ -87,8 +97,11 @@ class ReleaseStore:
 
     # -- releases ---------------------------------------------------------------------------------
 
-    def add_release(self, new: NewRelease, *, audit: AuditEntry) -> Release:
-        """Write the model's next release and its audit event in one transaction.
+    def add_release(
+        self, new: NewRelease, *, audit: AuditEntry, outbox: Sequence[NewOutboxItem] = ()
+    ) -> Release:
+        """Write the model's next release, its audit event and its ``outbox`` items (the MLflow version,
+        webhook events) in one transaction.
 
         Conflict when another release of the model took that version meanwhile (send it again).
         """
@@ -119,6 +132,7 @@ class ReleaseStore:
                     "release": f"{model.project}/{model.name}@{row.version}",
                 }
                 append(session, replace(audit, target_id=row.id, after=after))
+                add_items(session, [item.about(row.id) for item in outbox], row.created_at)
                 return _release(row, model, [])
         except StoreError as exc:
             if "uq_release_version" in str(exc) or "UNIQUE" in str(exc).upper():

@@ -69,6 +69,9 @@ def _model_context(request: Request, principal: Principal, project: str, name: s
         "statuses": STATUSES,
         "action_error": None,
         "action_form": None,
+        "handoff": services.handoff.mirror_status(project, name, principal=principal, check=False)
+        if services.handoff
+        else None,
     }
 
 

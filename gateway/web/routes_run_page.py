@@ -106,7 +106,14 @@ def run_page(request: Request, run_id: RunId, pages: PagesDep, principal: Princi
         environment=environment,
         suggestion="\n".join(rerun_suggestion(run)),
         rerun_error=None,
+        handoff=_handoff(request, principal, run_id),
     )
+
+
+def _handoff(request: Request, principal: Principal, run_id: str) -> dict[str, Any] | None:
+    """The run's MLflow tracking link and hand-off items (None without a hand-off service)."""
+    handoff = services_of(request).handoff
+    return handoff.run_status(run_id, principal=principal) if handoff else None
 
 
 @router.get("/runs/{run_id}/status")
@@ -195,5 +202,6 @@ def rerun(
             metric_figures=metric_figures(lineage["outputs"]["series"]),
             suggestion="\n".join(changes),
             rerun_error=message,
+            handoff=_handoff(request, principal, run_id),
         )
     return RedirectResponse(f"{PREFIX}/runs/{new.id}", status_code=303)

@@ -117,6 +117,8 @@ WRONG_IMPORTS = [
     ("store/runs.py", "import scipy", "stats-in-eval"),
     ("services/runs/logs.py", "from gateway.adapters.slurm import cli", "services-protocols"),
     ("adapters/evidence_key.py", "import cryptography", "cryptography-signing"),
+    ("services/handoff/outbox.py", "import mlflow", "mlflow-one-module"),
+    ("services/handoff/deliveries.py", "from gateway.adapters import webhook_http", "services-protocols"),
 ]
 
 

@@ -29,6 +29,7 @@ from gateway.errors import GatewayError
 from gateway.services.accounting.ledger import AccountingService
 from gateway.services.audit import AuditService
 from gateway.services.eval.ingest import EvalIngest, IngestReport
+from gateway.services.handoff.outbox import HandoffReport, HandoffService
 from gateway.services.lineage.outputs import HarvestReport, OutputHarvester
 from gateway.services.retention.sweep import RetentionSweeper, SweepReport
 from gateway.services.runs.refresh import ReconcileReport, Refresher, RefreshReport
@@ -64,6 +65,7 @@ class BackgroundWork:
         metrics: GatewayMetrics | None = None,
         accounting: AccountingService | None = None,
         retention: RetentionSweeper | None = None,
+        handoff: HandoffService | None = None,
     ) -> None:
         self.metrics = metrics or GatewayMetrics()  # the refresh cycle's time (GET /metrics)
         self.store = store
@@ -74,6 +76,7 @@ class BackgroundWork:
         self.evals = evals
         self.accounting = accounting
         self.retention = retention
+        self.handoff = handoff
         holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.lease = Lease(db, "scheduler", holder, lease_ttl_s)
         self.leading = False
@@ -187,6 +190,20 @@ class BackgroundWork:
                 report.freed_bytes,
                 len(report.problems),
             )
+        return report
+
+    def hand_off(self) -> HandoffReport | None:
+        """Work the hand-off outbox: MLflow mirror jobs and webhook deliveries (leader only); None when
+        this process does not lead or the database did not answer (logged, tried next time)."""
+        if self.handoff is None or not self.lead():
+            return None
+        try:
+            report = self.handoff.process_due()
+        except GatewayError as exc:
+            log.warning("hand-off skipped: %s", exc)
+            return None
+        if report.done or report.failed or report.dead:
+            log.info("hand-off: %s", report)
         return report
 
     def reconcile(self) -> ReconcileReport | None:

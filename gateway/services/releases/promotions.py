@@ -47,6 +47,7 @@ from gateway.core.releases.domain import (
 )
 from gateway.core.releases.views import move_dict, release_dict, request_dict
 from gateway.errors import Conflict, Forbidden, NotFound, SpecError, SpecIssue
+from gateway.services.handoff.outbox import HandoffService
 from gateway.services.releases.policy_gate import AliasGate, PolicyGate
 from gateway.services.releases.registry import ReleaseService, text_issue
 from gateway.store.access import AccessStore
@@ -94,6 +95,7 @@ class PromotionService:
         self.releases = releases
         self.gate = gate
         self.access = access  # the approvers' roles as they are now, re-checked at each move
+        self.handoff: HandoffService | None = None  # what a move hands off to MLflow and webhooks (wiring)
 
     # -- promotion requests -----------------------------------------------------------------------
 
@@ -246,6 +248,8 @@ class PromotionService:
             ),
             audit=self._audit(principal, "alias.move", project, after, target_type="alias_event"),
             also=also,
+            # its MLflow alias and webhook events, in the move's own transaction (services/handoff)
+            outbox=self.handoff.for_move(project, protected=policy is not None) if self.handoff else (),
         )
 
     def _check(

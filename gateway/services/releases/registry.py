@@ -26,6 +26,7 @@ from gateway.core.releases.domain import NOTES_MAX, REASON_MAX, RELEASE_STATUSES
 from gateway.core.slurm.states import RunState
 from gateway.errors import Conflict, NotFound, SpecError, SpecIssue
 from gateway.services.eval.trace import EvalTraceService
+from gateway.services.handoff.outbox import HandoffService
 from gateway.services.lineage.walk import LineageService
 from gateway.store.eval_reviews import ReviewStore
 from gateway.store.evals import EvalStore
@@ -63,6 +64,7 @@ class ReleaseService:
         self.evals = evals
         self.gates = gates
         self.runs = runs
+        self.handoff: HandoffService | None = None  # what a release hands off to MLflow and webhooks (wiring)
 
     # -- models -----------------------------------------------------------------------------------
 
@@ -149,6 +151,8 @@ class ReleaseService:
                 project,
                 {"model": model.ref, "artifact_sha256": sha, "run": run.id, "path": artifact.path},
             ),
+            # its MLflow version and webhook events, in the release's own transaction (services/handoff)
+            outbox=self.handoff.for_release(project) if self.handoff else (),
         )
 
     def _artifact(self, sha: str, run_id: str | None, principal: Principal) -> tuple[Any, Any]:

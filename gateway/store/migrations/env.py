@@ -9,6 +9,7 @@ from gateway.store import (  # noqa: F401 - registers those tables
     models_accounting,
     models_envs,
     models_eval,
+    models_handoff,
     models_lineage,
     models_release,
     models_retention,

@@ -1,0 +1,1 @@
+"""Hand-off services: the outbox of MLflow mirror jobs and webhook deliveries, and their status."""
