@@ -67,22 +67,7 @@ def append_many(conn: Session | Connection, entries: Sequence[AuditEntry]) -> No
     for seq, entry in enumerate(entries, start=last_seq - len(entries) + 1):
         at = utcnow()
         digest = event_hash(prev_hash, seq, at, entry)
-        rows.append(
-            {
-                "seq": seq,
-                "at": at,
-                "actor": entry.actor,
-                "action": entry.action,
-                "target_type": entry.target_type,
-                "target_id": entry.target_id,
-                "project": entry.project,
-                "source": entry.source,
-                "before": entry.before,
-                "after": entry.after,
-                "prev_hash": prev_hash,
-                "hash": digest,
-            }
-        )
+        rows.append(_row(seq, at, entry, prev_hash, digest))
         prev_hash = digest
     conn.execute(_INSERT, rows)
     conn.execute(_SET_HEAD_HASH, {"new_hash": prev_hash})
@@ -93,25 +78,27 @@ def _append(conn: Session | Connection, entry: AuditEntry) -> tuple[int, str]:
     # Microseconds survive both databases; the hash must match what verify() reads back.
     at = utcnow()
     digest = event_hash(prev_hash, seq, at, entry)
-    conn.execute(
-        _INSERT,
-        {
-            "seq": seq,
-            "at": at,
-            "actor": entry.actor,
-            "action": entry.action,
-            "target_type": entry.target_type,
-            "target_id": entry.target_id,
-            "project": entry.project,
-            "source": entry.source,
-            "before": entry.before,
-            "after": entry.after,
-            "prev_hash": prev_hash,
-            "hash": digest,
-        },
-    )
+    conn.execute(_INSERT, _row(seq, at, entry, prev_hash, digest))
     conn.execute(_SET_HEAD_HASH, {"new_hash": digest})
     return seq, digest
+
+
+def _row(seq: int, at: datetime, entry: AuditEntry, prev_hash: str, digest: str) -> dict[str, Any]:
+    """The audit_log row of ``entry`` at ``seq``, chained onto ``prev_hash`` with its own ``digest``."""
+    return {
+        "seq": seq,
+        "at": at,
+        "actor": entry.actor,
+        "action": entry.action,
+        "target_type": entry.target_type,
+        "target_id": entry.target_id,
+        "project": entry.project,
+        "source": entry.source,
+        "before": entry.before,
+        "after": entry.after,
+        "prev_hash": prev_hash,
+        "hash": digest,
+    }
 
 
 @dataclass(frozen=True)
