@@ -28,6 +28,7 @@ from gateway.adapters.ssh import SshPool
 from gateway.adapters.ssh_hop import SubmitHop
 from gateway.adapters.ssh_login import SshTarget
 from gateway.core.sbatch.render import build_template_env
+from gateway.errors import StoreError
 from gateway.services import Services
 from gateway.services.accounting.ledger import AccountingService
 from gateway.services.accounting.reports import ReportService
@@ -96,7 +97,8 @@ from gateway.store.telemetry import TelemetryStore
 def build_services(
     settings: Settings, *, slurm: SlurmBackend | None = None, upgrade: bool = True
 ) -> Services:
-    """Build every service once; upgrades the database schema first unless told not to.
+    """Build every service once; upgrades the database schema first unless told not to (then a schema
+    older than the code is refused: StoreError naming both revisions, nothing written).
 
     ``slurm`` replaces the Slurm backend (tests and benchmarks count its calls); cluster-wide
     reads go through a cache of ``settings.cluster_facts_ttl_s`` in front of it. With
@@ -106,6 +108,12 @@ def build_services(
     db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
     if upgrade:
         db.upgrade()
+    elif (behind := db.schema_behind()) is not None:
+        db.dispose()
+        raise StoreError(
+            f"the gateway database's schema is at revision {behind[0] or 'none (empty)'}, this gateway "
+            f"needs {behind[1]}: run `gw admin db upgrade` first (nothing was changed)"
+        )
     runner, host, hop = build_machine(settings)
     metrics = GatewayMetrics()  # this Services' own registry (GET /metrics)
     slurm_runner = MeteredRunner(runner, metrics)  # every Slurm command passes here, timed

@@ -68,6 +68,24 @@ def upgrade_schema(engine: Engine) -> None:
         raise StoreUnavailable(f"cannot reach the database to upgrade its schema: {exc.orig}") from exc
 
 
+def schema_behind(engine: Engine) -> tuple[str | None, str] | None:
+    """``(revision the database is at, the newest)`` when its schema is older than the newest
+    migration (None: an empty database), else None; reads only."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    head = ScriptDirectory.from_config(config).get_current_head()
+    assert head is not None
+    try:
+        with engine.connect() as connection:
+            current = MigrationContext.configure(connection).get_current_revision()
+    except OperationalError as exc:
+        raise StoreUnavailable(f"cannot reach the database to read its schema version: {exc.orig}") from exc
+    return None if current == head else (current, head)
+
+
 @contextmanager
 def _translated() -> Iterator[None]:
     """Turn SQLAlchemy's errors into the gateway's."""
@@ -107,6 +125,10 @@ class Database:
         database does not answer.
         """
         upgrade_schema(self.engine)
+
+    def schema_behind(self) -> tuple[str | None, str] | None:
+        """``(its revision, the newest)`` when the schema is older than the newest migration."""
+        return schema_behind(self.engine)
 
     @contextmanager
     def session(self) -> Iterator[Session]:

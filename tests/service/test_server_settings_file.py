@@ -84,6 +84,44 @@ def test_an_admin_command_on_a_missing_database_says_so_and_creates_nothing(tmp_
     assert list(tmp_path.iterdir()) == [site]  # no database, no anchor file, no directory
 
 
+def test_a_dry_run_on_a_schema_behind_the_code_upgrades_nothing(tmp_path):
+    import sqlite3
+
+    from sqlalchemy import create_engine
+
+    from gateway.store.db import schema_behind
+
+    database = tmp_path / "gateway.db"
+    site = tmp_path / "site.yaml"
+    site.write_text(SITE.format(account="gwtbehind"))
+    env = plain_env(GATEWAY_SETTINGS_FILE="", GATEWAY_DATABASE_URL=f"sqlite:///{database}")
+    assert gw(env, "admin", "db", "upgrade").returncode == 0
+    engine = create_engine(f"sqlite:///{database}")
+    assert schema_behind(engine) is None
+    def dump() -> list[str]:  # the database's content, schema and rows (its file may differ by WAL)
+        conn = sqlite3.connect(database)
+        try:
+            return list(conn.iterdump())
+        finally:
+            conn.close()
+
+    conn = sqlite3.connect(database)  # the schema as an older gateway left it
+    with conn:
+        conn.execute("UPDATE alembic_version SET version_num = '0001'")
+    conn.close()
+    before = dump()
+
+    for args in (("apply", "--dry-run", "--no-slurm", str(site)), ("sync-slurm", "--dry-run")):
+        done = gw(env, "admin", *args)
+        assert done.returncode == 69, done.stdout + done.stderr
+        assert "schema is at revision 0001" in done.stderr and "gw admin db upgrade" in done.stderr
+        assert "nothing was changed" in done.stderr
+    assert dump() == before  # no upgrade, no write
+    behind = schema_behind(engine)
+    assert behind is not None and behind[0] == "0001"
+    engine.dispose()
+
+
 def test_the_default_url_names_where_it_came_from(tmp_path):
     env = plain_env(GATEWAY_SETTINGS_FILE="")
     done = gw(env, "admin", "export")

@@ -69,7 +69,7 @@ def admin_apply(
         config = parse_site(read_text(site_file, what="site file"), source=str(site_file))
     except SpecError as exc:
         spec_error(exc)
-    with _local() as services:
+    with _local(dry_run=dry_run) as services:
         result = services.site.apply(
             _operator(), config, dry_run=dry_run, sync_slurm=not no_slurm, prune=prune
         )
@@ -100,7 +100,7 @@ def admin_export(
 
 def admin_sync_slurm(dry_run: DryRunOpt = False) -> None:
     """Push the projects' caps to Slurm accounts and associations (sacctmgr)."""
-    with _local() as services:
+    with _local(dry_run=dry_run) as services:
         changes = services.slurm_sync.sync(_operator(), dry_run=dry_run)
     for line in changes or ["nothing to change"]:
         console.print(line, markup=False)
@@ -249,8 +249,12 @@ class _local:
     """The services, built from the server's settings, for operator commands on the gateway host.
 
     The database must exist: a missing SQLite file is named and nothing is made (``gw admin db
-    upgrade`` creates it).
+    upgrade`` creates it). A ``dry_run`` writes nothing, not even a schema upgrade: on a database
+    whose schema is behind it exits, saying to run ``gw admin db upgrade``.
     """
+
+    def __init__(self, *, dry_run: bool = False) -> None:
+        self.dry_run = dry_run
 
     def __enter__(self) -> Services:
         from gateway.cli.server.server_settings import load_settings, require_database
@@ -259,7 +263,7 @@ class _local:
         settings = load_settings()
         require_database(settings)  # an admin command never creates the database (dry runs included)
         try:
-            self.services = build_services(settings)
+            self.services = build_services(settings, upgrade=not self.dry_run)
         except GatewayError as exc:
             err_console.print(f"[red]error[/red]: {escape(str(exc))}")
             raise typer.Exit(exits.UNAVAILABLE) from exc

@@ -42,7 +42,7 @@ def run(
         except ValueError:
             usage(f"--as-of {as_of!r} is not a time; give e.g. 2027-01-01 or 2027-01-01T12:00:00 (UTC)")
         when = when if when.tzinfo else when.replace(tzinfo=UTC)
-    with local_services() as services:
+    with local_services(dry_run=dry_run) as services:
         report = services.retention.sweep(_operator(), dry_run=dry_run, project=project, as_of=when)
     if as_json:
         from dataclasses import asdict
