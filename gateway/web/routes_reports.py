@@ -21,7 +21,7 @@ from fastapi.responses import Response
 
 from gateway.core.domain import Principal
 from gateway.core.reports.html import NOTHING_TO_PLOT, PLOT_TITLES
-from gateway.core.reports.periods import PERIOD_HELP
+from gateway.core.reports.periods import RELATIVE_HELP, resolve_period
 from gateway.core.reports.render import cell
 from gateway.core.reports.rows import DIMENSIONS, KINDS, MEASURES, Report, Row
 from gateway.errors import NotFound, SpecError
@@ -54,9 +54,22 @@ def _asked(kind: str | None, by: str | None, period: str | None, project: str | 
     return Asked(
         kind=(kind or "cost").strip(),
         by=(by or "project").strip(),
-        period=(period or "").strip() or current_month(datetime.now(UTC)),
+        period=_period(period),
         project=(project or "").strip(),
     )
+
+
+def _period(typed: str | None) -> str:
+    """The period as the service takes it: the words ``gw report`` takes too (today, this-week, a
+    single day ...) turned into their month, week or range; anything else as typed (the service
+    says what is wrong with it)."""
+    text = (typed or "").strip()
+    if not text:
+        return current_month(datetime.now(UTC))
+    try:
+        return resolve_period(text, today=datetime.now(UTC).date()).label
+    except ValueError:
+        return text
 
 
 def _report(
@@ -124,7 +137,7 @@ def reports_page(
         "asked": asked,
         "kinds": KINDS,
         "dimensions": DIMENSIONS,
-        "period_help": PERIOD_HELP,
+        "period_help": RELATIVE_HELP,
         "projects": projects,
         "v": {"errors": errors},
         "report": report,

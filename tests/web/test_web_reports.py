@@ -131,6 +131,24 @@ def test_a_bad_period_is_said_next_to_its_field(signed_in, serve, priced):
     assert response.status == 422
 
 
+def test_the_form_takes_the_words_gw_report_takes(signed_in, serve, priced):
+    from datetime import UTC, datetime, timedelta
+
+    page = signed_in("tester")
+    page.goto(f"{serve.url}/ui/reports")
+    today = datetime.now(UTC).date()
+    yesterday = today - timedelta(days=1)
+    for typed, label in (
+        ("this-month", f"{today:%Y-%m}"),
+        ("yesterday", f"{yesterday}..{yesterday}"),
+        (str(today), f"{today}..{today}"),
+    ):
+        page.fill("#period", typed)
+        page.click("#show")
+        expect(page.locator("#report-title")).to_contain_text(label)
+        expect(page.locator(".field-error[data-field=period]")).to_have_count(0)
+
+
 def test_members_see_their_projects_and_admins_everything(signed_in, serve, priced):
     outsider = signed_in("outsider")
     outsider.goto(f"{serve.url}/ui/reports?kind=cost&project=test")
