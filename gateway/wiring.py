@@ -138,6 +138,7 @@ def build_services(
     runs.space_warning = retention["storage"].warning
     handoff = _handoff(settings, db, store, lineage_store)
     releases["releases"].handoff = releases["promotions"].handoff = handoff
+    releases["promotions"].environments = environments  # a policy's advisory rule
     return Services(
         settings=settings,
         db=db,

@@ -30,10 +30,16 @@ def principals(project: str) -> dict[str, Principal]:
 
 
 def ended_run(
-    services: Services, project: str, *, state: RunState = RunState.SUCCEEDED, series: dict | None = None
+    services: Services,
+    project: str,
+    *,
+    state: RunState = RunState.SUCCEEDED,
+    series: dict | None = None,
+    environment: dict | None = None,
 ) -> tuple[str, str]:
     """A run of ``project`` that ended in ``state`` with one artifact, outputs/model.bin, and the metric
-    ``series`` (name -> [(step, value)]) its harvest found, if given; (run id, sha256)."""
+    ``series`` (name -> [(step, value)]) its harvest found, if given, recorded as having run in
+    ``environment`` (a run's environment record, e.g. a registered version's ref and id); (run id, sha256)."""
     run_id = f"r-{uuid.uuid4().hex[:12]}"
     spec = build_spec(
         {"name": "train", "project": project, "queue": "cpu", "command": "true", "outputs": ["outputs/*"]}
@@ -51,6 +57,7 @@ def ended_run(
             template_version="abc",
             run_dir=f"/tmp/{run_id}",
             first_tag=f"gw-{run_id}-1",
+            environment=environment,
         )
     )
     attempt = store.get_run(run_id).attempts[0]
