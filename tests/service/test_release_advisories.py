@@ -6,17 +6,24 @@ has none); the releases' runs are store-written ended runs recording that they r
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
 from fastapi.testclient import TestClient
+from playwright.sync_api import expect
 
 from gateway.api import create_app
 from gateway.errors import Conflict, SpecError
 from gateway.services.envs.registry import EnvRegistration
+from gateway.web import mount_web
 from tests.envs_world import lock_text, wheel
+from tests.service import page_checks
 from tests.service.conftest import PROJECT, refresh_until, unique_tag
+from tests.service.gw_serve import serve_in_thread
 from tests.service.registry_world import ended_run
+from tests.service.test_cli_evals import gw, ok, url  # noqa: F401 - the module's fixtures
+from tests.web.conftest import browser  # noqa: F401 - Debian's chromium
 
 pytestmark = pytest.mark.slurm
 
@@ -142,3 +149,51 @@ def test_the_rule_through_the_api(services, tokens, world):
             f"/models/{PROJECT}/{model}/aliases/api-adv", json={"version": 1}, headers=as_lead
         )
         assert refused.status_code == 409 and FINDING in refused.text
+
+
+def test_gw_sets_the_rule_and_release_check_names_the_advisory(gw, world):  # noqa: F811
+    model = f"{PROJECT}/{world['model']}"
+    set_it = ok(gw("release", "policy", model, "--alias", "gw-adv", "--no-critical-advisories"))
+    assert "no known CRITICAL-or-worse advisory in the training environment" in set_it
+    bad = gw("release", "policy", model, "--alias", "gw-adv", "--advisory-severity", "severe")
+    assert bad.returncode == 2 and "LOW, MODERATE, HIGH, CRITICAL" in bad.stderr
+    checked = ok(gw("release", "check", f"{model}@1", "--alias", "gw-adv"))
+    assert "would be refused" in checked and "no known CRITICAL-or-worse advisory" in checked
+    assert f"advisories in {world['versions']['bad'].ref}: 1" in checked
+    assert "GHSA-gwt0-0000-0001 CRITICAL gwtoy 1.0" in checked and FINDING in checked
+    assert "you may --override" in checked  # tester is a lead
+    assert "advisories in" in ok(gw("release", "check", f"{model}@2", "--alias", "gw-adv"))
+    refused = gw("release", "promote", f"{model}@1", "--alias", "gw-adv")
+    assert refused.returncode != 0 and FINDING in refused.stdout + refused.stderr
+
+
+def test_the_promote_page_shows_the_findings_and_offers_a_lead_the_override(services, tokens, world, browser):  # noqa: F811
+    model, bad = world["model"], world["versions"]["bad"]
+    services.alias_policies.set_policy(
+        PROJECT, model, "web-adv", principal=world["lead"], advisory_severity="HIGH"
+    )
+    with serve_in_thread(mount_web(create_app(services=services))) as web:
+        page, errors = page_checks.open_page(browser, f"{web}/ui/login")
+        try:
+            page.set_default_timeout(20_000)
+            page.fill("#token", tokens["tester"])
+            page.click("#sign-in")
+            page.wait_for_selector("#signed-in-as")
+            page.goto(f"{web}/ui/models/{PROJECT}/{model}/promote?alias=web-adv&version=1")
+            expect(page.locator("#policy-in-force")).to_contain_text("no known advisory of severity HIGH")
+            expect(page.locator("#advisories-counted")).to_contain_text(f"1 known in {bad.ref}")
+            expect(page.locator("#advisory-findings")).to_contain_text("GHSA-gwt0-0000-0001")
+            expect(page.locator("#promote-missing")).to_contain_text(FINDING)
+            expect(page.locator("#override-form")).to_be_visible()
+            page.click(f"#advisories-counted a:text-is('{bad.ref}')")
+            expect(page).to_have_url(re.compile(rf"/ui/environments/{PROJECT}/{bad.name}/1$"))
+            page.go_back()
+            page.fill("#override-reason", "triaged: not reachable in training")
+            page.click("#override-go")
+            page.wait_for_load_state("load")
+            states = services.promotions.aliases(PROJECT, model, principal=world["lead"])
+            moved = next(s for s in states if s.alias == "web-adv")
+            assert moved.release is not None and moved.release.version == 1 and moved.event.override
+            page_checks.check_screen(page, errors, page_checks.SCREENSHOTS / "promote-advisory.png")
+        finally:
+            page.context.close()
