@@ -179,7 +179,7 @@ class AliasPolicy:
             "approvals": self.approvals,
             "gate_suite": self.gate_suite,
             **gate,
-            "advisory_severity": self.advisory_severity,
+            **({"advisory_severity": self.advisory_severity} if self.advisory_severity else {}),
         }
 
 
