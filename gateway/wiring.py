@@ -333,8 +333,11 @@ def _evals(
     """The evaluation services, by their field names in ``Services``."""
     eval_store, results, review_store = EvalStore(db), EvalResultStore(db), ReviewStore(db)
     suites = EvalSuiteService(eval_store, datasets, access)
+    suites.environments = runs.environments  # a suite's environment is checked when it is registered
     eval_dir = resources.chosen(settings.eval_dir, resources.EVAL)
-    job = EvalJobSettings(python=settings.eval_python, eval_dir=str(eval_dir))
+    job = EvalJobSettings(
+        python=settings.eval_python, eval_dir=str(eval_dir), environment=settings.eval_environment
+    )
     reviews = ReviewService(review_store, results, lineage_store, store)
     gates = GateService(eval_store, results, review_store, reviews, NoDefaultBaseline())
     return {
