@@ -270,6 +270,14 @@ class Settings(AccountingSettings, HandoffSettings):
         description="The interpreter eval jobs run eval/jobs/run_eval.py with: a program on the job's PATH "
         "or an absolute path. It needs PyYAML, and lm_eval at the suite's version for lm-eval suites.",
     )
+    eval_environment: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}/[A-Za-z0-9][A-Za-z0-9._-]{0,62}@[1-9][0-9]{0,8}$",
+        description="The site's default eval environment: a registered environment version "
+        "(PROJECT/NAME@N, docs/environments.md) that eval jobs of suites naming none run in, with its "
+        "python3 (it needs PyYAML, and lm_eval for lm-eval suites); the users who start evals must be "
+        "able to read it. Unset: eval jobs run eval_python.",
+    )
     envs_dir: Path | None = Field(
         default=None,
         description="Where locked Python environments are built (docs/environments.md): a directory on the "

@@ -146,6 +146,7 @@ def build_services(
     runs.space_warning = retention["storage"].warning
     handoff = _handoff(settings, db, store, lineage_store)
     releases["releases"].handoff = releases["promotions"].handoff = handoff
+    releases["promotions"].environments = environments  # a policy's advisory rule
     return Services(
         settings=settings,
         db=db,
@@ -340,8 +341,11 @@ def _evals(
     """The evaluation services, by their field names in ``Services``."""
     eval_store, results, review_store = EvalStore(db), EvalResultStore(db), ReviewStore(db)
     suites = EvalSuiteService(eval_store, datasets, access)
+    suites.environments = runs.environments  # a suite's environment is checked when it is registered
     eval_dir = resources.chosen(settings.eval_dir, resources.EVAL)
-    job = EvalJobSettings(python=settings.eval_python, eval_dir=str(eval_dir))
+    job = EvalJobSettings(
+        python=settings.eval_python, eval_dir=str(eval_dir), environment=settings.eval_environment
+    )
     reviews = ReviewService(review_store, results, lineage_store, store)
     gates = GateService(eval_store, results, review_store, reviews, NoDefaultBaseline())
     return {

@@ -52,6 +52,11 @@ class SuiteVersionPublic(BaseModel):
     tasks: list[str]
     datasets: list[SuiteDatasetPublic]
     reviews_required: int
+    environment: str | None = Field(
+        None,
+        description="The environment version its eval jobs run in (PROJECT/NAME@N); null: the site's "
+        "default eval environment, else its eval Python",
+    )
     registered_by: str
     registered_at: datetime
 

@@ -191,6 +191,12 @@ class PolicySet(_Body):
         description="Whether the gate may count eval results imported from outside the gateway "
         "(POST .../imports); default: only results of the gateway's own eval runs count",
     )
+    advisory_severity: Literal["LOW", "MODERATE", "HIGH", "CRITICAL"] | None = Field(
+        None,
+        description="The advisory rule: refuse a move while the release's training environment (the "
+        "environment version its run used) has a known advisory of this severity or worse in the "
+        "site's OSV directory; a lead's override stands in for it as for the gate. None: no such rule",
+    )
 
 
 class PolicyPublic(BaseModel):
@@ -206,6 +212,9 @@ class PolicyPublic(BaseModel):
     )
     gate_baseline: str | None = Field(description="The alias whose release is the gate's baseline")
     allow_imported_results: bool = Field(description="Whether the gate may count imported eval results")
+    advisory_severity: str | None = Field(
+        None, description="The advisory rule's least severity that refuses a move (null: no such rule)"
+    )
     updated_by: str
     updated_at: datetime
 
@@ -224,6 +233,7 @@ class PolicyPublic(BaseModel):
             else None,
             gate_baseline=p.baseline_alias if p.gate_suite else None,
             allow_imported_results=p.allow_imported_results,
+            advisory_severity=p.advisory_severity,
             updated_by=p.updated_by,
             updated_at=p.updated_at,
         )
@@ -232,6 +242,21 @@ class PolicyPublic(BaseModel):
 class NotCounted(BaseModel):
     user: str
     why: str
+
+
+class AdvisoryFinding(BaseModel):
+    advisory: str = Field(description="The OSV advisory id")
+    severity: str
+    package: str
+    version: str = Field(description="The package's version in the environment")
+
+
+class AdvisoryCheckPublic(BaseModel):
+    """The release's training environment checked against the site's advisories (the advisory rule)."""
+
+    environment: str | None = Field(description="PROJECT/NAME@VERSION its run used (null: none named)")
+    findings: list[AdvisoryFinding] = Field(description="Every advisory that affects it, worst first")
+    unchecked: str | None = Field(description="Why it could not be checked (null: it was)")
 
 
 class MoveCheckPublic(BaseModel):
@@ -248,10 +273,15 @@ class MoveCheckPublic(BaseModel):
     approvals: list[str] = Field(description="Approvers who count now")
     approvals_not_counted: list[NotCounted]
     missing: list[str] = Field(description="Every piece the move still misses, in words")
-    gate_failed: bool = Field(description="Only a passing gate is missing: a lead may override it")
-    may_override: bool = Field(description="The caller may override that gate (with a reason)")
+    gate_failed: bool = Field(
+        description="Only a passing gate and the advisory rule miss: a lead may override them"
+    )
+    may_override: bool = Field(description="The caller may override them (with a reason)")
     already: bool = Field(description="The alias points at this release already")
     ok: bool = Field(description="The move would go ahead now")
+    advisories: AdvisoryCheckPublic | None = Field(
+        None, description="The training environment's advisories, when the policy has an advisory rule"
+    )
 
     @classmethod
     def of(cls, preview: MovePreview) -> MoveCheckPublic:
@@ -272,6 +302,16 @@ class MoveCheckPublic(BaseModel):
             may_override=preview.may_override,
             already=preview.already,
             ok=preview.ok,
+            advisories=AdvisoryCheckPublic(
+                environment=preview.advisory.environment,
+                findings=[
+                    AdvisoryFinding(advisory=a, severity=sev, package=p, version=v)
+                    for a, sev, p, v in preview.advisory.findings
+                ],
+                unchecked=preview.advisory.unchecked,
+            )
+            if preview.advisory is not None
+            else None,
         )
 
 

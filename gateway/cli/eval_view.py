@@ -74,6 +74,8 @@ def version_lines(v: dict[str, Any]) -> list[str]:
         + (f"  model {escape(harness['model'])}" if harness.get("model") else ""),
         f"  tasks {escape(', '.join(v['tasks']))}  [dim]reviews required[/dim] {v['reviews_required']}",
     ]
+    if v.get("environment"):
+        lines.append(f"  [dim]eval jobs run in[/dim] {escape(v['environment'])}")
     lines += [
         f"  dataset {escape(d['ref'])} -> {escape(d['version'])}  [dim]digest[/dim] {short(d['digest'])}"
         for d in v["datasets"]

@@ -18,7 +18,14 @@ from gateway.cli import release_view
 from gateway.cli.common import SHA256_HEX, JsonOpt, call, usage
 from gateway.cli.output import console, print_json
 from gateway.core import names
-from gateway.core.releases.domain import ALIAS, ALIAS_HELP, ReleaseRef, parse_at, parse_release_ref
+from gateway.core.releases.domain import (
+    ADVISORY_SEVERITIES,
+    ALIAS,
+    ALIAS_HELP,
+    ReleaseRef,
+    parse_at,
+    parse_release_ref,
+)
 
 model_app = typer.Typer(no_args_is_help=True, help="Registered models of a project.")
 release_app = typer.Typer(no_args_is_help=True, help="Releases, aliases, policies, promotions and history.")
@@ -337,9 +344,25 @@ def policy(
             help="Let the gate count eval results imported with gw eval import (default: it does not).",
         ),
     ] = False,
+    advisory_rule: Annotated[
+        bool,
+        typer.Option(
+            "--no-critical-advisories",
+            help="Refuse a move while the release's training environment has a known CRITICAL "
+            "advisory in the site's OSV directory (see --advisory-severity for another least severity).",
+        ),
+    ] = False,
+    advisory_severity: Annotated[
+        str | None,
+        typer.Option(
+            help="The advisory rule's least severity that refuses a move: LOW, MODERATE, HIGH or CRITICAL "
+            "(sets the rule).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Protect an alias: who may move it, how many approvals, which gate must pass (leads)."""
+    """Protect an alias: who may move it, how many approvals, which gate must pass, whether a known
+    advisory in the training environment refuses it (leads)."""
     if "/" in target:
         path = f"{_model_path(target)}/policies/{_alias(alias)}"
     elif names.NAME.fullmatch(target):
@@ -355,6 +378,13 @@ def policy(
         body["gate_baseline"] = _alias(gate_baseline)
     if allow_imported_results:
         body["allow_imported_results"] = True
+    if advisory_severity is not None:
+        severity = advisory_severity.upper()
+        if severity not in ADVISORY_SEVERITIES:
+            usage(f"--advisory-severity {advisory_severity!r}: one of {', '.join(ADVISORY_SEVERITIES)}")
+        body["advisory_severity"] = severity
+    elif advisory_rule:
+        body["advisory_severity"] = "CRITICAL"
     found = call("registry", "PUT", path, body)
     _show(found, as_json, lambda p: [f"{p['alias']} protected ({p['scope']}): {policy_text(p)}"])
 
@@ -368,7 +398,12 @@ def policy_text(p: dict[str, Any]) -> str:
         gate = f"gate {p['gate_suite']}{at} against {p.get('gate_baseline') or p['alias']}'s release"
         if p.get("allow_imported_results"):
             gate += " (imported results count)"
-    return f"roles {', '.join(p['roles'])}, {p['approvals']} approval(s), {gate}"
+    advisory = (
+        f", no known {p['advisory_severity']}-or-worse advisory in the training environment"
+        if p.get("advisory_severity")
+        else ""
+    )
+    return f"roles {', '.join(p['roles'])}, {p['approvals']} approval(s), {gate}{advisory}"
 
 
 @release_app.command("history")

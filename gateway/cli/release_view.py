@@ -79,6 +79,8 @@ def check_lines(c: dict[str, Any]) -> list[str]:
             if policy.get("gate_suite")
             else "no gate"
         )
+        if policy.get("advisory_severity"):
+            gate += f", no known {policy['advisory_severity']}-or-worse advisory"
         lines.append(
             f"  policy ({policy['scope']}): moved by {escape(', '.join(policy['roles']))}, "
             f"{policy['approvals']} approval(s), {gate}"
@@ -87,6 +89,17 @@ def check_lines(c: dict[str, Any]) -> list[str]:
         lines.append("  no policy: the alias is not protected")
     if c.get("gate_detail"):
         lines.append(f"  gate: {escape(c['gate_detail'])}")
+    if (adv := c.get("advisories")) is not None:
+        if adv.get("unchecked"):
+            lines.append(f"  advisories: not checked ({escape(adv['unchecked'])})")
+        elif adv.get("environment") is None:
+            lines.append("  advisories: the release's run named no registered environment")
+        else:
+            found = adv.get("findings") or []
+            lines.append(f"  advisories in {escape(adv['environment'])}: {len(found) or 'none'}")
+            for f in found:
+                what = f"{escape(f['package'])} {escape(f['version'])}"
+                lines.append(f"    {escape(f['advisory'])} {f['severity']} {what}")
     lines.append(f"  approvals that count: {escape(', '.join(c['approvals'])) or 'none'}")
     for d in c.get("approvals_not_counted", []):
         lines.append(f"  not counted: {escape(d['user'])} ({escape(d['why'])})")
@@ -95,7 +108,7 @@ def check_lines(c: dict[str, Any]) -> list[str]:
     for m in c.get("missing", []):
         lines.append(f"  missing: {escape(m)}")
     if c.get("may_override"):
-        lines.append("  only the gate is missing: you may --override with a --reason")
+        lines.append("  only the gate or the advisory rule is missing: you may --override with a --reason")
     return lines
 
 

@@ -90,6 +90,9 @@ class AliasPolicyRow(Base):
     gate_baseline: Mapped[str | None] = mapped_column(String(32))  # an alias; NULL: the policy's own
     # whether the gateway's gate may count an eval result imported from outside (origin 'imported')
     allow_imported_results: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # the least OSV severity of a known advisory in the release's training environment that refuses a
+    # move (LOW, MODERATE, HIGH, CRITICAL); NULL: the policy has no advisory rule
+    advisory_severity: Mapped[str | None] = mapped_column(String(16))
     updated_by: Mapped[str] = mapped_column(String(128))
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

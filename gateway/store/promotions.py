@@ -163,6 +163,7 @@ class PromotionStore:
             row.gate_version = str(policy.gate_version) if policy.gate_version is not None else None
             row.gate_baseline = policy.gate_baseline
             row.allow_imported_results = policy.allow_imported_results
+            row.advisory_severity = policy.advisory_severity
             row.updated_by, row.updated_at = policy.updated_by, utcnow()
             session.flush()
             append(session, replace(audit, before=before, after=_policy(row).as_dict()))
@@ -341,4 +342,5 @@ def _policy(row: AliasPolicyRow) -> AliasPolicy:
         gate_version=int(row.gate_version) if row.gate_version and row.gate_version.isdigit() else None,
         gate_baseline=row.gate_baseline,
         allow_imported_results=bool(row.allow_imported_results),
+        advisory_severity=row.advisory_severity,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from pathlib import Path
 
 from gateway.core.domain import AttemptUpdate, NewRun, Principal
 from gateway.core.slurm.states import RunState
@@ -30,11 +31,21 @@ def principals(project: str) -> dict[str, Principal]:
 
 
 def ended_run(
-    services: Services, project: str, *, state: RunState = RunState.SUCCEEDED, series: dict | None = None
+    services: Services,
+    project: str,
+    *,
+    state: RunState = RunState.SUCCEEDED,
+    series: dict | None = None,
+    environment: dict | None = None,
+    root: Path | None = None,
 ) -> tuple[str, str]:
     """A run of ``project`` that ended in ``state`` with one artifact, outputs/model.bin, and the metric
-    ``series`` (name -> [(step, value)]) its harvest found, if given; (run id, sha256)."""
+    ``series`` (name -> [(step, value)]) its harvest found, if given, recorded as having run in
+    ``environment`` (a run's environment record, e.g. a registered version's ref and id); with ``root``,
+    its run directory is below it and outputs/model.bin is really written there (jobs can read it);
+    (run id, sha256)."""
     run_id = f"r-{uuid.uuid4().hex[:12]}"
+    run_dir = f"{root}/{run_id}" if root is not None else f"/tmp/{run_id}"
     spec = build_spec(
         {"name": "train", "project": project, "queue": "cpu", "command": "true", "outputs": ["outputs/*"]}
     )
@@ -49,16 +60,24 @@ def ended_run(
             script_sha256="1" * 64,
             template_name="single.sbatch.j2",
             template_version="abc",
-            run_dir=f"/tmp/{run_id}",
+            run_dir=run_dir,
             first_tag=f"gw-{run_id}-1",
+            environment=environment,
         )
     )
     attempt = store.get_run(run_id).attempts[0]
     store.apply_updates([AttemptUpdate(attempt_id=attempt.id, state=state)])
     sha = hashlib.sha256(run_id.encode()).hexdigest()
-    job = HarvestJob(run_id, attempt.id, 1, f"/tmp/{run_id}", ["outputs/*"], [], True)
+    size = 12
+    if root is not None:
+        model = Path(run_dir) / "outputs" / "model.bin"
+        model.parent.mkdir(parents=True)
+        model.write_bytes(run_id.encode())
+        model.parent.parent.chmod(0o755)
+        size = len(run_id)
+    job = HarvestJob(run_id, attempt.id, 1, run_dir, ["outputs/*"], [], True)
     services.lineage.store.record_outputs(
-        job, files=[("outputs/model.bin", 12, sha)], summary=None, series=series, note=None
+        job, files=[("outputs/model.bin", size, sha)], summary=None, series=series, note=None
     )
     return run_id, sha
 

@@ -202,3 +202,35 @@ def test_the_sample_codec_round_trips_compactly():
     assert np.array_equal(back, scores) and back.dtype == np.float64 and not back.flags.writeable
     continuous = np.random.default_rng(1).normal(size=1000)
     assert np.array_equal(decode_scores(encode_scores(continuous)), continuous)
+
+
+def test_an_eval_job_runs_in_the_suites_environment_else_the_sites_default_else_the_eval_python():
+    artifact = ArtifactInput("/runs/r-1/outputs/model.json", SHA)
+    plain = eval_run_spec(_version(), artifact, queue="cpu", python="/opt/venv/bin/python", eval_dir="/e")
+    assert (
+        plain.environment is None and shlex.split(plain.command.splitlines()[1])[0] == "/opt/venv/bin/python"
+    )
+    default = eval_run_spec(
+        _version(),
+        artifact,
+        queue="cpu",
+        python="/opt/venv/bin/python",
+        eval_dir="/e",
+        environment="site/lm@2",
+    )
+    assert default.environment == "site/lm@2"
+    assert shlex.split(default.command.splitlines()[1])[:2] == ["python3", "/e/jobs/run_eval.py"]
+    own = replace(_version(), suite=_version().suite.model_copy(update={"environment": "demo/lm-eval@3"}))
+    mine = eval_run_spec(own, artifact, queue="cpu", python="python3", eval_dir="/e", environment="site/lm@2")
+    assert mine.environment == "demo/lm-eval@3"
+
+
+def test_a_suites_environment_is_one_exact_version_and_a_suite_without_one_hashes_as_before():
+    data = _version().suite.model_dump(mode="json")
+    digests = {"tiny-cloze@latest": "cd" * 32}
+    before = build_suite(data).content_hash(digests)
+    assert build_suite(data | {"environment": None}).content_hash(digests) == before
+    assert build_suite(data | {"environment": "demo/lm-eval@3"}).content_hash(digests) != before
+    for bad in ("demo/lm-eval@latest", "lm-eval@3", "demo/lm-eval", "demo/lm eval@3"):
+        with pytest.raises(SpecError, match="environment"):
+            build_suite(data | {"environment": bad})

@@ -10,6 +10,7 @@ import pytest
 from gateway.core.evidence.bundle import redact, unzip_bytes, verify_files, zip_bytes
 from gateway.core.evidence.html import render_index
 from gateway.core.releases.domain import (
+    AdvisoryCheck,
     AliasEvent,
     AliasPolicy,
     PromotionDecision,
@@ -115,6 +116,41 @@ def test_a_move_lists_everything_it_misses_and_only_a_gate_can_be_overridden():
         gate_verdict="pass",
         release_status="active",
     ).missing
+
+
+def test_the_advisory_rule_counts_its_severity_or_worse_and_an_override_stands_in_with_the_gate():
+    found = AdvisoryCheck(
+        "p/torch@3",
+        (
+            ("GHSA-1", "CRITICAL", "torch", "2.0"),
+            ("GHSA-2", "MODERATE", "numpy", "1.0"),
+            ("X-3", "UNKNOWN", "a", "1"),
+        ),
+    )
+    rule = policy(gate_suite=None, approvals=0, advisory_severity="HIGH")
+    move = dict(role="lead", is_admin=False, approvers=[], gate_verdict=None, release_status="active")
+    high = missing_for_move(rule, advisories=found, **move)
+    (missing,) = high.missing
+    assert high.gate_failed and "GHSA-1 (CRITICAL) in torch 2.0" in missing and "GHSA-2" not in missing
+    assert "p/torch@3 has 1" in missing and "HIGH or worse" in missing
+    low = missing_for_move(
+        policy(gate_suite=None, approvals=0, advisory_severity="LOW"), advisories=found, **move
+    )
+    assert "GHSA-2 (MODERATE) in numpy 1.0" in low.missing[0] and "X-3" not in low.missing[0]
+    assert missing_for_move(rule, advisories=AdvisoryCheck("p/torch@4"), **move).ok
+    assert missing_for_move(rule, advisories=AdvisoryCheck(None), **move).ok  # no environment named
+    unchecked = missing_for_move(rule, advisories=AdvisoryCheck("p/t@1", unchecked="no advisory_dir"), **move)
+    assert unchecked.gate_failed and "(no advisory_dir)" in unchecked.missing[0]
+    assert "not checked" in missing_for_move(rule, **move).missing[0]
+    # the gate and the rule together: still only what an override stands in for
+    both = missing_for_move(
+        policy(approvals=0, advisory_severity="CRITICAL"), advisories=found, **move | {"gate_verdict": "fail"}
+    )
+    assert len(both.missing) == 2 and both.gate_failed
+    # with a role missing too, no override
+    member = missing_for_move(rule, advisories=found, **move | {"role": "member"})
+    assert len(member.missing) == 2 and not member.gate_failed
+    assert policy(advisory_severity="HIGH").as_dict()["advisory_severity"] == "HIGH"
 
 
 def test_the_requester_never_counts_and_a_later_decision_replaces_an_earlier_one():

@@ -311,6 +311,7 @@ def set_policy(
             gate_version=body.gate_version,
             gate_baseline=body.gate_baseline,
             allow_imported_results=body.allow_imported_results,
+            advisory_severity=body.advisory_severity,
         )
     )
 
@@ -338,6 +339,7 @@ def set_project_policy(
             gate_version=body.gate_version,
             gate_baseline=body.gate_baseline,
             allow_imported_results=body.allow_imported_results,
+            advisory_severity=body.advisory_severity,
         )
     )
 

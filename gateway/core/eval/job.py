@@ -55,14 +55,21 @@ def eval_run_spec(
     queue: str,
     python: str,
     eval_dir: str,
+    environment: str | None = None,
 ) -> RunSpec:
     """The run spec of an eval of ``artifact`` on ``version``; SpecError if a value cannot be used.
 
     ``python`` is the interpreter the job runs ``run_eval.py`` with (it needs
     lm_eval for an lm-eval suite); ``eval_dir`` the site's ``eval/``
-    directory as the compute nodes see it.
+    directory as the compute nodes see it. ``environment``: the registered
+    environment version the job runs in (the suite's own, else the site's
+    default eval environment), activated by the template as a run's is; the
+    job then runs the environment's ``python3`` (its venv's, or the image's).
     """
     suite = version.suite
+    environment = suite.environment or environment
+    if environment is not None:
+        python = "python3"
     if not _PROGRAM.fullmatch(python):
         raise SpecError(
             [
@@ -117,6 +124,8 @@ def eval_run_spec(
         "tags": ["eval", f"eval-suite={suite.name}"],
         "resources": suite.resources.model_dump(mode="json"),
     }
+    if environment is not None:
+        data["environment"] = environment
     return build_spec(data, source=f"eval of {artifact.sha256[:12]} on {version.ref}")
 
 

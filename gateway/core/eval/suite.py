@@ -44,6 +44,10 @@ from gateway.core.spec.lineage import DATASET_REF_HELP, DATASET_REF_PATTERN, par
 from gateway.core.spec.parts import MAX_TEXT, Resources, _check_name, _check_text, _Strict
 from gateway.errors import SpecError, SpecIssue
 
+# an eval job's environment: one exact version, so a suite version always evaluates in the same one
+ENVIRONMENT_REF_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}/[A-Za-z0-9][A-Za-z0-9._-]{0,62}@[1-9][0-9]{0,8}"
+ENVIRONMENT_REF_HELP = "a registered environment version as PROJECT/NAME@N (e.g. demo/lm-eval@2)"
+
 __all__ = [
     "Gate",
     "Harness",
@@ -75,6 +79,9 @@ class SuiteVersion(_Strict):
     harness: Harness
     queue: Name | None = None
     resources: Resources = Field(default_factory=Resources)
+    # the registered environment its eval job runs in, one exact version (PROJECT/NAME@N); None: the
+    # site's default eval environment, else the site's eval Python (docs/environments.md)
+    environment: Annotated[str, documented(pattern=anchored(ENVIRONMENT_REF_PATTERN))] | None = None
 
     @field_validator("project", "name")
     @classmethod
@@ -85,6 +92,13 @@ class SuiteVersion(_Strict):
     @classmethod
     def _queue(cls, value: str | None) -> str | None:
         return None if value is None else _check_name(value, "queue")
+
+    @field_validator("environment")
+    @classmethod
+    def _environment(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(ENVIRONMENT_REF_PATTERN, value):
+            raise ValueError(f"{value!r} is not {ENVIRONMENT_REF_HELP}")
+        return value
 
     @field_validator("description")
     @classmethod
@@ -192,6 +206,8 @@ class SuiteVersion(_Strict):
         if missing:
             raise ValueError(f"no resolved digest for dataset(s) {', '.join(missing)}")
         body = self.model_dump(mode="json")
+        if body.get("environment") is None:
+            body.pop("environment", None)  # versions from before the field hash as they did
         body["datasets"] = [{"ref": ref, "digest": dataset_digests[ref]} for ref in self.datasets]
         body["prompt_template_sha256"] = self.prompt_sha256
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)

@@ -26,6 +26,8 @@ RELEASE_STATUSES: tuple[str, ...] = ("active", "deprecated", "withdrawn")
 REQUEST_STATUSES: tuple[str, ...] = ("open", "approved", "rejected", "promoted", "cancelled")
 DECISIONS: tuple[str, ...] = ("approve", "reject")
 POLICY_ROLES: tuple[str, ...] = ("member", "lead", "admin")
+# the severities an advisory rule may name, in rising order (OSV's database_specific.severity)
+ADVISORY_SEVERITIES: tuple[str, ...] = ("LOW", "MODERATE", "HIGH", "CRITICAL")
 
 # An alias: lower-case, short, a word people say ("prod", "candidate", "eu-staging").
 ALIAS = re.compile(r"[a-z][a-z0-9_-]{0,31}")
@@ -139,6 +141,8 @@ class AliasPolicy:
     ``gate_baseline`` points at then (None: this alias; no baseline only while it points at nothing).
     ``allow_imported_results``: whether that gate may count eval results imported from outside the
     gateway (``gw eval import``); by default only results of the gateway's own eval runs count.
+    ``advisory_severity``: the least severity (LOW, MODERATE, HIGH, CRITICAL) of a known advisory in
+    the environment version the release's run used that refuses a move (None: no advisory rule).
     """
 
     project: str
@@ -152,6 +156,7 @@ class AliasPolicy:
     gate_version: int | None = None
     gate_baseline: str | None = None
     allow_imported_results: bool = False
+    advisory_severity: str | None = None
 
     @property
     def baseline_alias(self) -> str:
@@ -174,6 +179,7 @@ class AliasPolicy:
             "approvals": self.approvals,
             "gate_suite": self.gate_suite,
             **gate,
+            **({"advisory_severity": self.advisory_severity} if self.advisory_severity else {}),
         }
 
 
@@ -290,7 +296,8 @@ class MoveCheck:
     """What a move still misses under a policy; ``ok`` when nothing."""
 
     missing: tuple[str, ...]
-    gate_failed: bool  # the only thing missing is a passing gate (an override can stand in for it)
+    # all that is missing is what an override can stand in for: a passing gate, and the advisory rule
+    gate_failed: bool
 
     @property
     def ok(self) -> bool:
@@ -317,11 +324,14 @@ def missing_for_move(
     gate_verdict: str | None,
     release_status: str,
     gate_detail: str = "",
+    advisories: AdvisoryCheck | None = None,
 ) -> MoveCheck:
     """What the move of an alias to a release lacks. ``approvers``: distinct approvers besides the
     requester; ``gate_verdict``: the verdict of the gate the gateway decided for this move on the
-    policy's terms (None: it could not decide one; ``gate_detail`` says why, or what it decided).
-    A withdrawn release is never promoted."""
+    policy's terms (None: it could not decide one; ``gate_detail`` says why, or what it decided);
+    ``advisories``: the release's training environment checked against the site's advisories (None:
+    not checked, so the policy's advisory rule, if any, is missing). A withdrawn release is never
+    promoted. An override (a lead's, with a reason) stands in for the gate and the advisory rule."""
     missing: list[str] = []
     if release_status == "withdrawn":
         missing.append("the release is withdrawn: a withdrawn release cannot be promoted")
@@ -338,12 +348,52 @@ def missing_for_move(
             f"{policy.approvals} approval(s) by someone other than the requester; {len(approvers)} given"
             f"{have}: `gw release request-promotion`, then `gw release approve`"
         )
-    gate_missing = False
+    overridable = 0
     if policy.gate_suite is not None and gate_verdict != "pass":
-        gate_missing = True
+        overridable += 1
         seen = gate_detail or (
             f"the gateway's gate decision is {gate_verdict}" if gate_verdict else "no gate decision recorded"
         )
         missing.append(f"a passing gate of suite {policy.gate_suite} on the release's artifact ({seen})")
-    only_gate = gate_missing and len(missing) == 1
-    return MoveCheck(tuple(missing), only_gate)
+    if policy.advisory_severity is not None:
+        blocking = advisory_missing(policy.advisory_severity, advisories)
+        if blocking is not None:
+            overridable += 1
+            missing.append(blocking)
+    return MoveCheck(tuple(missing), overridable > 0 and len(missing) == overridable)
+
+
+@dataclass(frozen=True)
+class AdvisoryCheck:
+    """The release's training environment against the site's advisories, for the advisory rule.
+
+    ``environment``: the version's ref (None: the run named no registered environment);
+    ``findings``: (advisory id, severity, package, version) of every advisory that affects it;
+    ``unchecked``: why it could not be checked (no advisory directory, the run is gone ...)."""
+
+    environment: str | None
+    findings: tuple[tuple[str, str, str, str], ...] = ()
+    unchecked: str | None = None
+
+    def at_least(self, severity: str) -> tuple[tuple[str, str, str, str], ...]:
+        """The findings of ``severity`` or worse."""
+        floor = ADVISORY_SEVERITIES.index(severity)
+        return tuple(
+            f
+            for f in self.findings
+            if f[1] in ADVISORY_SEVERITIES and ADVISORY_SEVERITIES.index(f[1]) >= floor
+        )
+
+
+def advisory_missing(severity: str, check: AdvisoryCheck | None) -> str | None:
+    """What the advisory rule (``severity`` or worse refuses) misses given ``check``; None: nothing."""
+    rule = f"no known advisory of severity {severity} or worse in the training environment"
+    if check is None:
+        return f"{rule} (not checked)"
+    if check.unchecked is not None:
+        return f"{rule} ({check.unchecked})"
+    found = check.at_least(severity)
+    if not found:
+        return None
+    listed = "; ".join(f"{a} ({sev}) in {pkg} {ver}" for a, sev, pkg, ver in found)
+    return f"{rule}: {check.environment} has {len(found)}: {listed} (`gw env scan {check.environment}`)"

@@ -27,6 +27,7 @@ from gateway.core.envs.advisories import Finding, scan, worst
 from gateway.core.envs.diff import package_diff
 from gateway.core.envs.lockfile import HEREDOC_END, lock_sha256, parse_lock
 from gateway.core.envs.record import KINDS, EnvVersion, content_digest
+from gateway.core.releases.domain import AdvisoryCheck
 from gateway.core.spec.parts import MODULE_NAME
 from gateway.core.spec.run_spec import RunSpec, build_spec
 from gateway.errors import Conflict, GatewayError, NotFound, SpecError, SpecIssue
@@ -323,6 +324,34 @@ class EnvironmentService:
         findings = scan(packages, loaded.advisories)
         return ScanReport(
             version, findings, len(packages), loaded.source, len(loaded.advisories), loaded.problems
+        )
+
+    def advisory_check(self, run_id: str) -> AdvisoryCheck:
+        """The environment version run ``run_id`` used checked against the site's advisories, for a
+        release policy's advisory rule (the caller already may read the run's release)."""
+        try:
+            run = self.catalog.runs.get_run(run_id)
+        except NotFound:
+            return AdvisoryCheck(None, unchecked=f"the release's run {run_id} is no longer on record")
+        version_id = (run.environment or {}).get("version_id")
+        if not version_id:
+            return AdvisoryCheck(None)  # no registered environment: nothing known against it
+        try:
+            version = self.catalog.settle(self.store.version(version_id))
+        except NotFound:
+            return AdvisoryCheck(None, unchecked=f"run {run_id}'s environment {version_id} is gone")
+        report = self._scan(version)
+        if report.source is None:
+            return AdvisoryCheck(
+                version.ref, unchecked="the site keeps no advisory directory (advisory_dir) to check against"
+            )
+        if report.problems and not report.findings:
+            return AdvisoryCheck(
+                version.ref, unchecked=f"the advisory directory could not be read: {report.problems[0]}"
+            )
+        return AdvisoryCheck(
+            version.ref,
+            tuple((f.advisory, f.severity, f.package, f.version) for f in report.findings),
         )
 
     def readable(self, version: EnvVersion, principal: Principal) -> bool:

@@ -30,6 +30,7 @@ from gateway.store.runs import RunStore
 class EvalJobSettings:
     python: str  # the interpreter of run_eval.py in the job
     eval_dir: str  # the site's eval/ directory, as compute nodes see it
+    environment: str | None = None  # the site's default eval environment (PROJECT/NAME@N); None: python
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ class EvalRunService:
             queue=target,
             python=self.job.python,
             eval_dir=self.job.eval_dir,
+            environment=self.job.environment,
         )
         try:
             submitted = self.runs.submit_keyed(spec, principal=principal, idempotency_key=idempotency_key)

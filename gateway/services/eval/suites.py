@@ -23,6 +23,7 @@ from gateway.core.domain import Principal
 from gateway.core.eval.domain import EvalSuite, SuiteRef, SuiteVersionRecord, parse_suite_ref
 from gateway.core.eval.suite import SuiteVersion, build_suite
 from gateway.errors import Forbidden, NotFound, SpecError, SpecIssue
+from gateway.services.envs.catalog import EnvCatalog
 from gateway.services.lineage.datasets import DatasetService
 from gateway.store.access import AccessStore
 from gateway.store.evals import EvalStore, ResolvedDataset
@@ -35,6 +36,7 @@ class EvalSuiteService:
         self.store = store
         self.datasets = datasets
         self.access = access
+        self.environments: EnvCatalog | None = None  # checks a suite's environment at registration (wiring)
 
     # -- registering ------------------------------------------------------------------------------
 
@@ -60,6 +62,7 @@ class EvalSuiteService:
         suite = build_suite(data)
         self._may_register(suite.project, principal)
         resolved = self._datasets(suite, principal)
+        self._environment(suite, principal)
         content_hash = suite.content_hash({d.ref: d.digest for d in resolved})
         self._may_add_version(suite, content_hash, principal)
         return self.store.register_version(
@@ -144,6 +147,31 @@ class EvalSuiteService:
                 source=principal.source,
             ),
         )
+
+    def _environment(self, suite: SuiteVersion, principal: Principal) -> None:
+        """SpecError when the suite's environment is not a version the registrant may read, or failed."""
+        if suite.environment is None or self.environments is None:
+            return
+        try:
+            version = self.environments.resolve(suite.environment, project=suite.project, principal=principal)
+        except (NotFound, Forbidden) as exc:
+            raise SpecError(
+                [
+                    SpecIssue(
+                        "environment", f"no such environment version you may read ({exc})", suite.environment
+                    )
+                ],
+                what="eval suite",
+            ) from exc
+        if version.status == "failed":
+            raise SpecError(
+                [
+                    SpecIssue(
+                        "environment", f"{version.ref} failed to build: {version.failure}", suite.environment
+                    )
+                ],
+                what="eval suite",
+            )
 
     def _datasets(self, suite: SuiteVersion, principal: Principal) -> list[ResolvedDataset]:
         """Each dataset reference resolved to the exact version the suite's project may read."""

@@ -137,6 +137,7 @@ def version_dict(v: SuiteVersionRecord) -> dict[str, Any]:
             for d in v.datasets
         ],
         "reviews_required": suite.gate.reviews_required,
+        "environment": suite.environment,
         "registered_by": v.registered_by,
         "registered_at": v.registered_at.isoformat(),
     }

@@ -7,7 +7,8 @@ newest version when the policy is set, unless it names one; or ``latest``)
 and against which alias's release (by default the alias itself). The
 gateway decides that gate at the move (``services.releases.policy_gate``).
 Leads set them (``release.policy``); each change is audited with the policy
-before and after. ``services.promotions`` enforces them.
+before and after. A policy may also refuse moves while the release's training environment has a known
+advisory of a least severity (``advisory_severity``). ``services.promotions`` enforces them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from gateway.core.access.policy import require
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.clock import utcnow
 from gateway.core.domain import Principal
-from gateway.core.releases.domain import POLICY_ROLES, AliasPolicy
+from gateway.core.releases.domain import ADVISORY_SEVERITIES, POLICY_ROLES, AliasPolicy
 from gateway.errors import NotFound, SpecError, SpecIssue
 from gateway.services.releases.promotions import alias_issues
 from gateway.services.releases.registry import ReleaseService
@@ -45,13 +46,16 @@ class AliasPolicyService:
         gate_version: int | str | None = None,
         gate_baseline: str | None = None,
         allow_imported_results: bool = False,
+        advisory_severity: str | None = None,
     ) -> AliasPolicy:
         """Protect ``alias`` of model ``project/model`` (``model`` None: the project's default). Leads.
 
         ``gate_version``: the suite version the gate is decided on: a number, or ``latest`` (the newest
         version at each move); None pins the suite's newest version now. ``gate_baseline``: the alias
         whose release is the baseline (None: ``alias`` itself). ``allow_imported_results``: the gate may
-        count results imported from outside the gateway (default: only its own eval runs' count)."""
+        count results imported from outside the gateway (default: only its own eval runs' count).
+        ``advisory_severity``: refuse a move while the release's training environment has a known
+        advisory of this severity or worse (LOW, MODERATE, HIGH, CRITICAL; None: no such rule)."""
         model_id = self.releases.model(project, model, principal=principal).id if model else None
         if model is None:
             require(principal, "release.read", project, hide=True)
@@ -94,6 +98,14 @@ class AliasPolicyService:
             ):
                 if value is not None:
                     issues.append(SpecIssue(field, "only with gate_suite: the suite whose gate it is", value))
+        if advisory_severity is not None:
+            advisory_severity = str(advisory_severity).upper()
+            if advisory_severity not in ADVISORY_SEVERITIES:
+                issues.append(
+                    SpecIssue(
+                        "advisory_severity", f"one of {', '.join(ADVISORY_SEVERITIES)}", advisory_severity
+                    )
+                )
         if issues:
             raise SpecError(issues, what="alias policy")
         pinned = pinned if gate_suite is not None else None
@@ -109,6 +121,7 @@ class AliasPolicyService:
             gate_version=pinned if gate_suite is not None else None,
             gate_baseline=gate_baseline if gate_suite is not None else None,
             allow_imported_results=bool(allow_imported_results) and gate_suite is not None,
+            advisory_severity=advisory_severity,
         )
         target = f"{project}/{model}:{alias}" if model else f"{project}/*:{alias}"
         return self.store.set_policy(

@@ -20,6 +20,11 @@ re-checked when the move happens: an approver who has since lost the role that
 may approve (``release.approve``), left the project or was disabled no longer
 counts, and the move says so (``approvals_not_counted`` in its audit event, and
 the refusal names them).
+
+A policy may also ask that the release's training environment (the environment version its run used)
+has no known advisory of a least severity (``advisory_severity``, e.g. CRITICAL) in the site's OSV
+directory: checked at each move, the refusal names each advisory id and package; an override stands
+in for it as for the gate.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from gateway.core.access.policy import allowed, require
 from gateway.core.audit.entry import AuditEntry
@@ -36,6 +41,7 @@ from gateway.core.eval.domain import GateRecord
 from gateway.core.releases.domain import (
     DECISIONS,
     REASON_MAX,
+    AdvisoryCheck,
     AliasEvent,
     AliasPolicy,
     MoveCheck,
@@ -52,6 +58,14 @@ from gateway.services.releases.policy_gate import AliasGate, PolicyGate
 from gateway.services.releases.registry import ReleaseService, text_issue
 from gateway.store.access import AccessStore
 from gateway.store.promotions import NewMove, PromotionStore
+
+
+class AdvisorySource(Protocol):
+    """What checks a run's training environment against the site's advisories (services.envs)."""
+
+    def advisory_check(self, run_id: str) -> AdvisoryCheck:
+        """Run ``run_id``'s environment version against the site's advisories."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -77,9 +91,10 @@ class MovePreview:
     approvers: tuple[str, ...]
     dropped: tuple[dict[str, str], ...]
     missing: tuple[str, ...]
-    gate_failed: bool  # only a passing gate is missing: a lead may override it with a reason
-    may_override: bool  # the gate alone is missing and the caller may override
+    gate_failed: bool  # only the gate and the advisory rule miss: a lead may override with a reason
+    may_override: bool  # only those miss and the caller may override
     already: bool  # the alias points at this release already
+    advisory: AdvisoryCheck | None = None  # the training environment's advisories (an advisory rule)
 
     @property
     def ok(self) -> bool:
@@ -96,6 +111,7 @@ class PromotionService:
         self.gate = gate
         self.access = access  # the approvers' roles as they are now, re-checked at each move
         self.handoff: HandoffService | None = None  # what a move hands off to MLflow and webhooks (wiring)
+        self.environments: AdvisorySource | None = None  # the advisory rule's check (wiring)
 
     # -- promotion requests -----------------------------------------------------------------------
 
@@ -200,7 +216,7 @@ class PromotionService:
             issues.append(issue)
         if issues:
             raise SpecError(issues, what="alias move")
-        request, policy, gate, approvers, dropped, check = self._check(
+        request, policy, gate, approvers, dropped, check, advisory = self._check(
             release, alias, request_id, override, principal
         )
         current = self.store.alias_events(release.model_id, alias)
@@ -220,6 +236,12 @@ class PromotionService:
             "override": override,
             "reason": reason,
         }
+        if advisory is not None:  # the policy's advisory rule: what the training environment had
+            after["advisories"] = {
+                "environment": advisory.environment,
+                "findings": [list(f) for f in advisory.findings],
+                "unchecked": advisory.unchecked,
+            }
         also = []
         if override:
             also.append(
@@ -261,11 +283,12 @@ class PromotionService:
         list[str],
         list[dict[str, str]],
         MoveCheck,
+        AdvisoryCheck | None,
     ]:
         """The request, policy, gate, the approvers that count now and those that no longer do (with
         why), and what the move misses; raises when it may not go ahead (Conflict listing the missing
         pieces and the approvals not counted, Forbidden for an override below lead)."""
-        request, policy, decided, approvers, dropped, check = self._assess(
+        request, policy, decided, approvers, dropped, check, advisory = self._assess(
             release, alias, request_id, principal
         )
         gate = decided.gate if decided is not None else None
@@ -277,7 +300,8 @@ class PromotionService:
                 )
             raise Conflict(
                 f"cannot move {alias} to {release.ref}: an override stands in for a failed or missing gate "
-                "only, and more is missing:\n" + "\n".join(f"  - {m}" for m in check.missing)
+                "and the advisory rule only, and more is missing:\n"
+                + "\n".join(f"  - {m}" for m in check.missing)
             )
         if override:
             require(principal, "release.override", release.project)
@@ -287,12 +311,12 @@ class PromotionService:
                 + "\n".join(f"  - {m}" for m in check.missing)
                 + "".join(f"\n  (the approval by {d['user']} no longer counts: {d['why']})" for d in dropped)
                 + (
-                    "\n(a lead or admin may override the gate with --override --reason)"
+                    "\n(a lead or admin may override the gate and the advisory rule with --override --reason)"
                     if check.gate_failed
                     else ""
                 )
             )
-        return request, policy, gate, approvers, dropped, check
+        return request, policy, gate, approvers, dropped, check, advisory
 
     def _assess(
         self, release: Release, alias: str, request_id: str | None, principal: Principal
@@ -303,6 +327,7 @@ class PromotionService:
         list[str],
         list[dict[str, str]],
         MoveCheck,
+        AdvisoryCheck | None,
     ]:
         """What a move of ``alias`` to ``release`` by ``principal`` would count and miss: the request, the
         policy, the gateway's gate (decided on the policy's terms: the same terms give the decision
@@ -317,6 +342,11 @@ class PromotionService:
         )
         gate = decided.gate if decided is not None else None
         approvers, dropped = self._approvers_now(request, project)
+        advisory = (
+            self.environments.advisory_check(release.run_id)
+            if policy is not None and policy.advisory_severity and self.environments is not None
+            else None
+        )
         check = missing_for_move(
             policy,
             role=principal.role(project),
@@ -325,8 +355,9 @@ class PromotionService:
             gate_verdict=gate.verdict if gate else None,
             release_status=release.status,
             gate_detail=decided.detail if decided is not None else "",
+            advisories=advisory,
         )
-        return request, policy, decided, approvers, dropped, check
+        return request, policy, decided, approvers, dropped, check, advisory
 
     def preview(
         self, project: str, model: str, version: int, alias: str, *, principal: Principal
@@ -340,7 +371,9 @@ class PromotionService:
         if issues:
             raise SpecError(issues, what="alias move")
         current = self.store.alias_events(release.model_id, alias)
-        request, policy, decided, approvers, dropped, check = self._assess(release, alias, None, principal)
+        request, policy, decided, approvers, dropped, check, advisory = self._assess(
+            release, alias, None, principal
+        )
         gate = decided.gate if decided is not None else None
         return MovePreview(
             release=release,
@@ -356,6 +389,7 @@ class PromotionService:
             gate_failed=check.gate_failed,
             may_override=check.gate_failed and allowed(principal, "release.override", project),
             already=bool(current) and current[-1].to_release == release.id,
+            advisory=advisory,
         )
 
     def _approvers_now(
