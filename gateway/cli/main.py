@@ -93,8 +93,7 @@ class Gw(LazyGroup):
         ),
         "tasks": _in(
             "task_cmds",
-            "A sweep's tasks, one a line: state, exit, elapsed, node, its sweep point and final metrics"
-            "\n(--best METRIC: best first).",
+            "A sweep's tasks, one a line: index, state, exit, elapsed, node, its sweep point, final metrics.",
         ),
         "token": _in("token_cmds", "Your API tokens.", group=True),
         "retention": _in("retention_cmds", "Retention: holds, and what expired of a run.", group=True),
