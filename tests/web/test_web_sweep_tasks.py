@@ -32,7 +32,7 @@ services, principal, tokens = service_fixtures.services, service_fixtures.princi
 # loss = 1 / (step * lr * 100) at steps 1..3: the final loss orders the tasks lr 0.1, 0.01, 0.001
 TRAIN = (
     'for s in 1 2 3; do echo "{\\"step\\": $s, \\"loss\\": $(awk -v l=$GW_PARAM_LR -v s=$s '
-    "'BEGIN{print 1/(s*l*100)}')}\" >> \"$GW_TASK_DIR/metrics.jsonl\"; done; "
+    '\'BEGIN{print 1/(s*l*100)}\')}" >> "$GW_TASK_DIR/metrics.jsonl"; done; '
     'echo "model $GW_PARAM_LR" > "$GW_TASK_DIR/model.txt"; echo "task $SLURM_ARRAY_TASK_ID lr $GW_PARAM_LR"'
 )
 LRS = [0.001, 0.1, 0.01]  # task 0, 1, 2
@@ -79,7 +79,8 @@ def test_the_api_shows_each_task_with_its_point_state_metrics_artifacts_and_logs
     listed = api.get(f"/runs/{run_id}/tasks")
     assert listed.status_code == 200, listed.text
     body = listed.json()
-    assert body["attempt"] == 1 and body["array_job_id"] == sweep["job_id"] and body["metric_names"] == ["loss"]
+    assert body["attempt"] == 1 and body["array_job_id"] == sweep["job_id"]
+    assert body["metric_names"] == ["loss"]
     tasks = body["tasks"]
     assert [t["index"] for t in tasks] == [0, 1, 2]
     assert [t["point"] for t in tasks] == [{"lr": lr} for lr in LRS]
@@ -134,7 +135,8 @@ def test_gw_tasks_lists_the_tasks_best_first(sweep, pages_url, tokens):
     shown = gw(pages_url, tokens, "tasks", sweep["id"], "--best", "loss")
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
-    assert lines[0].startswith(f"run {sweep['id']} attempt 1") and "3 tasks: 3 succeeded; best first by loss" in lines[0]
+    assert lines[0].startswith(f"run {sweep['id']} attempt 1")
+    assert "3 tasks: 3 succeeded; best first by loss" in lines[0]
     assert lines[1].split() == ["task", "state", "exit", "elapsed_s", "node", "point", "loss"]
     rows = [line.split() for line in lines[2:]]
     assert [(r[0], r[1], r[2], r[5]) for r in rows] == [
@@ -148,6 +150,8 @@ def test_gw_tasks_lists_the_tasks_best_first(sweep, pages_url, tokens):
     assert [r.split("\t")[0] for r in tsv[1:]] == ["0", "1", "2"]
     unknown = gw(pages_url, tokens, "tasks", sweep["id"], "--best", "accuracy")
     assert unknown.returncode == 2 and "has a metric 'accuracy'; its metrics: loss" in unknown.stderr
+    shown = gw(pages_url, tokens, "show", sweep["id"])
+    assert f"each task's sweep point, metrics and artifacts: gw tasks {sweep['id']}" in shown.stdout
     plain = gw(pages_url, tokens, "tasks", sweep["plain"])
     assert plain.returncode == 4 and "is not a sweep" in " ".join(plain.stderr.split())
 
