@@ -50,6 +50,7 @@ from gateway.services.handoff.mlflow_jobs import MlflowJobs
 from gateway.services.handoff.outbox import HandoffService
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.lineage.outputs import OutputHarvester
+from gateway.services.lineage.tasks import TaskService
 from gateway.services.lineage.walk import LineageService
 from gateway.services.ops.background import BackgroundWork
 from gateway.services.ops.health import HealthService
@@ -168,6 +169,7 @@ def build_services(
         waiting=waiting,
         runs=runs,
         logs=LogService(store, files, retention["expired"].note),
+        tasks=TaskService(store, lineage_store, host, files),
         refresher=refresher,
         retries=retries,
         datasets=datasets,

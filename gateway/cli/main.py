@@ -91,6 +91,10 @@ class Gw(LazyGroup):
             "telemetry_cmds",
             "Each attempt's GPUs: utilisation, peak memory, energy, idle fraction, idle GPU-hours.",
         ),
+        "tasks": _in(
+            "task_cmds",
+            "A sweep's tasks, one a line: index, state, exit, elapsed, node, its sweep point, final metrics.",
+        ),
         "token": _in("token_cmds", "Your API tokens.", group=True),
         "retention": _in("retention_cmds", "Retention: holds, and what expired of a run.", group=True),
         "dataset": _in("data_cmds", "Datasets: versions registered by content.", group=True),

@@ -98,6 +98,8 @@ def show_run(run: dict, *, script: bool = False) -> None:
     for attempt in run["attempts"]:
         console.print()
         _print_attempt(attempt)
+    if (run.get("spec") or {}).get("sweep") and run["attempts"]:
+        console.print(f"each task's sweep point, metrics and artifacts: gw tasks {run['id']}", markup=False)
     if run.get("waiting"):
         console.print()
         _print_waiting(run["waiting"])

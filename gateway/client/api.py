@@ -191,6 +191,16 @@ class GatewayClient:
             "GET", f"/runs/{run_id}/logs", params={k: v for k, v in params.items() if v is not None}
         )
 
+    def tasks(self, run_id: str, *, attempt: int | None = None) -> dict:
+        """``GET /runs/{id}/tasks``: a sweep's array tasks (``SweepTasksPublic``)."""
+        params = {} if attempt is None else {"attempt": attempt}
+        return self._call("GET", f"/runs/{run_id}/tasks", params=params)
+
+    def task(self, run_id: str, index: int, *, attempt: int | None = None) -> dict:
+        """``GET /runs/{id}/tasks/{i}``: one task of a sweep, its series included (``SweepTaskPublic``)."""
+        params = {} if attempt is None else {"attempt": attempt}
+        return self._call("GET", f"/runs/{run_id}/tasks/{index}", params=params)
+
     def run_outputs(self, run_id: str) -> dict:
         """``GET /runs/{id}/outputs``: its artifacts, metrics and harvests (``RunOutputsPublic``)."""
         return self._call("GET", f"/runs/{run_id}/outputs")

@@ -29,8 +29,9 @@ from typing import Any
 from gateway.client.api import GatewayClient
 from gateway.client.errors import ApiError
 from gateway.client.settings import ClientSettings
-from gateway.client.values import BatchEntry, RunSummary, run_of
+from gateway.client.values import BatchEntry, RunSummary, run_of, task_of
 from gateway.core.domain import Run
+from gateway.core.runs.tasks import SweepTask, rank_tasks
 from gateway.core.slurm.states import TERMINAL, RunState
 from gateway.core.spec.run_spec import RunSpec
 
@@ -178,12 +179,44 @@ class Gateway:
         return ended
 
     def logs(
-        self, run: RunLike, *, stream: str = "stdout", tail: int = 200, attempt: int | None = None
+        self,
+        run: RunLike,
+        *,
+        stream: str = "stdout",
+        tail: int = 200,
+        attempt: int | None = None,
+        task: int | None = None,
     ) -> str:
         """The last ``tail`` lines of the job's ``stream`` (stdout or stderr), read as the job's user;
-        empty when the file does not exist yet."""
-        chunk = self.api.logs(_run_id(run), stream=stream, tail=tail, attempt=attempt)
+        empty when the file does not exist yet. An array's first task unless ``task`` names another."""
+        chunk = self.api.logs(
+            _run_id(run), stream=stream, tail=tail, attempt=attempt, task=None if task is None else str(task)
+        )
         return str(chunk.get("text") or "")
+
+    def tasks(
+        self,
+        run: RunLike,
+        *,
+        attempt: int | None = None,
+        best: str | None = None,
+        order: str = "min",
+    ) -> list[SweepTask]:
+        """A sweep's array tasks as run-like records (``GET /runs/{id}/tasks``): each one's sweep
+        point (``params``, ``point``), state, exit, elapsed time, node, final ``metrics`` and
+        artifacts; in index order, or with ``best="loss"`` best first by that final metric
+        (``order`` "min" or "max"; tasks without it last). ApiError 404 for a run that is no sweep."""
+        answer = self.api.tasks(_run_id(run), attempt=attempt)
+        tasks = [task_of(t) for t in answer["tasks"]]
+        if best is None:
+            return tasks
+        if order not in ("min", "max"):
+            raise ValueError(f"order {order!r}: give 'min' (lowest first) or 'max' (highest first)")
+        return rank_tasks(tasks, best, "min" if order == "min" else "max")
+
+    def task(self, run: RunLike, index: int, *, attempt: int | None = None) -> SweepTask:
+        """One task of a sweep, its metric ``series`` included; its log: ``logs(run, task=index)``."""
+        return task_of(self.api.task(_run_id(run), index, attempt=attempt))
 
     def cancel(self, run: RunLike) -> Run:
         """Cancel the run's live attempt; the run after it (an ended run comes back unchanged)."""

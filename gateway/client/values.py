@@ -3,7 +3,8 @@
 A run comes back as ``gateway.core.domain.Run`` (its spec a ``RunSpec``, its attempts ``Attempt``
 with their ``StateEvent`` timeline, states ``RunState``, times aware datetimes), as the services
 pass it; what the API leaves out of a run's public form (database ids) is 0. A listing's or a
-batch's rows are ``RunSummary``; a batch item's outcome is ``BatchEntry``.
+batch's rows are ``RunSummary``; a batch item's outcome is ``BatchEntry``; a sweep's task is
+``gateway.core.runs.tasks.SweepTask``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from gateway.client.errors import ApiError
 from gateway.core.domain import Attempt, Run, StateEvent
+from gateway.core.runs.tasks import SweepTask
 from gateway.core.slurm.states import TERMINAL, RunState
 from gateway.core.spec.run_spec import build_spec
 
@@ -167,3 +169,26 @@ class BatchEntry:
                 data["status"], body.get("error", "http_error"), body.get("detail"), body.get("run_id"), body
             )
         return cls(data["index"], run, error, bool(data.get("replayed")))
+
+
+def task_of(data: dict[str, Any]) -> SweepTask:
+    """A ``SweepTaskPublic`` JSON body as the domain's ``SweepTask``."""
+    return SweepTask(
+        run_id=data["run_id"],
+        attempt=data["attempt"],
+        index=data["index"],
+        params=dict(data["params"]),
+        point=dict(data["point"]),
+        state=data["state"],
+        job_id=data.get("job_id"),
+        array_job_id=data.get("array_job_id"),
+        exit_code=data.get("exit_code"),
+        exit_signal=data.get("exit_signal"),
+        elapsed_s=data.get("elapsed_s"),
+        node_list=data.get("node_list"),
+        task_dir=data["task_dir"],
+        metrics={k: float(v) for k, v in data["metrics"].items()},
+        series={k: [(s, float(v)) for s, v in points] for k, points in (data.get("series") or {}).items()},
+        artifacts=list(data["artifacts"]),
+        notes=list(data["notes"]),
+    )

@@ -36,6 +36,7 @@ from gateway.services.eval.trace import EvalTraceService
 from gateway.services.handoff.outbox import HandoffService
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.lineage.outputs import OutputHarvester
+from gateway.services.lineage.tasks import TaskService
 from gateway.services.lineage.walk import LineageService
 from gateway.services.ops.background import BackgroundWork
 from gateway.services.ops.health import HealthService
@@ -81,6 +82,7 @@ class Services:
     waiting: WaitingService
     runs: RunService
     logs: LogService
+    tasks: TaskService  # a sweep's array tasks as run-like records (docs/sweeps.md)
     refresher: Refresher
     retries: RetryService
     datasets: DatasetService

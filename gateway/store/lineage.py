@@ -48,6 +48,7 @@ class HarvestJob:
     # the variables of the run's site and project secrets (docs/access.md#site-and-project-secrets)
     held_secrets: tuple[str, ...] = ()
     final: bool = False  # the run's latest attempt, with no retry scheduled: nothing runs after it
+    sweep: bool = False  # an array of param sets: each task also writes under tasks/<index>/
 
 
 class LineageStore:
@@ -184,6 +185,7 @@ class LineageStore:
                         )
                     ),
                     final=retry_at is None and number == last,
+                    sweep=bool(spec.get("sweep")),
                 )
                 for (
                     attempt_id,

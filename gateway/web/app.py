@@ -35,6 +35,7 @@ from gateway.web import (
     routes_run_list,
     routes_run_page,
     routes_submit,
+    routes_tasks,
 )
 from gateway.web.deps import CSRF_COOKIE, HERE, PREFIX, Pages, SignInNeeded, current_principal
 from gateway.web.forwarded import ForwardedScheme
@@ -63,6 +64,7 @@ def mount_web(app: FastAPI) -> FastAPI:
         routes_envs,
         routes_reports,
         routes_compare,
+        routes_tasks,
     ):
         app.include_router(module.router, prefix=PREFIX, include_in_schema=False)
     app.add_middleware(WebPathsOnly)

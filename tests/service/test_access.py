@@ -56,6 +56,25 @@ def ended_run(services, principal):
 
 
 @pytest.fixture(scope="module")
+def ended_sweep(services, principal):
+    """A finished sweep of two tasks of project ``test`` (its tasks: GET /runs/{id}/tasks)."""
+    spec = build_spec(
+        {
+            "name": "matrix-sweep",
+            "project": PROJECT,
+            "queue": "cpu",
+            "command": "echo hi",
+            "workdir": "/tmp",
+            "tags": [unique_tag()],
+            "resources": {"mem_gb": 0.1},
+            "sweep": {"params": [{"i": 0}, {"i": 1}]},
+        }
+    )
+    run = services.runs.submit(spec, principal=principal)
+    return refresh_until(services, run.id).id
+
+
+@pytest.fixture(scope="module")
 def dataset(services, principal, tmp_path_factory):
     """A one-file dataset of project ``test`` (name, its manifest, the file's sha256)."""
     path = tmp_path_factory.mktemp("matrix-data") / "rows.csv"
@@ -75,7 +94,7 @@ def call(app, tokens, role, method, path, **kwargs):
 # Every route x every role: the status the caller gets. Built so that allowed calls
 # change nothing (dry runs, an ended run, a queue that does not exist).
 def expectations(
-    run_id: str, spare_token: int, site: dict, dataset: dict, evals: dict
+    run_id: str, spare_token: int, site: dict, dataset: dict, evals: dict, sweep_id: str
 ) -> dict[str, tuple[dict, dict[str, int]]]:
     read_all = {"admin": 200, "lead": 200, "member": 200, "viewer": 200, "outsider": 200, "anonymous": 401}
     in_project = {"admin": 200, "lead": 200, "member": 200, "viewer": 200, "outsider": 404, "anonymous": 401}
@@ -127,6 +146,8 @@ def expectations(
             {"admin": 200, "lead": 200, "member": 403, "viewer": 403, "outsider": 404, "anonymous": 401},
         ),
         "GET /runs/{run_id}/logs": ({"path": {"run_id": run_id}}, in_project),
+        "GET /runs/{run_id}/tasks": ({"path": {"run_id": sweep_id}}, in_project),
+        "GET /runs/{run_id}/tasks/{index}": ({"path": {"run_id": sweep_id, "index": 1}}, in_project),
         "GET /runs/{run_id}/cost": ({"path": {"run_id": run_id}}, in_project),
         # a since in the future: refused after the site.admin check, so nothing is read
         "POST /admin/accounting/ingest": (
@@ -215,10 +236,10 @@ def evals(services, principal, eval_world) -> dict:
     }
 
 
-def test_permission_matrix_covers_every_route(app, services, tokens, ended_run, dataset, evals):
+def test_permission_matrix_covers_every_route(app, services, tokens, ended_run, dataset, evals, ended_sweep):
     spare = services.auth.issue_token(OPERATOR, "admin", name="spare")[1].id
     site = services.site.export(OPERATOR).model_dump(mode="json")
-    table = expectations(ended_run, spare, site, dataset, evals)
+    table = expectations(ended_run, spare, site, dataset, evals, ended_sweep)
     routes = {
         f"{method.upper()} {path}"
         for path, operations in app.get("/openapi.json").json()["paths"].items()

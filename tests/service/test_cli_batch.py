@@ -188,3 +188,10 @@ def test_the_python_client_example_runs(server, tmp_path):
     lines = done.stdout.splitlines()
     assert lines[1].startswith("succeeded 0") and "lr=0.3" in done.stdout and "done" in lines
     assert "{0.1: 'succeeded', 0.01: 'succeeded', 0.001: 'succeeded'}" in done.stdout
+    # the sweep's tasks, best (lowest loss) first: task 2 (lr 0.001), then 1, then 0
+    ranked = [line for line in lines if line.split()[:1] in (["0"], ["1"], ["2"]) and "{'lr':" in line]
+    assert ranked == [
+        "2 {'lr': 0.001} succeeded 0.001",
+        "1 {'lr': 0.01} succeeded 0.01",
+        "0 {'lr': 0.1} succeeded 0.1",
+    ]

@@ -1,4 +1,4 @@
-"""Run routes: submit, list, show, cancel, logs. Each is one service call."""
+"""Run routes: submit, list, show, cancel, logs, a sweep's tasks. Each is one service call."""
 
 from __future__ import annotations
 
@@ -19,10 +19,12 @@ from gateway.api.schemas import (
     RunsPublic,
 )
 from gateway.api.schemas_batch import BatchRejectedPublic, RunBatchCreate, RunBatchPublic
+from gateway.api.schemas_tasks import SweepTaskPublic, SweepTasksPublic
 from gateway.core import names
 from gateway.core.described import documented
 from gateway.core.domain import RunFilter
 from gateway.core.runs.paging import CURSOR_HELP, CURSOR_PATTERN, Cursor
+from gateway.core.runs.tasks import metric_names
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import RunSpec
 from gateway.services.runs.run_service import Submitted
@@ -332,6 +334,59 @@ async def run_logs(
         offset_bytes=offset_bytes,
     )
     return LogChunkPublic.of(chunk)
+
+
+AttemptQuery = Annotated[int | None, Query(ge=1, le=10_000, description="Attempt number; default latest")]
+
+
+@router.get(
+    "/{run_id}/tasks",
+    response_model=SweepTasksPublic,
+    responses={404: ERRORS[404], 422: ERRORS[422], 503: ERRORS[503]},
+    summary="A sweep's tasks",
+)
+async def run_tasks(
+    run_id: RunId,
+    services: ServicesDep,
+    principal: PrincipalDep,
+    file_reads: FileReadsDep,
+    attempt: AttemptQuery = None,
+) -> SweepTasksPublic:
+    """Every array task of a sweep (a spec with ``sweep:``) as its own record: its sweep point,
+    state, exit, elapsed time, node, where its logs are, its final metrics (read from the spec's
+    ``metrics`` files in its own directory, ``GW_TASK_DIR``) and its artifacts. 404 for a run that
+    is not a sweep."""
+    run, shown, tasks = await file_reads.run(
+        services.tasks.tasks, run_id, principal=principal, attempt_number=attempt
+    )
+    return SweepTasksPublic(
+        run_id=run.id,
+        attempt=shown.number,
+        array_job_id=shown.job_id,
+        tasks=[SweepTaskPublic.of(t, series=False) for t in tasks],
+        metric_names=metric_names(tasks),
+    )
+
+
+@router.get(
+    "/{run_id}/tasks/{index}",
+    response_model=SweepTaskPublic,
+    responses={404: ERRORS[404], 422: ERRORS[422], 503: ERRORS[503]},
+    summary="One task of a sweep",
+)
+async def run_task(
+    run_id: RunId,
+    index: Annotated[int, Path(ge=0, le=4_000_000, description="The array task index")],
+    services: ServicesDep,
+    principal: PrincipalDep,
+    file_reads: FileReadsDep,
+    attempt: AttemptQuery = None,
+) -> SweepTaskPublic:
+    """One array task of a sweep, its metric series included."""
+    task = await file_reads.run(
+        services.tasks.task, run_id, index, principal=principal, attempt_number=attempt
+    )
+    return SweepTaskPublic.of(task, series=True)
 
 
 def _submitted(submitted: Submitted) -> Response:

@@ -12,7 +12,8 @@ from typing import Any
 
 from gateway.adapters import plots
 from gateway.core.domain import Principal
-from gateway.core.lineage.metric_groups import charts, compare_series, metric_names
+from gateway.core.lineage.metric_groups import Points, charts, compare_series, metric_names
+from gateway.core.runs.tasks import SweepTask
 from gateway.errors import SpecError, SpecIssue
 from gateway.services.lineage.walk import LineageService
 
@@ -85,6 +86,28 @@ def compare(
     figure = Figure(chosen, tuple(chart.series), svg) if svg is not None else None
     missing = [r["id"] for r in runs if r["label"] not in chart.series]
     return Compared(runs, names, chosen, figure, missing)
+
+
+def task_label(task: SweepTask) -> str:
+    """A sweep task as a chart's legend and a table name it: its index and sweep point."""
+    point = ", ".join(f"{k}={v}" for k, v in task.point.items())
+    return f"task {task.index}" + (f" ({point})" if point else "")
+
+
+def sweep_figure(tasks: list[SweepTask], metric: str) -> Figure | None:
+    """``metric`` of every task of a sweep on one chart, one line per task in the order given (best
+    first: the first ``MAX_LINES`` are drawn); None when no task has a series of it."""
+    by_label: dict[str, dict[str, Points]] = {
+        # a point without a step is placed at its position in the series
+        task_label(t): {
+            name: [(float(i if step is None else step), value) for i, (step, value) in enumerate(points)]
+            for name, points in t.series.items()
+        }
+        for t in tasks
+    }
+    chart = compare_series(by_label, metric)
+    svg = plots.metric_chart_svg(chart, x_label="step")
+    return Figure(metric, tuple(chart.series), svg) if svg is not None else None
 
 
 def _shared_first(by_label: dict[str, dict[str, Any]], names: list[str]) -> str | None:

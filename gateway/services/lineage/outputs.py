@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from gateway.adapters.runhost import OutputScan, RunHost
 from gateway.core.lineage.run_metrics import MAX_POINTS, last_values, parse_metrics_json, parse_metrics_jsonl
+from gateway.core.runs.tasks import TASKS_DIR
 from gateway.core.site.secrets import delivered_path
 from gateway.errors import GatewayError, RunHostUnavailable
 from gateway.services.accounting.telemetry import TelemetryHarvester
@@ -101,8 +102,10 @@ class OutputHarvester:
         user = self.files.job_user(job.run_id, job.os_user, job.submitter)
         files: list[tuple[str, int, str]] = []
         if job.outputs:
+            # a sweep's task writes its outputs in its own directory (GW_TASK_DIR): tasks/<i>/<pattern>
+            patterns = job.outputs + ([f"{TASKS_DIR}/*/{p}" for p in job.outputs] if job.sweep else [])
             scan = self.host.scan_outputs(
-                job.run_dir, job.outputs, as_user=user, max_files=MAX_FILES_PER_ATTEMPT
+                job.run_dir, patterns, as_user=user, max_files=MAX_FILES_PER_ATTEMPT
             )
             known = self.store.known_files(job.run_id)
             files = [(f.path, f.size_bytes, f.sha256) for f in scan.files if (f.path, f.sha256) not in known]
