@@ -98,6 +98,7 @@ def test_a_dry_run_on_a_schema_behind_the_code_upgrades_nothing(tmp_path):
     assert gw(env, "admin", "db", "upgrade").returncode == 0
     engine = create_engine(f"sqlite:///{database}")
     assert schema_behind(engine) is None
+
     def dump() -> list[str]:  # the database's content, schema and rows (its file may differ by WAL)
         conn = sqlite3.connect(database)
         try:
