@@ -98,6 +98,23 @@ def release_expectations(
             {"path": {**model, "alias": "matrix"}, "json": {"version": 1}},
             {"admin": 409, "lead": 409, "member": 409, **no},
         ),
+        # the checks of a move, nothing moved: those who may move aliases (release.promote, as above)
+        "GET /models/{project}/{name}/aliases/{alias}/check": (
+            {"path": {**model, "alias": "matrix"}, "params": {"version": 1}},
+            {"admin": 200, "lead": 200, "member": 200, **no},
+        ),
+        # the hand-off (no MLflow configured here: a sync is refused after the permission check)
+        "GET /models/{project}/{name}/mirror": ({"path": model}, in_project),
+        "GET /runs/{run_id}/handoff": ({"path": {"run_id": run_id}}, in_project),
+        "POST /runs/{run_id}/handoff/mlflow": (
+            {"path": {"run_id": run_id}},
+            {"admin": 409, "lead": 409, "member": 409, **no},
+        ),
+        "GET /handoff/items": ({}, read_all),
+        "POST /handoff/items/{item_id}/replay": (
+            {"path": {"item_id": "hx-0000000000000000"}},
+            {"admin": 404, "lead": 403, "member": 403, "viewer": 403, "outsider": 403, "anonymous": 401},
+        ),
         "GET /models/{project}/{name}/history": ({"path": model, "params": {"alias": "matrix"}}, in_project),
         "GET /models/{project}/{name}/policies": ({"path": model}, in_project),
         "PUT /models/{project}/{name}/policies/{alias}": (

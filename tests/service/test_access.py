@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -86,6 +87,21 @@ def dataset(services, principal, tmp_path_factory):
     return {"name": name, "files": files, "sha256": files[0]["sha256"], "path": str(path)}
 
 
+MODULES = ["gcc/12.2"]
+
+
+@pytest.fixture(scope="module")
+def environment(services, principal) -> str:
+    """A module-list environment of the project (no build job), its name."""
+    from gateway.services.envs.registry import EnvRegistration
+
+    name = f"matrix-mods-{uuid.uuid4().hex[:6]}"
+    services.environments.register(
+        EnvRegistration(project=PROJECT, name=name, kind="modules", modules=MODULES), principal=principal
+    )
+    return name
+
+
 def call(app, tokens, role, method, path, **kwargs):
     headers = {} if role == "anonymous" else {"Authorization": f"Bearer {tokens[USER_OF[role]]}"}
     return app.request(method, path, headers=headers, **kwargs)
@@ -94,7 +110,7 @@ def call(app, tokens, role, method, path, **kwargs):
 # Every route x every role: the status the caller gets. Built so that allowed calls
 # change nothing (dry runs, an ended run, a queue that does not exist).
 def expectations(
-    run_id: str, spare_token: int, site: dict, dataset: dict, evals: dict, sweep_id: str
+    run_id: str, spare_token: int, site: dict, dataset: dict, evals: dict, sweep_id: str, environment: str
 ) -> dict[str, tuple[dict, dict[str, int]]]:
     read_all = {"admin": 200, "lead": 200, "member": 200, "viewer": 200, "outsider": 200, "anonymous": 401}
     in_project = {"admin": 200, "lead": 200, "member": 200, "viewer": 200, "outsider": 404, "anonymous": 401}
@@ -102,6 +118,8 @@ def expectations(
     share = {"admin": 200, "lead": 200, "member": 403, "viewer": 403, "outsider": 404, "anonymous": 401}
     bad_queue = {"name": "x", "project": PROJECT, "queue": "no-such-queue", "command": "true"}
     ds = {"project": PROJECT, "name": dataset["name"]}
+    env = {"project": PROJECT, "name": environment}
+    env_ref = f"{PROJECT}/{environment}"
     return {
         "GET /healthz": ({}, {r: 200 for r in ROLES}),
         # For scrapers, not users: only the metrics token opens it, no user token does
@@ -201,6 +219,24 @@ def expectations(
         # share then unshare (in this order): the dataset ends as it began
         "PUT /datasets/{project}/{name}/shares/{other}": ({"path": {**ds, "other": "pa"}}, share),
         "DELETE /datasets/{project}/{name}/shares/{other}": ({"path": {**ds, "other": "pa"}}, share),
+        # a module list registered by the fixture: registering the same content again gives it back (200)
+        "GET /environments": ({}, read_all),
+        "GET /environments/diff": ({"params": {"a": f"{env_ref}@1", "b": f"{env_ref}@1"}}, in_project),
+        "GET /environments/{project}/{name}": ({"path": env}, in_project),
+        "POST /environments/{project}/{name}/versions": (
+            {"path": env, "json": {"kind": "modules", "modules": MODULES}},
+            {"admin": 200, "lead": 200, "member": 200, "viewer": 403, "outsider": 404, "anonymous": 401},
+        ),
+        "GET /environments/{project}/{name}/versions": ({"path": env}, in_project),
+        "GET /environments/{project}/{name}/versions/{version}": (
+            {"path": {**env, "version": "1"}},
+            in_project,
+        ),
+        "GET /environments/{project}/{name}/versions/{version}/advisories": (
+            {"path": {**env, "version": "1"}},
+            in_project,
+        ),
+        "GET /runs/{run_id}/environment": ({"path": {"run_id": run_id}}, in_project),
         **eval_expectations(evals, in_project, read_all),
         **release_expectations(evals, run_id, in_project, read_all),
     }
@@ -236,10 +272,12 @@ def evals(services, principal, eval_world) -> dict:
     }
 
 
-def test_permission_matrix_covers_every_route(app, services, tokens, ended_run, dataset, evals, ended_sweep):
+def test_permission_matrix_covers_every_route(
+    app, services, tokens, ended_run, dataset, evals, ended_sweep, environment
+):
     spare = services.auth.issue_token(OPERATOR, "admin", name="spare")[1].id
     site = services.site.export(OPERATOR).model_dump(mode="json")
-    table = expectations(ended_run, spare, site, dataset, evals, ended_sweep)
+    table = expectations(ended_run, spare, site, dataset, evals, ended_sweep, environment)
     routes = {
         f"{method.upper()} {path}"
         for path, operations in app.get("/openapi.json").json()["paths"].items()
