@@ -200,6 +200,7 @@ def rerun(
             **usage_sections(services, principal, context["run"]),
             lineage=lineage,
             metric_figures=metric_figures(lineage["outputs"]["series"]),
+            environment=services.environments.of_run(run_id, principal=principal),
             suggestion="\n".join(changes),
             rerun_error=message,
             handoff=_handoff(request, principal, run_id),

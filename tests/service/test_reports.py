@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from gateway.core.domain import RunFilter
 from gateway.core.reports.rows import unreconciled
 from gateway.errors import NotFound, SpecError
 from gateway.store.accounting import RecordFilter
@@ -147,6 +148,22 @@ def test_by_release_sums_the_training_run_its_reruns_and_its_eval_runs(
         e.run_id for e in eval_world.evals.values() if e.artifact_sha256 == eval_world.artifacts["strong"]
     }
     assert len(behind) >= 4  # the training run, its rerun, two eval runs (v1, v2)
+    # and what other tests of this session added behind it (the eval world is shared): every eval run of
+    # the artifact, and every rerun of a run behind it, recursively (what the report counts)
+    behind |= {
+        e.run_id
+        for e in services.evals.store.eval_runs(None, artifact_sha256=eval_world.artifacts["strong"])
+    }
+    every, cursor = [], None
+    for _ in range(100):
+        page = services.runs.store.list_runs(RunFilter(cursor=cursor, limit=500))
+        every += page.items
+        if (cursor := page.next_cursor) is None:
+            break
+    made = {eval_world.training["strong"]}
+    while more := {r.id for r in every if r.parent_run_id in made} - made:
+        made |= more
+    behind |= made
     report = services.reports.report(principal, "cost", by="release", period=world["period"], project=PROJECT)
     row = next(r for r in report.rows if r.key == f"{PROJECT}/{model}@{release.version}")
     ledger = [r for run_id in behind for r in services.accounting.store.records(RecordFilter(run_id=run_id))]
