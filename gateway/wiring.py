@@ -230,6 +230,7 @@ def _background(
         metrics=metrics,
         accounting=accounting,
         retention=retention,
+        handoff=handoff,
     )
 
 
