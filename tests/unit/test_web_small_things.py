@@ -38,3 +38,18 @@ def test_a_list_of_datasets_without_descriptions_has_no_description_column():
         datasets=[row, row | {"name": "e", "description": "text"}], prefix="/ui", principal=None
     )
     assert "<th>Description</th>" in described and ">-</td>" in described
+
+
+def test_an_array_whose_tasks_squeue_still_shows_renders_with_dashes():
+    # a live task, as array_update has it from squeue, has a state and nothing accounted yet
+    a = {
+        "number": 1,
+        "array_size": 3,
+        "tasks": {"0": {"state": "running"}, "1": {"state": "succeeded", "exit_code": 0, "elapsed_s": 5,
+                                                   "node_list": "c1"}},
+    }  # fmt: skip
+    html = ENV.get_template("_array_tasks.html").render(a=a)
+    text = re.sub(r"\s+", " ", html)
+    assert "Array of 3 tasks: 1 running, 1 succeeded, 1 not seen yet" in text
+    assert '<tr data-task="0"><td>0</td><td>running</td> <td>-</td> <td>-</td><td>-</td></tr>' in text
+    assert "<td>0</td> <td>5</td><td>c1</td>" in text
