@@ -56,6 +56,7 @@ RUN_SPEC_RULES = [
     ("body", r"dataset_digests names paths that are not in datasets"),
     ("body", r"container_digest is set without container_image"),
     ("body", r"environment names what the job runs in"),
+    ("body", r"semantics 'sbatch' needs a workdir Slurm's --chdir can take"),  # semantics with workdir
     (
         r"body\.resources",
         RESOURCE_RULES,
@@ -306,7 +307,7 @@ def _describe(failure, interaction) -> str:
         body = (request.body or b"")[:300].decode("utf-8", "replace")
         text += f"\n    {request.method} {request.uri} {body}"
         if interaction.response is not None:
-            text += f"\n    -> {interaction.response.status_code} {interaction.response.content[:300]!r}"
+            text += f"\n    -> {interaction.response.status_code} {interaction.response.content[:1000]!r}"
     return text
 
 
