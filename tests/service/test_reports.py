@@ -151,8 +151,7 @@ def test_by_release_sums_the_training_run_its_reruns_and_its_eval_runs(
     # and what other tests of this session added behind it (the eval world is shared): every eval run of
     # the artifact, and every rerun of a run behind it, recursively (what the report counts)
     behind |= {
-        e.run_id
-        for e in services.evals.store.eval_runs(None, artifact_sha256=eval_world.artifacts["strong"])
+        e.run_id for e in services.evals.store.eval_runs(None, artifact_sha256=eval_world.artifacts["strong"])
     }
     every, cursor = [], None
     for _ in range(100):
