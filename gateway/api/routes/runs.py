@@ -297,6 +297,9 @@ def rerun(
     return _submitted(submitted)
 
 
+AttemptQuery = Annotated[int | None, Query(ge=1, le=10_000, description="Attempt number; default latest")]
+
+
 @router.get(
     "/{run_id}/logs",
     response_model=LogChunkPublic,
@@ -309,9 +312,7 @@ async def run_logs(
     principal: PrincipalDep,
     file_reads: FileReadsDep,
     stream: Literal["stdout", "stderr"] = "stdout",
-    attempt: Annotated[
-        int | None, Query(ge=1, le=10_000, description="Attempt number; default latest")
-    ] = None,
+    attempt: AttemptQuery = None,
     task: Annotated[str | None, Query(pattern=r"^\d{1,7}$", description="Array task index")] = None,
     tail: Annotated[int, Query(ge=1, le=100_000, description="Lines from the end")] = 200,
     offset_bytes: Annotated[
@@ -334,9 +335,6 @@ async def run_logs(
         offset_bytes=offset_bytes,
     )
     return LogChunkPublic.of(chunk)
-
-
-AttemptQuery = Annotated[int | None, Query(ge=1, le=10_000, description="Attempt number; default latest")]
 
 
 @router.get(
