@@ -91,23 +91,32 @@ def _status_context(request: Request, principal: Principal, run_id: str) -> dict
 @router.get("/runs/{run_id}")
 def run_page(request: Request, run_id: RunId, pages: PagesDep, principal: PrincipalDep) -> Response:
     """The whole page."""
-    context = _status_context(request, principal, run_id)
-    run = context["run"]
-    lineage = _lineage(request, principal, run)
-    environment = services_of(request).environments.of_run(run.id, principal=principal)
+    context = _page_context(request, principal, run_id)
     return pages.render(
         request,
         "run.html",
         principal,
         **context,
-        **usage_sections(services_of(request), principal, run),
-        lineage=lineage,
-        metric_figures=metric_figures(lineage["outputs"]["series"]),
-        environment=environment,
-        suggestion="\n".join(rerun_suggestion(run)),
+        suggestion="\n".join(rerun_suggestion(context["run"])),
         rerun_error=None,
-        handoff=_handoff(request, principal, run_id),
     )
+
+
+def _page_context(request: Request, principal: Principal, run_id: str) -> dict[str, Any]:
+    """Everything run.html shows of the run but the rerun form's text and error: the status part,
+    usage and cost, lineage with the metric charts, the environment and the hand-off."""
+    services = services_of(request)
+    context = _status_context(request, principal, run_id)
+    run = context["run"]
+    lineage = _lineage(request, principal, run)
+    return {
+        **context,
+        **usage_sections(services, principal, run),
+        "lineage": lineage,
+        "metric_figures": metric_figures(lineage["outputs"]["series"]),
+        "environment": services.environments.of_run(run.id, principal=principal),
+        "handoff": _handoff(request, principal, run_id),
+    }
 
 
 def _handoff(request: Request, principal: Principal, run_id: str) -> dict[str, Any] | None:
@@ -189,20 +198,13 @@ def rerun(
         new = services.runs.rerun(run_id, principal=principal, changes=changes, as_me=as_me)
     except (SpecError, ValueError, Forbidden) as exc:
         message = "; ".join(str(i) for i in exc.issues) if isinstance(exc, SpecError) else str(exc)
-        context = _status_context(request, principal, run_id)
-        lineage = _lineage(request, principal, context["run"])
         return pages.render(
             request,
             "run.html",
             principal,
             status_code=403 if isinstance(exc, Forbidden) else 422,
-            **context,
-            **usage_sections(services, principal, context["run"]),
-            lineage=lineage,
-            metric_figures=metric_figures(lineage["outputs"]["series"]),
-            environment=services.environments.of_run(run_id, principal=principal),
+            **_page_context(request, principal, run_id),
             suggestion="\n".join(changes),
             rerun_error=message,
-            handoff=_handoff(request, principal, run_id),
         )
     return RedirectResponse(f"{PREFIX}/runs/{new.id}", status_code=303)
