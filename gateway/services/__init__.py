@@ -24,7 +24,7 @@ from gateway.services.accounting.ledger import AccountingService
 from gateway.services.accounting.reports import ReportService
 from gateway.services.accounting.telemetry import TelemetryService
 from gateway.services.accounting.usage import UsageService
-from gateway.services.audit import AuditService
+from gateway.services.audit.log import AuditService
 from gateway.services.envs.registry import EnvironmentService
 from gateway.services.eval.gates import GateService
 from gateway.services.eval.imports import EvalImportService

@@ -1,6 +1,6 @@
 """What ``gw serve`` does between requests: one service call per periodic job.
 
-``cycle`` checkpoints the audit chain (``gateway/services/audit.py``), follows
+``cycle`` checkpoints the audit chain (``gateway/services/audit/log.py``), follows
 jobs (the refresh), then submits the retries that came due,
 then harvests the outputs of attempts that ended, then ingests the results
 of eval runs that ended, in that order, so a retry sees the failure the
@@ -27,7 +27,7 @@ from gateway.adapters.prometheus import GatewayMetrics
 from gateway.core.accounting.records import IngestCounts
 from gateway.errors import GatewayError
 from gateway.services.accounting.ledger import AccountingService
-from gateway.services.audit import AuditService
+from gateway.services.audit.log import AuditService
 from gateway.services.eval.ingest import EvalIngest, IngestReport
 from gateway.services.handoff.outbox import HandoffReport, HandoffService
 from gateway.services.lineage.outputs import HarvestReport, OutputHarvester
