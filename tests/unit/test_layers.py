@@ -99,7 +99,8 @@ def test_a_wrong_way_import_breaks_a_contract(tmp_path):
 
 
 # One wrong import per contract (module, the line appended to it, the contract's id): each must break
-# exactly the contract written for it, so a contract that cannot fail is found out.
+# exactly the contract written for it, so a contract that cannot fail is found out; every contract has one
+# (test_every_contract_has_a_wrong_import).
 WRONG_IMPORTS = [
     ("adapters/slurm/restd.py", "import subprocess", "subprocess-runner"),
     ("adapters/runner_ssh.py", "import paramiko", "paramiko-ssh"),
@@ -119,6 +120,19 @@ WRONG_IMPORTS = [
     ("adapters/evidence_key.py", "import cryptography", "cryptography-signing"),
     ("services/handoff/outbox.py", "import mlflow", "mlflow-one-module"),
     ("services/handoff/deliveries.py", "from gateway.adapters import webhook_http", "services-protocols"),
+    ("core/names.py", "import socket", "core-pure"),
+    ("api/deps.py", "from gateway.store import audit", "interfaces-no-store"),
+    ("adapters/plots.py", "import prometheus_client", "prometheus-one-module"),
+    ("api/app.py", "import fastapi_offline", "docs-assets-one-module"),
+    ("core/reports/rows.py", "import numpy", "numpy-eval"),
+    ("adapters/anchor.py", "import alembic", "sqlalchemy-store"),
+    ("adapters/webhook_http.py", "import starlette", "web-framework"),
+    ("web/svg.py", "import rich", "terminal-cli"),
+    ("services/ops/background.py", "import apscheduler", "apscheduler-scheduler"),
+    ("services/eval/gates.py", "import jinja2", "jinja2-templates"),
+    ("adapters/webhook_http.py", "import httpx", "no-httpx"),
+    ("services/eval/ingest.py", "import lm_eval", "no-lm-eval"),
+    ("store/reports.py", "import pynvml", "no-pynvml"),
 ]
 
 
@@ -139,3 +153,29 @@ def test_each_contract_breaks_on_its_wrong_import(tmp_path):
     # "NAME BROKEN", or "NAME BROKEN (2 ignored imports)"
     broken = {line.partition(" BROKEN")[0] for line in result.stdout.splitlines() if " BROKEN" in line}
     assert {names[c] for _, _, c in WRONG_IMPORTS} <= broken, result.stdout[-4000:]
+
+
+def test_every_contract_has_a_wrong_import():
+    assert set(contract_names()) == {c for _, _, c in WRONG_IMPORTS}
+
+
+def topic_of(module: str) -> str:
+    """``gateway.core.eval.gate`` -> ``gateway.core.eval``; a module of a layer's top is its own topic."""
+    return ".".join(module.split(".")[:3])
+
+
+# The modules directly in core/ (docs/architecture.md, "Topics"): each is shared by several topics.
+# json_input has one importer, api/body_limits.py, which reads every route's JSON body, of every topic.
+SHARED_CORE = {"clock", "described", "domain", "json_input", "names", "yaml_input"}
+SHARED_BY_ONE_IMPORTER = {"json_input"}
+
+
+def test_core_and_services_keep_modules_in_topic_folders():
+    assert sorted(p.stem for p in (ROOT / "gateway" / "services").glob("*.py")) == ["__init__"]
+    flat = {p.stem for p in (ROOT / "gateway" / "core").glob("*.py")} - {"__init__"}
+    assert flat == SHARED_CORE, "a new module in core/ goes into a topic folder, or is shared (say so here)"
+    graph = grimp.build_graph("gateway")
+    for name in sorted(flat - SHARED_BY_ONE_IMPORTER):
+        module = f"gateway.core.{name}"
+        topics = {topic_of(m) for m in graph.find_modules_that_directly_import(module)} - {module}
+        assert len(topics) >= 2, f"{module} is imported by {sorted(topics)} only: move it into that topic"
