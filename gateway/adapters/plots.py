@@ -183,7 +183,7 @@ def paired_differences_svg(rows: list[dict[str, object]], a: str, b: str) -> byt
     with _figure(9, 0.55 * len(tested) + 1.6) as fig:
         ax = fig.add_subplot()
         for y, r in enumerate(tested):
-            delta, low, high = float(r["delta"]), float(r["ci_low"]), float(r["ci_high"])  # type: ignore[arg-type]
+            delta, low, high = float(r["delta"]), float(r["ci_low"]), float(r["ci_high"])  # type: ignore[arg-type]  # numbers: a paired row has all three
             colour = DIFF_COLOURS.get(str(r.get("verdict")), "#555555")
             ax.errorbar(delta, y, xerr=[[delta - low], [high - delta]], fmt="o", color=colour, capsize=4)
             margin = r.get("margin")

@@ -108,7 +108,7 @@ class EvalSuitePublic(BaseModel):
             created_at=suite.created_at,
             version_count=suite.version_count,
             latest_version=suite.latest_number,
-            versions_by=suite.versions_by,  # type: ignore[arg-type]
+            versions_by=suite.versions_by,  # type: ignore[arg-type]  # a str in core; the suite service writes only these words
             count_self_reviews=suite.count_self_reviews,
         )
 

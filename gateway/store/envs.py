@@ -18,7 +18,7 @@ from gateway.core.envs.record import Environment, EnvVersion
 from gateway.errors import NotFound, StoreError
 from gateway.store.audit import AuditEntry, append
 from gateway.store.datasets import new_id
-from gateway.store.db import Database
+from gateway.store.db import Database, rows_matched
 from gateway.store.models import utcnow
 from gateway.store.models_envs import EnvironmentRow, EnvObservationRow, EnvVersionRow
 
@@ -172,7 +172,7 @@ class EnvStore:
                 .where(EnvVersionRow.id == version_id, EnvVersionRow.status == "building")
                 .values(**values)
             )
-            if not done.rowcount:  # type: ignore[attr-defined]
+            if not rows_matched(done):
                 return False
             append(session, audit)
             return True

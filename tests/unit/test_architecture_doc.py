@@ -29,6 +29,7 @@ CLAIMS = {
     "`prometheus_client` is imported by `adapters/prometheus.py` alone": "prometheus-one-module",
     "`cryptography` is imported by `core/evidence/signing.py` alone": "cryptography-signing",
     "`mlflow` is imported by `adapters/mlflow_registry.py` alone": "mlflow-one-module",
+    "is imported by `api/docs_pages.py` alone": "docs-assets-one-module",
     "`scipy` and `statsmodels` are imported by `core/eval` alone": "stats-in-eval",
     "`numpy` is imported by `core/eval` and `store/eval_codec.py` alone": "numpy-eval",
     "SQLAlchemy and Alembic are imported by `gateway.store` alone": "sqlalchemy-store",
