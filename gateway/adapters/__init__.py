@@ -10,7 +10,11 @@
 - Slurm (``slurm/``: the protocol, the CLI backend, slurmrestd, the cache, accounts);
 - Prometheus metrics (``prometheus.py``), the report plots (``plots.py``, matplotlib), the audit
   anchor file (``anchor.py``), ``gw``'s file reads and git/image provenance (``files.py``,
-  ``provenance.py``), and the kept-alive rule of both HTTP clients (``kept_alive.py``).
+  ``provenance.py``), and the kept-alive rule of both HTTP clients (``kept_alive.py``);
+- the hand-off after training (``handoff.py``, the protocols; ``mlflow_registry.py``, the one
+  module importing mlflow; ``webhook_http.py``, the webhook poster);
+- files on the gateway's own host: the site evidence key (``evidence_key.py``), a held secret's
+  value (``secret_source.py``), the site's OSV advisory directory (``advisories.py``).
 
 The database is ``gateway.store``; GPU telemetry is read inside jobs
 (``accounting/telemetry/gpu_sampler.py``), not here.
