@@ -178,3 +178,13 @@ class Page:
         target = escape(record_id)
         name = escape(title) if title is not None else escape(record_id)
         return f"{lead} <a href='#{target}'>{name}</a><br><span class=muted>{escape(detail)}</span>"
+
+
+def nothing_of(what: str) -> str:
+    """A section's body when the bundle holds no such record."""
+    return f"<p class=muted>{escape(what)} in this bundle</p>"
+
+
+def record_section(record_id: str, title: str, body: str) -> str:
+    """One record's block, anchored by its id (links from other sections point at it)."""
+    return f"<section class=obj id='{escape(record_id)}'><h3>{title}</h3>{body}</section>"
