@@ -21,6 +21,7 @@ from gateway.store.audit import AuditEntry, append
 from gateway.store.db import Database
 from gateway.store.models import utcnow
 from gateway.store.models_lineage import DatasetFileRow, DatasetRow, DatasetShareRow, DatasetVersionRow
+from gateway.store.versioned import VersionedRecords
 
 INSERT_FILE = insert(DatasetFileRow.__table__)
 FILE_BATCH = 5000
@@ -182,51 +183,19 @@ class DatasetStore:
     def versions(self, dataset_id: str) -> list[DatasetVersion]:
         """Every version of the dataset, oldest first; NotFound for an unknown dataset id."""
         with self.db.session() as session:
-            dataset = session.get(DatasetRow, dataset_id)
-            if dataset is None:
-                raise NotFound(f"no dataset {dataset_id!r}")
-            rows = session.scalars(
-                select(DatasetVersionRow)
-                .where(DatasetVersionRow.dataset_id == dataset_id)
-                .order_by(DatasetVersionRow.number)
-            )
-            return [to_version(r, dataset) for r in rows]
+            return DATASET_VERSIONS.all(session, dataset_id)
 
     def version(self, version_id: str) -> DatasetVersion:
         """The version with id ``version_id``, or NotFound."""
         with self.db.session() as session:
-            row = session.get(DatasetVersionRow, version_id)
-            if row is None:
-                raise NotFound(f"no dataset version {version_id!r}")
-            return to_version(row, session.get_one(DatasetRow, row.dataset_id))
+            return DATASET_VERSIONS.by_id(session, version_id)
 
     def find_version(
         self, dataset_id: str, *, number: int | None = None, digest_prefix: str | None = None
     ) -> DatasetVersion:
         """By number, by digest prefix (must be unique), or the latest when neither is given."""
         with self.db.session() as session:
-            dataset = session.get(DatasetRow, dataset_id)
-            if dataset is None:
-                raise NotFound(f"no dataset {dataset_id!r}")
-            query = select(DatasetVersionRow).where(DatasetVersionRow.dataset_id == dataset_id)
-            if number is not None:
-                query = query.where(DatasetVersionRow.number == number)
-            elif digest_prefix is not None:
-                query = query.where(DatasetVersionRow.digest.startswith(digest_prefix))
-            rows = list(session.scalars(query.order_by(DatasetVersionRow.number.desc()).limit(2)))
-            label = f"{dataset.project}/{dataset.name}"
-            if not rows:
-                which = f"version {number}" if number else f"a version sha256:{digest_prefix}"
-                raise NotFound(
-                    f"dataset {label} has no {which}"
-                    if number or digest_prefix
-                    else f"{label} has no versions"
-                )
-            if digest_prefix is not None and len(rows) > 1:
-                raise NotFound(
-                    f"sha256:{digest_prefix} matches several versions of {label}; give more digits"
-                )
-            return to_version(rows[0], dataset)
+            return DATASET_VERSIONS.find(session, dataset_id, number=number, digest_prefix=digest_prefix)
 
     def files(self, version_id: str) -> list[FileEntry]:
         """The version's manifest, in the order it was registered (by path); empty for an unknown id."""
@@ -346,3 +315,8 @@ def to_version(row: DatasetVersionRow, dataset: DatasetRow) -> DatasetVersion:
         made_by_run_id=row.made_by_run_id,
         made_by_command=row.made_by_command,
     )
+
+
+DATASET_VERSIONS: VersionedRecords[DatasetRow, DatasetVersionRow, DatasetVersion] = VersionedRecords(
+    "dataset", DatasetRow, DatasetVersionRow, "dataset_id", lambda _, row, dataset: to_version(row, dataset)
+)

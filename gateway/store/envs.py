@@ -21,6 +21,7 @@ from gateway.store.datasets import new_id
 from gateway.store.db import Database, rows_matched
 from gateway.store.models import utcnow
 from gateway.store.models_envs import EnvironmentRow, EnvObservationRow, EnvVersionRow
+from gateway.store.versioned import VersionedRecords
 
 
 @dataclass(frozen=True)
@@ -220,48 +221,21 @@ class EnvStore:
             return [_environment(session, row) for row in session.scalars(query)]
 
     def versions(self, environment_id: str) -> list[EnvVersion]:
-        """Every version of the environment, oldest first."""
+        """Every version of the environment, oldest first; NotFound for an unknown environment id."""
         with self.db.session() as session:
-            env = session.get_one(EnvironmentRow, environment_id)
-            rows = session.scalars(
-                select(EnvVersionRow)
-                .where(EnvVersionRow.environment_id == environment_id)
-                .order_by(EnvVersionRow.number)
-            )
-            return [to_version(r, env) for r in rows]
+            return ENV_VERSIONS.all(session, environment_id)
 
     def version(self, version_id: str) -> EnvVersion:
         """The version with id ``version_id``, or NotFound."""
         with self.db.session() as session:
-            row = session.get(EnvVersionRow, version_id)
-            if row is None:
-                raise NotFound(f"no environment version {version_id!r}")
-            return to_version(row, session.get_one(EnvironmentRow, row.environment_id))
+            return ENV_VERSIONS.by_id(session, version_id)
 
     def find_version(
         self, environment_id: str, *, number: int | None = None, digest_prefix: str | None = None
     ) -> EnvVersion:
         """By number, by digest prefix (unique), or the latest when neither is given."""
         with self.db.session() as session:
-            env = session.get_one(EnvironmentRow, environment_id)
-            query = select(EnvVersionRow).where(EnvVersionRow.environment_id == environment_id)
-            if number is not None:
-                query = query.where(EnvVersionRow.number == number)
-            elif digest_prefix is not None:
-                query = query.where(EnvVersionRow.digest.startswith(digest_prefix))
-            rows = list(session.scalars(query.order_by(EnvVersionRow.number.desc()).limit(2)))
-            label = f"{env.project}/{env.name}"
-            if not rows:
-                if number is not None:
-                    raise NotFound(f"environment {label} has no version {number}")
-                if digest_prefix is not None:
-                    raise NotFound(f"environment {label} has no version sha256:{digest_prefix}")
-                raise NotFound(f"environment {label} has no versions")
-            if digest_prefix is not None and len(rows) > 1:
-                raise NotFound(
-                    f"sha256:{digest_prefix} matches several versions of {label}; give more digits"
-                )
-            return to_version(rows[0], env)
+            return ENV_VERSIONS.find(session, environment_id, number=number, digest_prefix=digest_prefix)
 
     def observations(self, run_id: str) -> list[Observation]:
         """What each job of the run found at its start, in the order they were recorded."""
@@ -327,3 +301,8 @@ def to_version(row: EnvVersionRow, env: EnvironmentRow) -> EnvVersion:
         parent_id=row.parent_id,
         parent_diff=row.parent_diff,
     )
+
+
+ENV_VERSIONS: VersionedRecords[EnvironmentRow, EnvVersionRow, EnvVersion] = VersionedRecords(
+    "environment", EnvironmentRow, EnvVersionRow, "environment_id", lambda _, row, env: to_version(row, env)
+)

@@ -31,6 +31,7 @@ from gateway.store.models_eval import (
     EvalSuiteVersionRow,
 )
 from gateway.store.models_lineage import DatasetRow, DatasetVersionRow
+from gateway.store.versioned import VersionedRecords
 
 
 @dataclass(frozen=True)
@@ -219,36 +220,19 @@ class EvalStore:
         return self.suite(project, name)
 
     def versions(self, suite_id: str) -> list[SuiteVersionRecord]:
-        """Every version of a suite, oldest first."""
+        """Every version of a suite, oldest first; NotFound for an unknown suite id."""
         with self.db.session() as session:
-            rows = session.scalars(
-                select(EvalSuiteVersionRow)
-                .where(EvalSuiteVersionRow.suite_id == suite_id)
-                .order_by(EvalSuiteVersionRow.number)
-            )
-            return [_version(session, row) for row in rows]
+            return SUITE_VERSIONS.all(session, suite_id)
 
     def version(self, suite_id: str, number: int | None) -> SuiteVersionRecord:
         """Version ``number`` of the suite (None: the latest); NotFound when there is none."""
-        query = select(EvalSuiteVersionRow).where(EvalSuiteVersionRow.suite_id == suite_id)
-        query = (
-            query.where(EvalSuiteVersionRow.number == number)
-            if number is not None
-            else query.order_by(EvalSuiteVersionRow.number.desc()).limit(1)
-        )
         with self.db.session() as session:
-            row = session.scalar(query)
-            if row is None:
-                raise NotFound(f"the suite has no version {number if number is not None else 'yet'}")
-            return _version(session, row)
+            return SUITE_VERSIONS.find(session, suite_id, number=number)
 
     def version_by_id(self, version_id: str) -> SuiteVersionRecord:
         """One suite version, or NotFound."""
         with self.db.session() as session:
-            row = session.get(EvalSuiteVersionRow, version_id)
-            if row is None:
-                raise NotFound(f"no suite version {version_id!r}")
-            return _version(session, row)
+            return SUITE_VERSIONS.by_id(session, version_id)
 
     # -- eval runs --------------------------------------------------------------------------------
 
@@ -379,6 +363,16 @@ def _version(session: Session, row: EvalSuiteVersionRow) -> SuiteVersionRecord:
         registered_by=row.registered_by,
         registered_at=row.registered_at,
     )
+
+
+SUITE_VERSIONS: VersionedRecords[EvalSuiteRow, EvalSuiteVersionRow, SuiteVersionRecord] = VersionedRecords(
+    "eval suite",
+    EvalSuiteRow,
+    EvalSuiteVersionRow,
+    "suite_id",
+    lambda session, row, _: _version(session, row),
+    digest_key="content_hash",
+)
 
 
 def _eval_run(session: Session, row: EvalRunRow) -> EvalRun:

@@ -1,0 +1,82 @@
+"""Reads of a versioned record: a parent row (a dataset, an environment, an eval suite) and its
+numbered, immutable versions, each with a content digest.
+
+The three stores read their versions the same way; ``VersionedRecords`` is that way, written once:
+every version oldest first, one by id, and one by number, by a unique digest prefix or the latest.
+Each store keeps its public methods and hands its session to these; a version row becomes the
+store's core value through ``value(session, row, parent)``. Errors are ``NotFound`` with the
+record's noun and ``project/name`` (a parent is a ``ProjectNamedRow``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from gateway.errors import NotFound
+from gateway.store.models import ProjectNamedRow
+
+ParentRow = TypeVar("ParentRow", bound=ProjectNamedRow)  # its project and name label every message
+VersionRow = TypeVar("VersionRow")
+Value = TypeVar("Value")
+
+
+@dataclass(frozen=True)
+class VersionedRecords(Generic[ParentRow, VersionRow, Value]):
+    noun: str  # what the parent is called in messages: "dataset", "environment", "eval suite"
+    parent: type[ParentRow]
+    row: type[VersionRow]
+    parent_key: str  # the version row's column naming its parent: "dataset_id"
+    value: Callable[[Session, VersionRow, ParentRow], Value]
+    digest_key: str = "digest"  # the version row's content digest column
+
+    def _column(self, name: str) -> Any:
+        return getattr(self.row, name)
+
+    def parent_of(self, session: Session, parent_id: str) -> ParentRow:
+        """The parent row with id ``parent_id``, or NotFound."""
+        parent = session.get(self.parent, parent_id)
+        if parent is None:
+            raise NotFound(f"no {self.noun} {parent_id!r}")
+        return parent
+
+    def all(self, session: Session, parent_id: str) -> list[Value]:
+        """Every version of ``parent_id``, oldest first; NotFound for an unknown parent."""
+        parent = self.parent_of(session, parent_id)
+        of_parent = self._column(self.parent_key) == parent_id
+        rows = session.scalars(select(self.row).where(of_parent).order_by(self._column("number")))
+        return [self.value(session, row, parent) for row in rows]
+
+    def by_id(self, session: Session, version_id: str) -> Value:
+        """The version with id ``version_id``, or NotFound."""
+        row = session.get(self.row, version_id)
+        if row is None:
+            raise NotFound(f"no {self.noun} version {version_id!r}")
+        return self.value(session, row, session.get_one(self.parent, getattr(row, self.parent_key)))
+
+    def find(
+        self, session: Session, parent_id: str, *, number: int | None = None, digest_prefix: str | None = None
+    ) -> Value:
+        """Version ``number``, the one whose digest starts with ``digest_prefix`` (it must be the
+        only one), or the latest when neither is given; NotFound saying which is missing."""
+        parent = self.parent_of(session, parent_id)
+        query = select(self.row).where(self._column(self.parent_key) == parent_id)
+        if number is not None:
+            query = query.where(self._column("number") == number)
+        elif digest_prefix is not None:
+            query = query.where(self._column(self.digest_key).startswith(digest_prefix))
+        rows = list(session.scalars(query.order_by(self._column("number").desc()).limit(2)))
+        label = f"{self.noun} {parent.project}/{parent.name}"
+        if not rows:
+            if number is not None:
+                raise NotFound(f"{label} has no version {number}")
+            if digest_prefix is not None:
+                raise NotFound(f"{label} has no version sha256:{digest_prefix}")
+            raise NotFound(f"{label} has no versions")
+        if digest_prefix is not None and len(rows) > 1:
+            raise NotFound(f"sha256:{digest_prefix} matches several versions of {label}; give more digits")
+        return self.value(session, rows[0], parent)
