@@ -142,11 +142,10 @@ def build_services(
     lineage = LineageService(lineage_store, datasets, store, telemetry_store)
     evals = _evals(settings, db, datasets, access, runs, store, lineage_store, lineage, host, files)
     accounting = _accounting(settings, db, store, cluster)
-    releases = _releases(db, evals, lineage, store, access, audit.store, accounting, settings)
+    handoff = _handoff(settings, db, store, lineage_store)
+    releases = _releases(db, evals, lineage, store, access, audit.store, accounting, settings, handoff)
     retention = _retention(settings, db, store, access, host)
     runs.space_warning = retention["storage"].warning
-    handoff = _handoff(settings, db, store, lineage_store)
-    releases["releases"].handoff = releases["promotions"].handoff = handoff
     releases["promotions"].environments = environments  # a policy's advisory rule
     return Services(
         settings=settings,
@@ -375,14 +374,17 @@ def _releases(
     audit: AuditStore,
     accounting: AccountingService,
     settings: Settings,
+    handoff: HandoffService,
 ) -> dict[str, Any]:
     """The model registry's services (releases, alias policies, promotions, evidence), by field name."""
     release_store = ReleaseStore(db)
     gates: GateService = evals["gates"]
-    releases = ReleaseService(release_store, lineage, evals["eval_trace"], gates.store, gates.gates, store)
+    releases = ReleaseService(
+        release_store, lineage, evals["eval_trace"], gates.store, gates.gates, store, handoff=handoff
+    )
     promotion_store = PromotionStore(db)
     policy_gate = PolicyGate(gates.store, gates, promotion_store, release_store)
-    promotions = PromotionService(promotion_store, releases, policy_gate, access)
+    promotions = PromotionService(promotion_store, releases, policy_gate, access, handoff=handoff)
     return {
         "releases": releases,
         "alias_policies": AliasPolicyService(promotion_store, releases),

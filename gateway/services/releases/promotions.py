@@ -104,13 +104,19 @@ class MovePreview:
 
 class PromotionService:
     def __init__(
-        self, store: PromotionStore, releases: ReleaseService, gate: PolicyGate, access: AccessStore
+        self,
+        store: PromotionStore,
+        releases: ReleaseService,
+        gate: PolicyGate,
+        access: AccessStore,
+        *,
+        handoff: HandoffService | None = None,
     ) -> None:
         self.store = store
         self.releases = releases
         self.gate = gate
         self.access = access  # the approvers' roles as they are now, re-checked at each move
-        self.handoff: HandoffService | None = None  # what a move hands off to MLflow and webhooks (wiring)
+        self.handoff = handoff  # what a move hands off to MLflow and webhooks (None: nothing)
         self.environments: AdvisorySource | None = None  # the advisory rule's check (wiring)
 
     # -- promotion requests -----------------------------------------------------------------------

@@ -57,6 +57,8 @@ class ReleaseService:
         evals: EvalStore,
         gates: ReviewStore,
         runs: RunStore,
+        *,
+        handoff: HandoffService | None = None,
     ) -> None:
         self.store = store
         self.lineage = lineage
@@ -64,7 +66,7 @@ class ReleaseService:
         self.evals = evals
         self.gates = gates
         self.runs = runs
-        self.handoff: HandoffService | None = None  # what a release hands off to MLflow and webhooks (wiring)
+        self.handoff = handoff  # what a release hands off to MLflow and webhooks (None: nothing)
 
     # -- models -----------------------------------------------------------------------------------
 
