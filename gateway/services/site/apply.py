@@ -13,11 +13,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from pydantic import ValidationError
-
 from gateway.adapters import secret_source
 from gateway.core.access.policy import require
-from gateway.core.audit.entry import AuditEntry
 from gateway.core.clock import utcnow
 from gateway.core.domain import OPERATOR, Principal, Project, User
 from gateway.core.retention.policy import effective, project_overrides, site_default, stored
@@ -25,19 +22,22 @@ from gateway.core.retention.values import Departure
 from gateway.core.site.rates import AccountingSpec, spec_of
 from gateway.core.site.schema import (
     ALLOW_ROOT,
-    MemberSpec,
     ProjectSpec,
-    QueueSpec,
-    QuotaSpec,
-    RetrySpec,
     SiteConfig,
     UserSpec,
 )
 from gateway.core.site.secrets import OPTION as SECRETS
 from gateway.core.site.secrets import HeldSecret, SiteSecretSpec, definitions
-from gateway.core.spec.errors import spec_issues
-from gateway.errors import Conflict, SpecError, SpecIssue
+from gateway.errors import SpecError, SpecIssue
 from gateway.services.accounting.ledger import AccountingService
+from gateway.services.site.apply_checks import (
+    audit_entry,
+    check_with_kept,
+    diff_line,
+    flat_option,
+    project_dict,
+    refuse_lockout,
+)
 from gateway.services.site.slurm_sync import SlurmSync
 from gateway.store.access import AccessStore
 from gateway.store.retention import RetentionStore
@@ -45,33 +45,6 @@ from gateway.store.retention import RetentionStore
 RETENTION = "retention"  # the site option holding the retention policies (services/retention/policies.py)
 
 RESERVED = "is reserved: audit events call the operator on the gateway host (gw admin) so; pick another name"
-
-
-def _project_dict(project: Project) -> dict[str, Any]:
-    spec = ProjectSpec(
-        name=project.name,
-        description=project.description,
-        slurm_account=project.slurm_account,
-        quota=QuotaSpec(**project.quota.__dict__),
-        members=[
-            # a stored role is one of ROLES; MemberSpec checks it again
-            MemberSpec(user=m.user, role=m.role, quota=QuotaSpec(**m.quota.__dict__))  # type: ignore[arg-type]  # str, checked
-            for m in project.members
-        ],
-        queues=[
-            QueueSpec(
-                name=q.name,
-                partition=q.partition,
-                qos=q.qos,
-                gpu_types=q.gpu_types,
-                max_walltime_min=q.max_walltime_min,
-                retry=RetrySpec(**q.retry) if q.retry else None,
-                whole_node_mem=q.whole_node_mem,
-            )
-            for q in project.queues
-        ],
-    )
-    return spec.model_dump(mode="json", exclude_defaults=True)
 
 
 @dataclass(frozen=True)
@@ -118,7 +91,7 @@ class SiteService:
             projects=[
                 ProjectSpec.model_validate(
                     {
-                        **_project_dict(p),
+                        **project_dict(p),
                         "secrets": [h.spec() for h in held if h.owner == p.name],
                         "retention": project_overrides(option, p.name),
                     }
@@ -165,8 +138,8 @@ class SiteService:
                 kept.append(f"would remove user {name} (pass prune to remove)")
                 users_after[name] = users_now[name]
         if kept:
-            _check_with_kept(config, users_after, projects_after)
-        _refuse_lockout(actor, users_now, users_after)
+            check_with_kept(config, users_after, projects_after)
+        refuse_lockout(actor, users_now, users_after)
         steps = self._steps(actor, config.allow_root_mapping, users_now, users_after)
         steps += self._project_steps(actor, projects_now, projects_after)
         steps += self._rate_steps(actor, config)
@@ -196,7 +169,7 @@ class SiteService:
         steps = []
         current_root = bool(self.access.option(ALLOW_ROOT, False))
         if current_root != allow_root:
-            entry = _entry(
+            entry = audit_entry(
                 actor, "site.option", "site", ALLOW_ROOT, {"value": current_root}, {"value": allow_root}
             )
             steps.append(
@@ -211,10 +184,10 @@ class SiteService:
                 continue
             verb = "add" if have is None else "change"
             before = have.__dict__ if have else None
-            entry = _entry(actor, f"user.{verb}", "user", name, before, wanted.__dict__)
+            entry = audit_entry(actor, f"user.{verb}", "user", name, before, wanted.__dict__)
             steps.append(
                 _Step(
-                    f"{verb} user {name}: {_diff(before or {}, wanted.__dict__)}",
+                    f"{verb} user {name}: {diff_line(before or {}, wanted.__dict__)}",
                     partial(self.access.put_user, wanted, entry),
                 )
             )
@@ -229,22 +202,20 @@ class SiteService:
             have = projects_now.get(name)
             if have == wanted:
                 continue
-            before = _project_dict(have) if have else {}
-            after = _project_dict(wanted)
+            before = project_dict(have) if have else {}
+            after = project_dict(wanted)
             verb = "add" if have is None else "change"
-            entry = _entry(actor, f"project.{verb}", "project", name, before or None, after, name)
+            entry = audit_entry(actor, f"project.{verb}", "project", name, before or None, after, name)
             steps.append(
                 _Step(
-                    f"{verb} project {name}: {_diff(before, after)}",
+                    f"{verb} project {name}: {diff_line(before, after)}",
                     partial(self.access.put_project, wanted, entry),
                 )
             )
         for name, have in projects_now.items():
             if name not in projects_after:
                 steps.append(
-                    _Step(
-                        f"remove project {name}", self._remover(actor, "project", name, _project_dict(have))
-                    )
+                    _Step(f"remove project {name}", self._remover(actor, "project", name, project_dict(have)))
                 )
         return steps
 
@@ -281,7 +252,7 @@ class SiteService:
         after = [h.record() for h in wanted]
         if now == after:
             return []
-        entry = _entry(actor, "site.secrets", "site", SECRETS, {"secrets": now}, {"secrets": after})
+        entry = audit_entry(actor, "site.secrets", "site", SECRETS, {"secrets": now}, {"secrets": after})
         line = f"set secrets: {', '.join(f'{h.owner}/{h.name} ({h.source})' for h in wanted) or 'none'}"
         return [_Step(line, partial(self.access.set_option, SECRETS, after, entry))]
 
@@ -300,7 +271,7 @@ class SiteService:
         version = (current.version if current else 0) + 1
         before = {"version": current.version, "sha256": current.sha256} if current else None
         after = {"version": version, "sha256": wanted.sha256, "currency": wanted.currency}
-        entry = _entry(actor, "accounting.rates", "rate_table", str(version), before, after)
+        entry = audit_entry(actor, "accounting.rates", "rate_table", str(version), before, after)
         line = f"set rate table version {version}: {len(wanted.rates)} rates in {wanted.currency}"
         write = partial(self.accounting.set_rates, actor.user, wanted.table(), wanted.sha256, entry)
         return [_Step(line, write)]
@@ -327,10 +298,10 @@ class SiteService:
             }
             option = stored(config.retention, {**kept, **wanted})
             if option != current:
-                entry = _entry(actor, "retention.policy", "site", RETENTION, current or None, option)
+                entry = audit_entry(actor, "retention.policy", "site", RETENTION, current or None, option)
                 steps.append(
                     _Step(
-                        f"set retention policies: {_diff(_flat(current), _flat(option))}",
+                        f"set retention policies: {diff_line(flat_option(current), flat_option(option))}",
                         partial(self.access.set_option, RETENTION, option, entry),
                     )
                 )
@@ -347,7 +318,8 @@ class SiteService:
                 steps.append(self._departure_step(actor, name, user, policy.on_member_leave, after))
             for user in sorted(members_after):
                 if (name, user) in departed:
-                    entry = _entry(actor, "retention.return", "project", name, {"user": user}, None, name)
+                    back = {"user": user}
+                    entry = audit_entry(actor, "retention.return", "project", name, back, None, name)
                     steps.append(
                         _Step(
                             f"member {user} is back in project {name}: their runs' files are theirs again",
@@ -370,7 +342,7 @@ class SiteService:
             "expire": "expire by rule member-left",
         }[action]
         departure = Departure(project, user, utcnow(), action, steward)
-        entry = _entry(
+        entry = audit_entry(
             actor,
             "retention.departure",
             "project",
@@ -387,80 +359,4 @@ class SiteService:
     def _remover(self, actor: Principal, kind: str, name: str, before: dict[str, Any]) -> Callable[[], None]:
         remove = self.access.delete_project if kind == "project" else self.access.delete_user
         project = name if kind == "project" else None
-        return partial(remove, name, _entry(actor, f"{kind}.remove", kind, name, before, None, project))
-
-
-def _entry(
-    actor: Principal,
-    action: str,
-    target_type: str,
-    target_id: str,
-    before: dict[str, Any] | None,
-    after: dict[str, Any] | None,
-    project: str | None = None,
-) -> AuditEntry:
-    return AuditEntry(actor.user, action, target_type, target_id, project, actor.source, before, after)
-
-
-def _check_with_kept(config: SiteConfig, users: dict[str, User], projects: dict[str, Project]) -> None:
-    """SpecError unless the site the apply leaves (the file plus what it keeps) is a valid site file.
-
-    A kept user who maps to root under a file that turns allow_root_mapping
-    off, or a kept project whose Slurm account a new one takes, would be
-    refused in a file: so they are here.
-    """
-    try:
-        SiteConfig(
-            allow_root_mapping=config.allow_root_mapping,
-            users=[
-                UserSpec(name=u.name, os_user=u.os_user, admin=u.is_admin, disabled=u.disabled)
-                for u in users.values()
-            ],
-            projects=[ProjectSpec.model_validate(_project_dict(p)) for p in projects.values()],
-        )
-    except ValidationError as exc:
-        issues = [
-            SpecIssue(
-                i.path, f"{i.message} (counting the users and projects kept: pass prune to remove them)"
-            )
-            for i in spec_issues(exc, SiteConfig)
-        ]
-        raise SpecError(issues, what="site file") from exc
-
-
-def _refuse_lockout(actor: Principal, users_now: dict[str, User], users_after: dict[str, User]) -> None:
-    """Conflict when the apply would remove its caller, or leave a site that had an admin without one."""
-    if actor.user in users_now and actor.user not in users_after:
-        raise Conflict(
-            f"the site file leaves out {actor.user}, who is applying it: a site apply never removes its "
-            "caller; list them in the file, or have another admin remove them"
-        )
-    admins_now = sorted(n for n, u in users_now.items() if u.is_admin and not u.disabled)
-    admins_after = [n for n, u in users_after.items() if u.is_admin and not u.disabled]
-    if admins_now and not admins_after:
-        raise Conflict(
-            f"the site file would leave no enabled admin (now: {', '.join(admins_now)}); "
-            "keep at least one user with admin: true (and not disabled)"
-        )
-
-
-def _flat(option: dict[str, Any]) -> dict[str, Any]:
-    """The retention option as one level of keys (``default.logs_days``, ``project.p.logs_days``)."""
-    flat = {f"default.{k}": v for k, v in (option.get("default") or {}).items()}
-    for name, fields in (option.get("projects") or {}).items():
-        flat.update({f"project.{name}.{k}": v for k, v in fields.items()})
-    return flat
-
-
-def _diff(before: dict[str, Any], after: dict[str, Any]) -> str:
-    parts = []
-    for key in sorted(set(before) | set(after)):
-        old, new = before.get(key), after.get(key)
-        if old != new:
-            parts.append(f"{key} {_short(old)} -> {_short(new)}" if key in before else f"{key} {_short(new)}")
-    return ", ".join(parts) or "no field changed"
-
-
-def _short(value: Any) -> str:
-    text = str(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+        return partial(remove, name, audit_entry(actor, f"{kind}.remove", kind, name, before, None, project))
