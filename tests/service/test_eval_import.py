@@ -239,12 +239,46 @@ def test_gw_eval_import_of_another_suite_version_is_refused_with_status_2_naming
     assert viewer.returncode != 0 and "eval.import" in viewer.stderr
 
 
+def test_gw_sets_a_suites_settings_and_a_policy_on_the_suites_terms(gw, services, principal, suites):
+    # The owner's settings of a suite (issue 27 items 1 and 6) and a policy's suite pin, baseline and
+    # import rule (items 1, 2 and 8), as a lead sets them with gw (through the Python client and the API).
+    version = suites["one_shot"]
+    suite = f"{PROJECT}/{version.suite.name}"
+    done = gw(
+        "eval", "suite", "settings", suite, "--versions-by", "member", "--self-reviews", "count", "--json"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = json.loads(done.stdout)
+    assert (found["versions_by"], found["count_self_reviews"]) == ("member", True)
+    refused = gw("eval", "suite", "settings", suite, "--versions-by", "lead", user="watcher")
+    assert refused.returncode != 0 and "eval.suite.settings" in refused.stderr + refused.stdout
+    done = gw("eval", "suite", "settings", suite, "--versions-by", "lead", "--self-reviews", "exclude")
+    assert done.returncode == 0, done.stderr
+    settled = services.eval_suites.get(PROJECT, version.suite.name, principal=principal)[0]
+    assert (settled.versions_by, settled.count_self_reviews) == ("lead", False)
+
+    model = f"gwpol-{unique_tag()}"
+    services.releases.register_model(PROJECT, model, principal=principal)
+    argv = ["release", "policy", f"{PROJECT}/{model}", "--alias", "prod", "--gate-suite", suite]
+    done = gw(*argv, "--gate-version", f"v{version.number}", "--gate-baseline", "staging",
+              "--allow-imported-results", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    policy = json.loads(done.stdout)
+    assert policy["gate_version"] == version.number and policy["gate_baseline"] == "staging"
+    assert policy["allow_imported_results"] is True
+    words = gw(*argv, "--gate-version", "latest")
+    assert words.returncode == 0, words.stderr
+    assert f"gate {suite}@latest against prod's release" in words.stdout, words.stdout
+    bad = gw(*argv, "--gate-version", "99")
+    assert bad.returncode != 0 and "gate_version" in bad.stderr and "1-" in bad.stderr, bad.stderr
+
+
 # -- a protected alias: imported results count only where the policy allows them -------------------
 
 
 @pytest.mark.slurm
 def test_a_protected_alias_counts_an_imported_result_only_where_its_policy_allows(
-    services, principal, suites, lm_eval_dir, eval_world
+    services, principal, suites, lm_eval_dir, eval_world, tokens
 ):
     # releases need an artifact a gateway run wrote: the eval world's strong model; the imported files
     # are this module's own lm-eval run, imported as results on that artifact
@@ -280,6 +314,12 @@ def test_a_protected_alias_counts_an_imported_result_only_where_its_policy_allow
         allow_imported_results=True,
     )
     assert policy.allow_imported_results and policy.as_dict()["allow_imported_results"] is True
+    with web_client(services, tokens["tester"]) as client:  # the model page says what the gate counts
+        page = client.get(f"/ui/models/{PROJECT}/{model}")
+        assert page.status_code == 200, page.text[:500]
+        row = re.search(r'<table id="policies">.*?</table>', page.text, re.S)
+        assert row and f"{suite}@{version.number}, against the release prod points at" in row.group(0)
+        assert "imported results count too" in row.group(0), row.group(0)
     try:
         services.promotions.promote(PROJECT, model, 1, "prod", principal=principal, reason="first")
     except Conflict as exc:  # the gate itself may fail this small model; it was decided on the import

@@ -231,3 +231,47 @@ def test_a_protected_alias_counts_the_gateways_decision_on_the_policys_terms(
     reviewed = {r["id"] for r in doc["evaluations"]["reviews"]}
     assert set(gate.review_ids) <= reviewed and gate.review_ids
     assert all(r["id"] in bundle.files["index.html"].decode() for r in doc["evaluations"]["reviews"])
+
+
+def test_a_baseline_alias_that_points_at_nothing_is_no_baseline_only_for_the_first_release(
+    services, principal, policy_world, eval_world
+):
+    # The policy's gate_baseline names another alias (staging) that nobody has moved yet: prod's first
+    # release has no baseline; a later prod move must not be "no baseline" too, or the weak model (it
+    # regressed against prod's release) would pass on thresholds and reviews alone.
+    world = policy_world
+    rita = world["who"]["rita"]
+    results, v1 = world["results"], world["v1"]
+    model = f"gp-{world['tag']}-staged"
+    services.releases.register_model(PROJECT, model, principal=principal)
+    for flavour in ("strong", "weak"):
+        services.releases.create_release(
+            PROJECT, model, eval_world.artifacts[flavour], principal=principal,
+            run_id=eval_world.training[flavour],
+        )  # fmt: skip
+    for label in ("strong", "weak"):
+        services.reviews.record(results[label], verdict="approve", principal=rita, notes="read 20 endings")
+    services.alias_policies.set_policy(
+        PROJECT, model, "prod", principal=principal, gate_suite=f"{PROJECT}/{v1.name}", gate_version=1,
+        gate_baseline="staging",
+    )  # fmt: skip
+    first = services.promotions.promote(PROJECT, model, 1, "prod", principal=principal, reason="first")
+    gate = services.gates.gate_record(first.gate_id, principal=principal)
+    assert gate.verdict == "pass" and gate.baseline_id is None and gate.baseline_source == "first release"
+
+    with pytest.raises(Conflict) as refused:
+        services.promotions.promote(PROJECT, model, 2, "prod", principal=principal, reason="the newest")
+    text = str(refused.value)
+    assert f"baseline alias staging points at nothing, while prod points at {PROJECT}/{model}@1" in text, text
+    assert "no baseline is only for the first release" in text and "--gate-baseline" in text
+    preview = services.promotions.preview(PROJECT, model, 2, "prod", principal=principal)
+    assert preview.gate_id is None and "staging points at nothing" in preview.gate_detail
+    assert preview.gate_failed and preview.may_override  # a missing gate: a lead may override it
+
+    # staging (no policy of its own) moved to prod's release: the gate compares with it, and fails
+    services.promotions.promote(PROJECT, model, 1, "staging", principal=principal)
+    with pytest.raises(Conflict, match=rf"against {PROJECT}/{model}@1 \(staging now\) is fail"):
+        services.promotions.promote(PROJECT, model, 2, "prod", principal=principal)
+    decided = [g for g in gateway_gates(services, results["weak"]) if g.made_for["model"].endswith(model)]
+    (against,) = decided
+    assert against.baseline_id == results["strong"] and against.baseline_source == "alias staging"

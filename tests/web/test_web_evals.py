@@ -94,6 +94,11 @@ def test_an_eval_result_shows_suite_tasks_gate_statistics_and_reviews(
         assert row[2].startswith("mcnemar") and row[3] == str(c["test"]["n"]) == "300"
         assert row[6] == f"{c['test']['delta']:.4f}" and row[9] == f"{c['p_adjusted']:.3g}"
         assert row[12].startswith("regression")
+        # the rule the outcome was decided by, and the bound it read (issue 27, item 4)
+        assert c["decision"] == "non_inferiority" and not c["within_margin"]
+        assert (
+            f"rule: non-inferiority, worse end {c['worse_bound']:.4f} >= margin {c['margin']:.4f}" in row[12]
+        ), row[12]
     assert "Approving reviews: 0 of the 1 the suite requires" in page.inner_text("#review-state")
     shot(page, f"eval-result-gate-fail-{backend}")
 
@@ -110,6 +115,9 @@ def test_an_eval_result_shows_suite_tasks_gate_statistics_and_reviews(
     ]
     assert review_row[:4] == ["rita", "approve", "this result", "<b>read</b> ten endings"]  # escaped, as text
     assert page.locator(f"#gate-{passed.id} .verdict").inner_text() == "pass"
+    for row in _cells(page, f"#gate-{passed.id} tr.comparison"):  # the same scores: non-inferior
+        assert row[12].startswith("passed") and "rule: non-inferiority, worse end" in row[12], row
+        assert "< margin 0.0500" in row[12], row
     assert page.locator(f"#gate-{gate.id}").inner_text().count(f"as baseline of {weak}") == 1
     shot(page, f"eval-result-reviewed-pass-{backend}")
     page.goto(f"{pages_url}/ui/evals/results/er-no-such-result")  # errors are pages too, with a way back

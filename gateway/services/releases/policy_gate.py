@@ -13,8 +13,10 @@ gateway decides the gate itself (``GateService.decide_for_alias``):
   on the release's sha256;
 - against the **policy's baseline**: the newest result of that version on
   the artifact of the release that alias ``gate_baseline`` (by default the
-  alias being moved) points at now; no baseline only while that alias points
-  at nothing (the first release);
+  alias being moved) points at now; no baseline only for the first release
+  (neither that alias nor the one moved points at anything): a
+  ``gate_baseline`` that points at nothing while the moved alias points at a
+  release gives no decision, and the move lacks its gate, saying so;
 - counting a result imported from outside the gateway (``gw eval import``,
   origin ``imported``) only when the policy says ``allow_imported_results``;
   otherwise such a result is passed over, and when it is the only one the
@@ -96,9 +98,9 @@ class PolicyGate:
                 + f": `gw eval run {version.ref} --artifact {release.artifact_sha256}`",
             )
         baseline_alias = policy.baseline_alias
-        moves = self.promotions.alias_events(release.model_id, baseline_alias)
-        now_at = moves[-1].to_release if moves else None
-        baseline_release = self.releases.release_by_id(now_at) if now_at else None
+        baseline_release = self._baseline_release(release, alias, baseline_alias)
+        if isinstance(baseline_release, str):
+            return AliasGate(None, baseline_release)
         baseline = None
         if baseline_release is not None:
             baseline, passed_over = self._result_on(version, baseline_release.artifact_sha256, allow)
@@ -140,6 +142,23 @@ class PolicyGate:
         reasons = "; ".join(str(r) for r in gate.decision.get("reasons", [])[:3])
         detail = f"the gateway's gate {gate.id} on {version.ref} {against} is {gate.verdict}"
         return AliasGate(gate, detail + (f": {reasons}" if reasons and gate.verdict != "pass" else ""))
+
+    def _baseline_release(self, release: Release, alias: str, baseline_alias: str) -> Release | str | None:
+        """The release ``baseline_alias`` points at now; None for the first release (no baseline), and
+        why not (text) when that alias points at nothing although ``alias`` points at a release."""
+        moves = self.promotions.alias_events(release.model_id, baseline_alias)
+        if moves and moves[-1].to_release is not None:
+            return self.releases.release_by_id(moves[-1].to_release)
+        own = self.promotions.alias_events(release.model_id, alias) if baseline_alias != alias else []
+        if not own or own[-1].to_release is None:
+            return None
+        current = self.releases.release_by_id(own[-1].to_release)
+        return (
+            f"the policy's baseline alias {baseline_alias} points at nothing, while {alias} points at "
+            f"{current.ref}: no baseline is only for the first release; move {baseline_alias} to the "
+            "release to compare with, or set the policy's gate_baseline to an alias that points at one "
+            f"(`gw release policy ... --gate-baseline {alias}`)"
+        )
 
     def _result_on(
         self, version: SuiteVersionRecord, sha256: str, allow_imported: bool
