@@ -4,7 +4,11 @@ A request no node of its partition could ever hold (GPUs on a partition with
 none, more memory or CPUs than a node has, more nodes than the partition has,
 a time limit past the partition's MaxTime) is not refused by sbatch in every
 case: some are accepted and pend forever (``PartitionNodeLimit``,
-``PartitionTimeLimit``). ``shapes`` reads a partition's shape from Slurm's
+``PartitionTimeLimit``). The partition's own limits on one job count as well:
+MaxNodes and MinNodes, MaxCPUsPerNode, MaxMemPerNode, MaxMemPerCPU (Slurm
+raises a job's CPUs until its memory per CPU is under it, so memory can need
+more CPUs than a node has) and DefMemPerCPU/DefMemPerNode (the memory a job
+that asks none is given). ``shapes`` reads a partition's shape from Slurm's
 partition and node records; ``misfits`` says, in one sentence per limit, the
 limit, the value asked and what would fit (the largest value here, and the
 project's other queues where the request would fit).
@@ -25,7 +29,8 @@ FOREVER = "the gateway's rule: Slurm would take the job and keep it pending for 
 
 @dataclass(frozen=True)
 class Shape:
-    """What a partition's nodes have: the largest of each, and how many nodes there are."""
+    """What a partition's nodes have (the largest of each, and how many nodes there are), and the
+    partition's own limits on one job (None: UNLIMITED)."""
 
     partition: str
     nodes: int
@@ -35,6 +40,34 @@ class Shape:
     total_cpus: int
     total_gpus: int
     max_time_min: int | None  # None: no limit
+    max_nodes: int | None = None  # MaxNodes
+    min_nodes: int = 0  # MinNodes
+    max_cpus_per_node: int | None = None  # MaxCPUsPerNode
+    max_mem_per_node_mb: int | None = None  # MaxMemPerNode
+    max_mem_per_cpu_mb: int | None = None  # MaxMemPerCPU
+    def_mem_per_node_mb: int | None = None  # DefMemPerNode
+    def_mem_per_cpu_mb: int | None = None  # DefMemPerCPU
+
+    @property
+    def nodes_per_job(self) -> int:
+        """The most nodes one job may have: the partition's nodes, or its MaxNodes when lower."""
+        return min(self.nodes, self.max_nodes) if self.max_nodes else self.nodes
+
+    @property
+    def cpus_per_job_node(self) -> int:
+        """The most CPUs one job may use on one node: a node's CPUs, or MaxCPUsPerNode when lower."""
+        if self.max_cpus_per_node and (not self.cpus_per_node or self.max_cpus_per_node < self.cpus_per_node):
+            return self.max_cpus_per_node
+        return self.cpus_per_node
+
+    @property
+    def mem_mb_per_job_node(self) -> int:
+        """The most memory (MiB) one job may have on one node: a node's, or MaxMemPerNode when lower,
+        or MaxMemPerCPU x the CPUs it may use there."""
+        caps = [m for m in (self.mem_mb_per_node, self.max_mem_per_node_mb) if m]
+        if self.max_mem_per_cpu_mb and self.cpus_per_job_node:
+            caps.append(self.max_mem_per_cpu_mb * self.cpus_per_job_node)
+        return min(caps, default=0)
 
 
 def shapes(partitions: Iterable[PartitionInfo], nodes: Sequence[NodeInfo]) -> dict[str, Shape]:
@@ -52,6 +85,13 @@ def shapes(partitions: Iterable[PartitionInfo], nodes: Sequence[NodeInfo]) -> di
             total_cpus=sum(n.cpus for n in own) or part.total_cpus,
             total_gpus=sum(n.gpus for n in own),
             max_time_min=part.max_time_min,
+            max_nodes=part.max_nodes,
+            min_nodes=part.min_nodes,
+            max_cpus_per_node=part.max_cpus_per_node,
+            max_mem_per_node_mb=part.max_mem_per_node_mb,
+            max_mem_per_cpu_mb=part.max_mem_per_cpu_mb,
+            def_mem_per_node_mb=part.def_mem_per_node_mb,
+            def_mem_per_cpu_mb=part.def_mem_per_cpu_mb,
         )
     return out
 
@@ -76,6 +116,7 @@ class _Need:
     mem_mb_per_node: int | None  # None: not asked (or 0: all of a node's)
     total_cpus: int
     total_gpus: int
+    mem_asked: bool  # any memory form given (mem_gb 0, all of a node's, included)
 
 
 def _need(res: Resources) -> _Need:
@@ -105,11 +146,205 @@ def _need(res: Resources) -> _Need:
         mem = res.mem_per_gpu_mb * max(gpus_node, 1)
     tasks = res.ntasks or tasks_per_node * (nodes or 1)
     total_cpus = (res.cpus_per_task or 1) * tasks if not res.cpus_per_gpu else cpus_node * (nodes or 1)
-    return _Need(nodes, tasks_per_node, cpus_node, gpus_node, mem, total_cpus, res.gpus_total())
+    asked = res.mem_gb is not None or bool(res.mem_per_cpu_mb or res.mem_per_gpu_mb)
+    return _Need(nodes, tasks_per_node, cpus_node, gpus_node, mem, total_cpus, res.gpus_total(), asked)
 
 
 def _mem(mb: int) -> str:
     return f"{mb} MB ({mb / 1024:.3g} GB)"
+
+
+@dataclass(frozen=True)
+class _Check:
+    """One request against one queue's shape; each method gives the misfits of one kind of limit."""
+
+    res: Resources
+    need: _Need
+    queue: str
+    shape: Shape
+    others: dict[str, Shape]
+
+    @property
+    def part(self) -> str:
+        return f"partition {self.shape.partition} of queue {self.queue}"
+
+    def elsewhere(self, fits: str, ok: Callable[[Shape], bool]) -> str:
+        """'; queue gpu has 4 per node' for each other queue where ``ok``."""
+        names = [f"queue {name} has {fits.format(s=s)}" for name, s in sorted(self.others.items()) if ok(s)]
+        return "; " + "; ".join(names) if names else ""
+
+    def gpus(self) -> list[Misfit]:
+        res, need, shape, queue = self.res, self.need, self.shape, self.queue
+        field = (
+            "resources.gpus_per_node"
+            if res.gpus_per_node
+            else ("resources.gpus_per_task" if res.gpus_per_task else "resources.gpus")
+        )
+        if need.gpus_per_node and shape.gpus_per_node == 0:
+            more = self.elsewhere("{s.gpus_per_node} per node", lambda s: s.gpus_per_node > 0)
+            return [Misfit(field, f"queue {queue} has no GPUs{more}", res.gpus_asked())]
+        if need.gpus_per_node > shape.gpus_per_node:
+            more = self.elsewhere(
+                "{s.gpus_per_node} per node", lambda s: s.gpus_per_node >= need.gpus_per_node
+            )
+            what = (
+                f" (this asks {need.gpus_per_node} GPUs on one node)"
+                if field != "resources.gpus_per_node"
+                else ""
+            )
+            return [
+                Misfit(
+                    field,
+                    f"queue {queue} has at most {shape.gpus_per_node} GPUs per node{what}: "
+                    f"ask for at most {shape.gpus_per_node}{more}",
+                    res.gpus_asked(),
+                )
+            ]
+        if need.total_gpus > shape.total_gpus and need.nodes is None:
+            message = f"queue {queue} has {shape.total_gpus} GPUs in all: ask for at most {shape.total_gpus}"
+            return [Misfit(field, message, need.total_gpus)]
+        return []
+
+    def nodes(self) -> list[Misfit]:
+        need, shape, queue = self.need, self.shape, self.queue
+        if need.nodes is None:
+            return []
+        if shape.max_nodes and need.nodes > shape.max_nodes and shape.max_nodes < shape.nodes:
+            more = self.elsewhere(
+                "{s.nodes_per_job} nodes per job", lambda s: s.nodes_per_job >= (need.nodes or 1)
+            )
+            message = (
+                f"{self.part} allows at most {shape.max_nodes} node{'s' * (shape.max_nodes != 1)} per job "
+                f"(its MaxNodes): ask for at most {shape.max_nodes}{more} ({FOREVER} PartitionNodeLimit)"
+            )
+            return [Misfit("resources.nodes", message, need.nodes)]
+        if need.nodes > shape.nodes:
+            more = self.elsewhere("{s.nodes} nodes", lambda s: s.nodes >= (need.nodes or 1))
+            message = (
+                f"queue {queue} has {shape.nodes} node{'s' * (shape.nodes != 1)}: "
+                f"ask for at most {shape.nodes}{more} ({FOREVER} PartitionNodeLimit)"
+            )
+            return [Misfit("resources.nodes", message, need.nodes)]
+        if need.nodes < shape.min_nodes:
+            message = (
+                f"{self.part} takes jobs of at least {shape.min_nodes} nodes (its MinNodes): "
+                f"ask for at least {shape.min_nodes} ({FOREVER} PartitionNodeLimit)"
+            )
+            return [Misfit("resources.nodes", message, need.nodes)]
+        return []
+
+    def cpus(self) -> list[Misfit]:
+        res, need, shape, queue = self.res, self.need, self.shape, self.queue
+        most = shape.cpus_per_job_node
+        if most and need.cpus_per_node > most:
+            field = "resources.cpus_per_gpu" if res.cpus_per_gpu else "resources.cpus_per_task"
+            per = (
+                f"{res.cpus_per_gpu} per GPU x {need.gpus_per_node} GPUs"
+                if res.cpus_per_gpu
+                else f"{res.cpus_per_task or 1} per task x {need.tasks_per_node} tasks"
+            )
+            more = self.elsewhere(
+                "{s.cpus_per_job_node} per node", lambda s: s.cpus_per_job_node >= need.cpus_per_node
+            )
+            if most < shape.cpus_per_node:
+                limit = f"{self.part} lets a job use at most {most} CPUs per node (its MaxCPUsPerNode)"
+            else:
+                limit = f"nodes of queue {queue} have at most {most} CPUs"
+            message = f"{limit}; this asks {need.cpus_per_node} on one node ({per}){more}"
+            return [Misfit(field, message, need.cpus_per_node)]
+        total = most * shape.nodes_per_job
+        if need.nodes is None and total and need.total_cpus > total:
+            if total < shape.total_cpus:
+                message = (
+                    f"{self.part} lets a job have at most {total} CPUs ({shape.nodes_per_job} nodes x "
+                    f"{most}, its MaxNodes and MaxCPUsPerNode); this asks {need.total_cpus}"
+                )
+            else:
+                message = f"queue {queue} has {shape.total_cpus} CPUs in all; this asks {need.total_cpus}"
+            return [Misfit("resources.ntasks", message, need.total_cpus)]
+        return []
+
+    def memory(self) -> list[Misfit]:
+        res, need, shape = self.res, self.need, self.shape
+        if not need.mem_asked:
+            return self._default_memory()
+        mem_node = need.mem_mb_per_node or 0
+        if not mem_node:
+            return []
+        field = next(
+            f"resources.{n}" for n in ("mem_gb", "mem_per_cpu_mb", "mem_per_gpu_mb") if getattr(res, n)
+        )
+        asked = getattr(res, field.split(".")[1])
+        per = "" if res.mem_gb else f" ({_mem(mem_node)} on one node)"
+        fits = shape.mem_mb_per_job_node
+        more = self.elsewhere(
+            "{s.mem_mb_per_job_node} MB per node", lambda s: s.mem_mb_per_job_node >= mem_node
+        )
+        ask = f"ask for at most {fits // 1024 or 1} GB (--mem={fits}M){more}"
+        if shape.mem_mb_per_node and mem_node > shape.mem_mb_per_node:
+            has = _mem(shape.mem_mb_per_node)
+            message = f"nodes of queue {self.queue} have at most {has} of memory{per}: {ask}"
+        elif shape.max_mem_per_node_mb and mem_node > shape.max_mem_per_node_mb:
+            message = (
+                f"{self.part} allows at most {_mem(shape.max_mem_per_node_mb)} per node (its MaxMemPerNode)"
+                f"{per}: {ask}"
+            )
+        elif shape.max_mem_per_cpu_mb and self._cpus_for_memory(mem_node) > shape.cpus_per_job_node:
+            limit = shape.max_mem_per_cpu_mb
+            if res.mem_per_cpu_mb:
+                ask = f"ask for at most {limit} MB per CPU, or fewer CPUs{more}"
+            message = (
+                f"{self.part} allows at most {limit} MB per CPU (its MaxMemPerCPU), so Slurm would raise "
+                f"this job to {self._cpus_for_memory(mem_node)} CPUs on one node for {_mem(mem_node)}, and "
+                f"a job may use {shape.cpus_per_job_node} there: {ask}"
+            )
+        else:
+            return []
+        return [Misfit(field, message, asked)]
+
+    def _cpus_for_memory(self, mem_node: int) -> int:
+        """The CPUs per node Slurm gives a job for ``mem_node`` MiB under MaxMemPerCPU: it raises the CPUs
+        per task by the ratio of the memory per CPU asked to the limit (slurm.conf(5), MaxMemPerCPU)."""
+        limit, cpus = self.shape.max_mem_per_cpu_mb, self.need.cpus_per_node
+        if not limit:
+            return cpus
+        if self.res.mem_per_cpu_mb:
+            return cpus * math.ceil(self.res.mem_per_cpu_mb / limit)
+        return max(cpus, math.ceil(mem_node / limit))
+
+    def _default_memory(self) -> list[Misfit]:
+        """A job that asks no memory gets the partition's DefMemPerNode, or DefMemPerCPU x its CPUs."""
+        need, shape = self.need, self.shape
+        if shape.def_mem_per_cpu_mb:
+            given = shape.def_mem_per_cpu_mb * need.cpus_per_node
+            how = f"its DefMemPerCPU, {shape.def_mem_per_cpu_mb} MB x {need.cpus_per_node} CPUs"
+        elif shape.def_mem_per_node_mb:
+            given, how = shape.def_mem_per_node_mb, "its DefMemPerNode"
+        else:
+            return []
+        fits = shape.mem_mb_per_job_node
+        if not fits or given <= fits:
+            return []
+        message = (
+            f"this asks no memory, so {self.part} would give it {_mem(given)} on one node ({how}), "
+            f"and a job may have at most {_mem(fits)} there: ask for memory, at most {fits // 1024 or 1} GB "
+            f"(--mem={fits}M)"
+        )
+        return [Misfit("resources.mem_gb", message, "not asked")]
+
+    def time(self, walltime_min: int | None) -> list[Misfit]:
+        shape = self.shape
+        if walltime_min is None or shape.max_time_min is None or walltime_min <= shape.max_time_min:
+            return []
+        more = self.elsewhere(
+            "MaxTime {s.max_time_min} minutes",
+            lambda s: s.max_time_min is None or s.max_time_min >= walltime_min,
+        )
+        message = (
+            f"{self.part} allows at most {shape.max_time_min} minutes (its MaxTime){more} "
+            f"({FOREVER} PartitionTimeLimit)"
+        )
+        return [Misfit("resources.walltime_min", message, walltime_min)]
 
 
 def misfits(
@@ -122,103 +357,5 @@ def misfits(
     """The limits of ``shape`` (queue ``queue``'s partition) that ``res`` passes, each with what would
     fit; ``others``: the project's other queues' shapes by queue name, named where the request fits.
     Empty when the request could run there one day."""
-    need = _need(res)
-    out: list[Misfit] = []
-
-    def elsewhere(fits: str, ok: Callable[[Shape], bool]) -> str:
-        """'; queue gpu has 4 per node' for each other queue where ``ok``."""
-        names = [f"queue {name} has {fits.format(s=s)}" for name, s in sorted(others.items()) if ok(s)]
-        return "; " + "; ".join(names) if names else ""
-
-    gpu_field = (
-        "resources.gpus_per_node"
-        if res.gpus_per_node
-        else ("resources.gpus_per_task" if res.gpus_per_task else "resources.gpus")
-    )
-    if need.gpus_per_node and shape.gpus_per_node == 0:
-        more = elsewhere("{s.gpus_per_node} per node", lambda s: s.gpus_per_node > 0)
-        out.append(Misfit(gpu_field, f"queue {queue} has no GPUs{more}", res.gpus_asked()))
-    elif need.gpus_per_node > shape.gpus_per_node:
-        more = elsewhere("{s.gpus_per_node} per node", lambda s: s.gpus_per_node >= need.gpus_per_node)
-        what = f"{need.gpus_per_node} GPUs on one node" if gpu_field != "resources.gpus_per_node" else ""
-        out.append(
-            Misfit(
-                gpu_field,
-                f"queue {queue} has at most {shape.gpus_per_node} GPUs per node"
-                + (f" (this asks {what})" if what else "")
-                + f": ask for at most {shape.gpus_per_node}{more}",
-                res.gpus_asked(),
-            )
-        )
-    elif need.total_gpus > shape.total_gpus and need.nodes is None:
-        out.append(
-            Misfit(
-                gpu_field,
-                f"queue {queue} has {shape.total_gpus} GPUs in all: ask for at most {shape.total_gpus}",
-                need.total_gpus,
-            )
-        )
-    if need.nodes is not None and need.nodes > shape.nodes:
-        more = elsewhere("{s.nodes} nodes", lambda s: s.nodes >= (need.nodes or 1))
-        out.append(
-            Misfit(
-                "resources.nodes",
-                f"queue {queue} has {shape.nodes} node{'s' * (shape.nodes != 1)}: "
-                f"ask for at most {shape.nodes}{more} ({FOREVER} PartitionNodeLimit)",
-                need.nodes,
-            )
-        )
-    if shape.cpus_per_node and need.cpus_per_node > shape.cpus_per_node:
-        field = "resources.cpus_per_gpu" if res.cpus_per_gpu else "resources.cpus_per_task"
-        per = (
-            f"{res.cpus_per_gpu} per GPU x {need.gpus_per_node} GPUs"
-            if res.cpus_per_gpu
-            else f"{res.cpus_per_task or 1} per task x {need.tasks_per_node} tasks"
-        )
-        more = elsewhere("{s.cpus_per_node} per node", lambda s: s.cpus_per_node >= need.cpus_per_node)
-        out.append(
-            Misfit(
-                field,
-                f"nodes of queue {queue} have at most {shape.cpus_per_node} CPUs; this asks "
-                f"{need.cpus_per_node} on one node ({per}){more}",
-                need.cpus_per_node,
-            )
-        )
-    elif need.nodes is None and shape.total_cpus and need.total_cpus > shape.total_cpus:
-        out.append(
-            Misfit(
-                "resources.ntasks",
-                f"queue {queue} has {shape.total_cpus} CPUs in all; this asks {need.total_cpus}",
-                need.total_cpus,
-            )
-        )
-    mem_node = need.mem_mb_per_node or 0
-    if mem_node and shape.mem_mb_per_node and mem_node > shape.mem_mb_per_node:
-        field = next(
-            f"resources.{n}" for n in ("mem_gb", "mem_per_cpu_mb", "mem_per_gpu_mb") if getattr(res, n)
-        )
-        per = "" if res.mem_gb else f" ({_mem(mem_node)} on one node)"
-        more = elsewhere("{s.mem_mb_per_node} MB per node", lambda s: s.mem_mb_per_node >= mem_node)
-        out.append(
-            Misfit(
-                field,
-                f"nodes of queue {queue} have at most {_mem(shape.mem_mb_per_node)} of memory{per}: "
-                f"ask for at most {shape.mem_mb_per_node // 1024 or 1} GB"
-                f" (--mem={shape.mem_mb_per_node}M){more}",
-                getattr(res, field.split(".")[1]),
-            )
-        )
-    if walltime_min is not None and shape.max_time_min is not None and walltime_min > shape.max_time_min:
-        more = elsewhere(
-            "MaxTime {s.max_time_min} minutes",
-            lambda s: s.max_time_min is None or s.max_time_min >= walltime_min,
-        )
-        out.append(
-            Misfit(
-                "resources.walltime_min",
-                f"partition {shape.partition} of queue {queue} allows at most {shape.max_time_min} "
-                f"minutes (its MaxTime){more} ({FOREVER} PartitionTimeLimit)",
-                walltime_min,
-            )
-        )
-    return out
+    check = _Check(res, _need(res), queue, shape, others)
+    return check.gpus() + check.nodes() + check.cpus() + check.memory() + check.time(walltime_min)

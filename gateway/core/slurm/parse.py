@@ -233,9 +233,24 @@ def parse_partitions(text: str) -> list[PartitionInfo]:
                 default_time_min=parse_minutes(kv.get("DefaultTime", "NONE")),
                 qos=opt(kv.get("QoS", "")),
                 allow_accounts=opt(kv.get("AllowAccounts", "")),
+                max_nodes=_limit(kv.get("MaxNodes", "")),
+                min_nodes=_limit(kv.get("MinNodes", "")) or 0,
+                max_cpus_per_node=_limit(kv.get("MaxCPUsPerNode", "")),
+                max_mem_per_node_mb=_limit(kv.get("MaxMemPerNode", "")),
+                max_mem_per_cpu_mb=_limit(kv.get("MaxMemPerCPU", "")),
+                def_mem_per_node_mb=_limit(kv.get("DefMemPerNode", "")),
+                def_mem_per_cpu_mb=_limit(kv.get("DefMemPerCPU", "")),
             )
         )
     return partitions
+
+
+def _limit(value: str) -> int | None:
+    """A partition limit: a count or MiB; None for UNLIMITED, 0 (Slurm's "not set") or a field it left
+    out. scontrol prints either ``MaxMemPerNode=`` or ``MaxMemPerCPU=`` (and ``DefMemPer...``), as the
+    limit was set in slurm.conf, with UNLIMITED for none (Slurm 22.05 ``slurm_sprint_partition_info``)."""
+    number = _int(value)
+    return number or None
 
 
 _GRES = re.compile(r"gpu(?::([A-Za-z0-9_.-]+))?:(\d+)")

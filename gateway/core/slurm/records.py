@@ -113,6 +113,15 @@ class PartitionInfo:
     default_time_min: int | None
     qos: str | None
     allow_accounts: str | None
+    # The partition's limits on one job (None: UNLIMITED, or not set). Memory in MiB, as Slurm gives it;
+    # a partition has either the per-node or the per-CPU form of each memory limit, never both.
+    max_nodes: int | None = None  # MaxNodes: nodes one job may have
+    min_nodes: int = 0  # MinNodes: nodes one job must ask for
+    max_cpus_per_node: int | None = None  # MaxCPUsPerNode: CPUs the partition's jobs may use on a node
+    max_mem_per_node_mb: int | None = None  # MaxMemPerNode
+    max_mem_per_cpu_mb: int | None = None  # MaxMemPerCPU: Slurm raises a job's CPUs to stay under it
+    def_mem_per_node_mb: int | None = None  # DefMemPerNode: a job's memory when it asks none
+    def_mem_per_cpu_mb: int | None = None  # DefMemPerCPU: the same, per allocated CPU
 
 
 @dataclass(frozen=True)

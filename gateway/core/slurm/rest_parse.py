@@ -218,6 +218,14 @@ def parse_partitions_json(answer: Mapping[str, Any]) -> list[PartitionInfo]:
                 default_time_min=_count(default_time),
                 qos=_text(part.get("qos")),
                 allow_accounts=_text(part.get("allowed_accounts")) or "ALL",
+                # -1 (INFINITE) and null (not set) are None; slurmrestd 22.05 writes MinNodes with spaces
+                max_nodes=_count(part.get("maximum_nodes_per_job")) or None,
+                min_nodes=_count(part.get("min nodes per job")) or 0,
+                max_cpus_per_node=_count(part.get("maximum_cpus_per_node")) or None,
+                max_mem_per_node_mb=_count(part.get("maximum_memory_per_node")) or None,
+                max_mem_per_cpu_mb=_count(part.get("maximum_memory_per_cpu")) or None,
+                def_mem_per_node_mb=_count(part.get("default_memory_per_node")) or None,
+                def_mem_per_cpu_mb=_count(part.get("default_memory_per_cpu")) or None,
             )
         )
     return partitions
