@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m compileall -q -j 0 gateway >/dev/null
 	touch $@
 
-cluster: venv ## install, configure and start Slurm 22.05 (idempotent)
+cluster: venv ## install, configure and start Slurm 22.05: clusters gwlocal and gwlocal2 on one slurmdbd (idempotent; docs/cluster.md)
 	$(BIN)/ansible-playbook -i ansible/inventory.ini ansible/cluster.yml
 
 cluster-if-down: venv

@@ -1,5 +1,6 @@
-"""The provisioning is idempotent: a run against a running cluster changes nothing."""
+"""The provisioning is idempotent: a run against the running clusters changes nothing."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -8,6 +9,7 @@ import pytest
 
 pytestmark = [pytest.mark.slurm, pytest.mark.exclusive]
 ROOT = Path(__file__).resolve().parents[2]
+SECOND_CONF = Path("/etc/slurm-gwlocal2/slurm.conf")
 
 
 def test_second_playbook_run_changes_nothing(slurm):
@@ -24,3 +26,13 @@ def test_second_playbook_run_changes_nothing(slurm):
     recap = result.stdout[result.stdout.rindex("PLAY RECAP") :]
     assert "changed=0" in recap and "failed=0" in recap, recap
     assert slurm.partitions(), "the cluster still answers"
+    if SECOND_CONF.exists():  # slurm_second_cluster: true (the default)
+        sinfo = subprocess.run(
+            ["sinfo", "-h", "-o", "%R %N"],
+            env={**os.environ, "SLURM_CONF": str(SECOND_CONF)},
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        assert sinfo.stdout.split("\n")[:2] == ["cpu e[1-2]", "gpu h1"], "the second cluster still answers"
