@@ -50,6 +50,7 @@ from gateway.services.handoff.mlflow_jobs import MlflowJobs
 from gateway.services.handoff.outbox import HandoffService
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.lineage.outputs import OutputHarvester
+from gateway.services.lineage.task_harvest import TaskHarvester
 from gateway.services.lineage.tasks import TaskService
 from gateway.services.lineage.walk import LineageService
 from gateway.services.ops.background import BackgroundWork
@@ -92,6 +93,7 @@ from gateway.store.promotions import PromotionStore
 from gateway.store.releases import ReleaseStore
 from gateway.store.reports import ReportStore
 from gateway.store.retention import RetentionStore
+from gateway.store.task_metrics import TaskMetricsStore
 from gateway.store.telemetry import TelemetryStore
 
 
@@ -131,7 +133,9 @@ def build_services(
     lineage_store, telemetry_store = LineageStore(db), TelemetryStore(db)
     audit = AuditService(AuditStore(db), AnchorFile(settings.anchor_path))
     refresher = Refresher(store, backend, settings, retries, on_change=cluster.forget)
+    task_metrics = TaskMetricsStore(db)
     harvester = _harvester(settings, lineage_store, telemetry_store, host, files)
+    harvester.tasks = TaskHarvester(task_metrics, host, files)
     admission = Admission(access, host, cluster)  # reads partitions' DefaultTime through the cache
     env_catalog = EnvCatalog(EnvStore(db), store, host, runtime=settings.container_runtime)
     runs = RunService(
@@ -168,7 +172,7 @@ def build_services(
         waiting=waiting,
         runs=runs,
         logs=LogService(store, files, retention["expired"].note),
-        tasks=TaskService(store, lineage_store, host, files),
+        tasks=TaskService(store, lineage_store, host, files, task_metrics),
         refresher=refresher,
         retries=retries,
         datasets=datasets,

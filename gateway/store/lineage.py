@@ -26,6 +26,7 @@ from gateway.store.models_lineage import (
     RunInputRow,
     RunMetricRow,
 )
+from gateway.store.task_metrics import ended_tasks
 
 TERMINAL_STATES = sorted(s.value for s in TERMINAL)
 INSERT_ARTIFACT = insert(ArtifactRow.__table__)
@@ -49,6 +50,7 @@ class HarvestJob:
     held_secrets: tuple[str, ...] = ()
     final: bool = False  # the run's latest attempt, with no retry scheduled: nothing runs after it
     sweep: bool = False  # an array of param sets: each task also writes under tasks/<index>/
+    tasks_ended: tuple[int, ...] = ()  # a sweep's tasks Slurm reported ended (their metrics: task_metrics)
 
 
 class LineageStore:
@@ -160,6 +162,7 @@ class LineageStore:
                     RunRow.os_user,
                     AttemptRow.retry_at,
                     latest,
+                    AttemptRow.tasks,
                 )
                 .join(RunRow, RunRow.id == AttemptRow.run_id)
                 .where(AttemptRow.outputs_at.is_(None), AttemptRow.state.in_(TERMINAL_STATES))
@@ -186,6 +189,7 @@ class LineageStore:
                     ),
                     final=retry_at is None and number == last,
                     sweep=bool(spec.get("sweep")),
+                    tasks_ended=tuple(sorted(ended_tasks(tasks or {}))),
                 )
                 for (
                     attempt_id,
@@ -198,6 +202,7 @@ class LineageStore:
                     os_user,
                     retry_at,
                     last,
+                    tasks,
                 ) in rows
             ]
 

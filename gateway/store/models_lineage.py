@@ -112,3 +112,32 @@ class RunMetricRow(Base):
     name: Mapped[str] = mapped_column(String(128))
     step: Mapped[int | None] = mapped_column(BigInteger)
     value: Mapped[float] = mapped_column(Float)
+
+
+class TaskOutputRow(Base):
+    """The mark that one array task of a sweep attempt was harvested (its metrics read, once), with
+    why a metrics file was not read; the task's metrics are ``TaskMetricRow``s."""
+
+    __tablename__ = "task_outputs"
+
+    attempt_id: Mapped[int] = mapped_column(ForeignKey("attempts.id", ondelete="CASCADE"), primary_key=True)
+    task_index: Mapped[int] = mapped_column(Integer, primary_key=True)  # the Slurm array index
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    harvested_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    note: Mapped[str | None] = mapped_column(Text)
+
+
+class TaskMetricRow(Base):
+    """A metric of one array task: a summary value (step None) or one point of a series."""
+
+    __tablename__ = "task_metrics"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    attempt_id: Mapped[int] = mapped_column(ForeignKey("attempts.id", ondelete="CASCADE"))
+    task_index: Mapped[int] = mapped_column(Integer)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(128))
+    step: Mapped[int | None] = mapped_column(BigInteger)
+    value: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (Index("ix_task_metrics_attempt_task", "attempt_id", "task_index"),)

@@ -351,11 +351,11 @@ async def run_tasks(
     attempt: AttemptQuery = None,
 ) -> SweepTasksPublic:
     """Every array task of a sweep (a spec with ``sweep:``) as its own record: its sweep point,
-    state, exit, elapsed time, node, where its logs are, its final metrics (read from the spec's
-    ``metrics`` files in its own directory, ``GW_TASK_DIR``) and its artifacts. 404 for a run that
-    is not a sweep."""
+    state, exit, elapsed time, node, where its logs are, its final metrics (from the spec's
+    ``metrics`` files in its own directory, ``GW_TASK_DIR``: recorded when the task ended, read
+    live while it runs) and its artifacts. 404 for a run that is not a sweep."""
     run, shown, tasks = await file_reads.run(
-        services.tasks.tasks, run_id, principal=principal, attempt_number=attempt
+        services.tasks.tasks, run_id, principal=principal, attempt_number=attempt, series=False
     )
     return SweepTasksPublic(
         run_id=run.id,

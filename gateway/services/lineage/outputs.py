@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gateway.adapters.runhost import OutputScan, RunHost
 from gateway.core.lineage.run_metrics import MAX_POINTS, last_values, parse_metrics_json, parse_metrics_jsonl
@@ -29,6 +30,9 @@ from gateway.errors import GatewayError, RunHostUnavailable
 from gateway.services.accounting.telemetry import TelemetryHarvester
 from gateway.services.runs.logs import JobFiles
 from gateway.store.lineage import HarvestJob, LineageStore
+
+if TYPE_CHECKING:
+    from gateway.services.lineage.task_harvest import TaskHarvester
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +44,7 @@ MAX_METRICS_BYTES = 32 * 1024 * 1024
 class HarvestReport:
     attempts: int = 0
     artifacts: int = 0
+    tasks: int = 0  # sweep tasks whose metrics were recorded
     problems: list[str] = field(default_factory=list)
 
 
@@ -50,11 +55,13 @@ class OutputHarvester:
         host: RunHost,
         files: JobFiles,
         telemetry: TelemetryHarvester | None = None,
+        tasks: TaskHarvester | None = None,
     ) -> None:
         self.store = store
         self.host = host
         self.files = files
         self.telemetry = telemetry  # GPU telemetry, harvested with the outputs (docs/telemetry.md)
+        self.tasks = tasks  # a sweep's tasks' metrics, each recorded when the task ends
 
     def harvest_due(self, limit: int = 50) -> HarvestReport:
         """Harvest up to ``limit`` ended attempts; a problem with one never stops the others."""
@@ -72,6 +79,10 @@ class OutputHarvester:
                 report.problems.append(f"{job.run_id}#{job.attempt_number}: {exc}")
                 self.store.record_outputs(job, files=[], summary=None, series=None, note=str(exc))
             report.problems += self._remove_secrets(job)
+        if self.tasks is not None:
+            live = self.tasks.harvest_live()
+            report.tasks += live.tasks
+            report.problems += live.problems
         return report
 
     def _remove_secrets(self, job: HarvestJob) -> list[str]:
@@ -110,6 +121,11 @@ class OutputHarvester:
             known = self.store.known_files(job.run_id)
             files = [(f.path, f.size_bytes, f.sha256) for f in scan.files if (f.path, f.sha256) not in known]
             notes += _scan_notes(scan, job.outputs)
+        if job.sweep and job.metrics and self.tasks is not None:
+            # each ended task's own metrics, recorded before the attempt is marked harvested
+            self.tasks.harvest_attempt(
+                job.run_id, job.attempt_id, job.run_dir, job.metrics, job.tasks_ended, user=user
+            )
         summary, series = read_metrics(self.host, job.run_dir, job.metrics, as_user=user, notes=notes)
         self.store.record_outputs(job, files=files, summary=summary, series=series, note="; ".join(notes))
         return len(files)

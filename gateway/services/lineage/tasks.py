@@ -6,9 +6,12 @@ state, exit, elapsed time and node from the attempt's accounting
 its metrics and its artifacts. A task writes into its own directory,
 ``$GW_RUN_DIR/tasks/<i>`` (``GW_TASK_DIR``): the spec's ``metrics`` files are
 read there (relative to that directory, as the job's OS user, through the
-run host, once the task has started) and its artifacts are the run's
-harvested outputs under ``tasks/<i>/`` (the harvest matches each ``outputs``
-pattern under every task directory too).
+run host) by the harvest when the task ends and recorded
+(``task_harvest.py``), so an ended sweep's tasks are read from the database
+in one query; only a task still running (or ended since the last harvest)
+has its files read live. Its artifacts are the run's harvested outputs under
+``tasks/<i>/`` (the harvest matches each ``outputs`` pattern under every
+task directory too).
 """
 
 from __future__ import annotations
@@ -21,20 +24,29 @@ from gateway.core.domain import Attempt, Principal, Run
 from gateway.core.runs.tasks import SweepTask, is_sweep, sweep_tasks, task_prefix
 from gateway.core.sbatch.values import compress_indices
 from gateway.errors import GatewayError, NotFound
-from gateway.services.lineage.outputs import read_metrics
+from gateway.services.lineage.task_harvest import read_task
 from gateway.services.runs.logs import JobFiles
 from gateway.store.lineage import LineageStore
 from gateway.store.runs import RunStore
+from gateway.store.task_metrics import TaskMetricsStore, TaskResult
 
 UNSTARTED = frozenset({"unknown", "pending", "never_submitted", "submitting"})
 
 
 class TaskService:
-    def __init__(self, store: RunStore, lineage: LineageStore, host: RunHost, files: JobFiles) -> None:
+    def __init__(
+        self,
+        store: RunStore,
+        lineage: LineageStore,
+        host: RunHost,
+        files: JobFiles,
+        results: TaskMetricsStore,
+    ) -> None:
         self.store = store
         self.lineage = lineage
         self.host = host
         self.files = files
+        self.results = results  # each task's metrics as the harvest recorded them when it ended
 
     def tasks(
         self,
@@ -43,15 +55,17 @@ class TaskService:
         principal: Principal,
         attempt_number: int | None = None,
         metrics: bool = True,
+        series: bool = True,
     ) -> tuple[Run, Attempt, list[SweepTask]]:
         """The run, the attempt shown (the latest unless named) and every task of its array.
 
         NotFound for a run the caller may not read, one that is not a sweep (saying so), or an
-        attempt it does not have. With ``metrics``, each started task's metrics files are read."""
+        attempt it does not have. With ``metrics``, each task's metrics (with their series unless
+        ``series`` is False): an ended task's as recorded, one query for all (see ``_with_results``)."""
         run, attempt = self._sweep(run_id, principal, attempt_number)
         tasks = sweep_tasks(run, attempt)
         if metrics:
-            tasks = self._with_results(run, tasks)
+            tasks = self._with_results(run, attempt, tasks, series=series)
         return run, attempt, tasks
 
     def task(
@@ -65,7 +79,7 @@ class TaskService:
                 f"run {run.id} attempt {attempt.number} has no array task {index}; its tasks are "
                 f"{compress_indices(sorted(tasks))}"
             )
-        (task,) = self._with_results(run, [tasks[index]])
+        (task,) = self._with_results(run, attempt, [tasks[index]])
         return task
 
     def _sweep(self, run_id: str, principal: Principal, attempt_number: int | None) -> tuple[Run, Attempt]:
@@ -82,11 +96,16 @@ class TaskService:
             raise NotFound(f"run {run.id} has no attempt {number}; it has {sorted(attempts)}")
         return run, attempts[number]
 
-    def _with_results(self, run: Run, tasks: list[SweepTask]) -> list[SweepTask]:
-        """``tasks`` with their artifacts and (once started) the metrics their files hold."""
+    def _with_results(
+        self, run: Run, attempt: Attempt, tasks: list[SweepTask], *, series: bool = True
+    ) -> list[SweepTask]:
+        """``tasks`` with their artifacts and metrics: as the harvest recorded them when the task
+        ended, else (a task still running, or ended since the last harvest) what its files hold now."""
         artifacts = self.lineage.artifacts(run.id)
+        one = [tasks[0].index] if len(tasks) == 1 else None
+        stored = self.results.results(attempt.id, series=series, indices=one) if run.spec.metrics else {}
         user = None
-        if run.spec.metrics and any(t.state not in UNSTARTED for t in tasks):
+        if run.spec.metrics and any(t.state not in UNSTARTED and t.index not in stored for t in tasks):
             try:
                 user = self.files.job_user(run.id, run.os_user, run.submitter)
             except NotFound:
@@ -104,17 +123,20 @@ class TaskService:
                 for a in artifacts
                 if a.path.startswith(prefix)
             ]
-            notes: list[str] = []
-            summary: dict[str, float] | None = None
-            series: dict[str, list[tuple[int | None, float]]] | None = None
-            if user is not None and task.state not in UNSTARTED:
+            result = stored.get(task.index)
+            if result is None and user is not None and task.state not in UNSTARTED:
                 try:
-                    summary, series = read_metrics(
-                        self.host, task.task_dir, run.spec.metrics, as_user=user, notes=notes
-                    )
-                except GatewayError as exc:
-                    notes.append(f"metrics not read: {exc}")
+                    result = read_task(self.host, run.run_dir, task.index, run.spec.metrics, as_user=user)
+                except GatewayError as exc:  # the run host unreachable: say so, show the rest
+                    result = TaskResult(note=f"metrics not read: {exc}")
+            result = result or TaskResult()
             done.append(
-                replace(task, metrics=summary or {}, series=series or {}, artifacts=mine, notes=notes)
+                replace(
+                    task,
+                    metrics=result.summary,
+                    series=result.series if series else {},
+                    artifacts=mine,
+                    notes=[result.note] if result.note else [],
+                )
             )
         return done

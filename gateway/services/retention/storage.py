@@ -185,8 +185,13 @@ class StorageService:
 
     def warning(self, project: str) -> str | None:
         """The words a submit to ``project`` carries when its run directories are near or over the
-        space limit; None otherwise (or when nothing is measured yet)."""
+        space limit; None otherwise (or when nothing is measured yet). Without a space limit in the
+        project's policy there is nothing to warn of, and its run directories are not summed (every
+        submission asks)."""
         try:
+            policy = self.policies.of(project)
+            if policy.space_limit_bytes is None or policy.space_warn_bytes is None:
+                return None
             return self.space(project).warning
         except GatewayError:
             return None

@@ -41,9 +41,12 @@ class HeldSecrets:
         return [HeldSecret.from_record(d) for d in self.access.option(OPTION, []) or []]
 
     def _resolve(self, spec: RunSpec) -> list[tuple[str, HeldSecret | None, str, str]]:
+        names = held_names(spec)
+        if not names:  # most runs hold none: no read of the definitions (a database read per run)
+            return []
         held = self.definitions()
         found = []
-        for var in held_names(spec):
+        for var in names:
             ref = spec.secrets[var].held
             assert ref is not None
             kind, name = ref
