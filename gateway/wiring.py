@@ -130,18 +130,18 @@ def build_services(
     clusters = build_clusters(settings, access, cluster, slurm_runner)
     files = JobFiles(host, access)
     usage = UsageService(access, cluster)
-    waiting = WaitingService(access, usage, cluster)
-    retries = RetryService(store, access, cluster, files)
+    waiting = WaitingService(access, usage, clusters)
+    retries = RetryService(store, access, clusters, files)
     templates = build_template_env(settings.template_dir)
     datasets = DatasetService(DatasetStore(db), access, store)
     lineage_store, telemetry_store = LineageStore(db), TelemetryStore(db)
     audit = AuditService(AuditStore(db), AnchorFile(settings.anchor_path))
-    refresher = Refresher(store, backend, settings, retries, on_change=cluster.forget)
+    refresher = Refresher(store, clusters, settings, retries)
     harvester = _harvester(settings, lineage_store, telemetry_store, host, files)
-    admission = Admission(access, host, cluster)  # reads partitions' DefaultTime through the cache
+    admission = Admission(access, host, clusters)  # each queue's cluster's facts, through its cache
     env_catalog = EnvCatalog(EnvStore(db), store, host, runtime=settings.container_runtime)
     runs = RunService(
-        store, admission, cluster, host, templates, settings, datasets, waiting, metrics, env_catalog
+        store, admission, clusters, host, templates, settings, datasets, waiting, metrics, env_catalog
     )
     environments = EnvironmentService(env_catalog.store, env_catalog, access, runs, host, settings)
     slurm_sync = SlurmSync(access, SlurmAccounts(slurm_runner, timeout_s=settings.slurm_query_timeout_s))
@@ -168,7 +168,7 @@ def build_services(
             trusted_user_header=settings.trusted_user_header,
         ),
         projects=ProjectService(access),
-        health=HealthService(db, backend, hop),
+        health=HealthService(db, backend, hop, clusters),
         submit_host=SubmitHostService(access, hop),
         site=SiteService(access, slurm_sync, accounting, RetentionStore(db)),
         slurm_sync=slurm_sync,
@@ -202,7 +202,7 @@ def build_services(
         **retention,
         handoff=handoff,
         accounting=accounting,
-        metrics=MetricsService(metrics, store, access, usage, settings, retention["storage"]),
+        metrics=MetricsService(metrics, store, access, usage, settings, retention["storage"], clusters),
         submit_form=SubmitFormService(runs, usage),
         reports=ReportService(ReportStore(db), access),
         closers=[c.close for c in (runner, backend) if isinstance(c, SshRunner | SlurmRest)],

@@ -31,6 +31,11 @@ class QueuePublic(BaseModel):
     whole_node_mem: bool = Field(
         default=False, description="--mem=0 (mem_gb 0: all of each node's memory) is allowed on this queue"
     )
+    cluster: str | None = Field(
+        default=None,
+        description="The cluster whose partition it is (the site file's queue cluster); null: the first "
+        "cluster (docs/clusters.md)",
+    )
 
 
 class MemberPublic(BaseModel):

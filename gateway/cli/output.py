@@ -288,6 +288,11 @@ def health_lines(report: dict) -> list[str]:
         via = check.get("via")
         if isinstance(via, dict):
             lines.append(f"    via {via.get('hop')}: {_check_text(via)}")
+    clusters = report.get("clusters")
+    if isinstance(clusters, dict):
+        lines += [
+            f"  cluster {name}: {_check_text(c)}" for name, c in clusters.items() if isinstance(c, dict)
+        ]
     if not lines and report.get("detail"):
         lines.append(f"  {report['detail']}")
     return lines

@@ -478,7 +478,7 @@ class RunStore(AttemptWrites):
         return Page(items=items, next_cursor=next_cursor)
 
 
-def _on_cluster(cluster: str, first: bool) -> Select[tuple[str]]:
+def _on_cluster(cluster: str, first: bool) -> Select[Any]:
     """The ids of runs with an attempt on ``cluster`` (``first``: it is the site's first cluster, which
     also holds the attempts recorded before clusters existed, their cluster NULL)."""
     on = AttemptRow.cluster == cluster

@@ -120,6 +120,8 @@ class SlurmBackend(Protocol):
 class ClusterSlurm(SlurmBackend, Protocol):
     """One cluster's backend as the registry holds it (``CachedSlurm`` over a ``SlurmBackend``)."""
 
+    backend: SlurmBackend  # the backend behind the cache: every call of it asks Slurm
+
     def forget(self, *keys: Hashable) -> None:
         """Drop the cached cluster facts of ``keys`` (all when none is given)."""
         ...
