@@ -129,7 +129,7 @@ def build_services(
     cluster = CachedSlurm(backend, ttl_s=settings.cluster_facts_ttl_s)
     clusters = build_clusters(settings, access, cluster, slurm_runner)
     files = JobFiles(host, access)
-    usage = UsageService(access, cluster)
+    usage = UsageService(access, cluster, clusters)
     waiting = WaitingService(access, usage, clusters)
     retries = RetryService(store, access, clusters, files)
     templates = build_template_env(settings.template_dir)

@@ -67,12 +67,13 @@ class Admission:
         return None if self.clusters is None else self.clusters.get(self.clusters.of_queue(queue))
 
     def open_cluster(self, project: Project, queue: Queue) -> str | None:
-        """The name of ``queue``'s cluster; SlurmUnavailable naming it, its queues and the open ones when
-        the site lists clusters and that one is not answering (a submission would only wait on it)."""
-        if self.clusters is None:
+        """The name of ``queue``'s cluster, recorded on the run's attempts (None when the site file lists no
+        clusters: the one cluster, recorded as before); SlurmUnavailable naming it, its queues and the
+        open ones when that cluster is not answering (a submission would only wait on it)."""
+        if self.clusters is None or not self.clusters.listed():
             return None
         name = self.clusters.of_queue(queue)
-        down = self.clusters.down(name) if self.clusters.listed() else None
+        down = self.clusters.down(name)
         if down is None:
             return name
         on = [q.name for q in project.queues if self.clusters.of_queue(q) == name]

@@ -440,5 +440,9 @@ class RunService:
         return RunView(run, self.waiting.explain(run), self.store.children(run_id))
 
     def list(self, *, principal: Principal, where: RunFilter | None = None) -> Page:
-        """Runs of the projects ``principal`` may read, newest first, as ``where`` says."""
+        """Runs of the projects ``principal`` may read, newest first, as ``where`` says; NotFound naming
+        the clusters when ``where.cluster`` is none of them."""
+        if where is not None and where.cluster is not None:
+            first = self.clusters.check(where.cluster) == self.clusters.first()
+            where = replace(where, cluster_first=first)
         return self.store.list_runs(where, projects=visible_projects(principal))
