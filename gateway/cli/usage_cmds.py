@@ -53,9 +53,8 @@ def queue(
         return
     for part in view["partitions"]:
         if part.get("error"):
-            console.print(
-                f"[bold]cluster {part.get('cluster')}[/bold]: [red]not answering[/red]: {escape(part['error'])}"
-            )
+            why = escape(part["error"])
+            console.print(f"[bold]cluster {part.get('cluster')}[/bold]: [red]not answering[/red]: {why}")
             console.print()
             continue
         on = f" on {part['cluster']}" if part.get("cluster") else ""
