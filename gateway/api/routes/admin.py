@@ -23,7 +23,12 @@ router = APIRouter(tags=["admin"])
 FORBIDDEN: Responses = {403: {"model": ErrorPublic, "description": "Site admins only"}}
 
 
-@router.get("/queue", response_model=QueueViewPublic, responses=FORBIDDEN, summary="The admin's queue view")
+@router.get(
+    "/queue",
+    response_model=QueueViewPublic,
+    responses={**FORBIDDEN, 404: {"model": ErrorPublic, "description": "No such cluster"}},
+    summary="The admin's queue view",
+)
 def queue_view(
     services: ServicesDep,
     principal: PrincipalDep,

@@ -207,7 +207,12 @@ def _utc(when: datetime | None) -> datetime | None:
     return when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-@router.get("", response_model=RunsPublic, responses={422: ERRORS[422]}, summary="List runs")
+@router.get(
+    "",
+    response_model=RunsPublic,
+    responses={422: ERRORS[422], 404: {"model": ErrorPublic, "description": "No such cluster"}},
+    summary="List runs",
+)
 def list_runs(
     services: ServicesDep,
     principal: PrincipalDep,
