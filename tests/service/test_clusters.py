@@ -370,3 +370,20 @@ def refresh_until_running(services: Services, run_id: str, timeout_s: float = 60
             return
         time.sleep(1)
     raise AssertionError(f"run {run_id} did not start")
+
+
+@needs_c2
+def test_web_pages_name_the_clusters(multi, api):
+    """The queue page shows each cluster's partitions by name (a dead one by its error); the project page
+    has a Cluster column; a run's row names its job's cluster."""
+    from tests.service.web_client import web_client
+
+    token = multi.auth.issue_token(OPERATOR, "tester", name="pytest-web")[0]
+    with web_client(multi, token) as web:
+        queue = web.get("/ui/queue").text
+        assert "Partition cpu on gwlocal2" in queue and "Partition cpu on gwlocal" in queue
+        assert "Cluster gwdead" in queue and "not answering" in queue
+        project = web.get("/ui/projects/mc").text
+        assert "<th>Cluster</th>" in project and "<td>gwlocal2</td>" in project
+        runs = web.get("/ui/runs").text
+        assert "on gwlocal2" in runs
