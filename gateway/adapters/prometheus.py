@@ -68,6 +68,12 @@ RUNS = Gauge(
     "Runs recorded, by project and run state (every state of every project).",
     ("project", "state"),
 )
+CLUSTER_UP = Gauge(
+    "gateway_cluster_up",
+    "1 while the cluster answers, 0 since the refresh or a health check found it not answering "
+    "(clusters listed in the site file only: docs/clusters.md).",
+    ("cluster",),
+)
 STORAGE_GAUGES = (
     Gauge(
         "gateway_project_storage_bytes",

@@ -63,6 +63,11 @@ class AttemptPublic(BaseModel):
     number: int
     tag: str = Field(description="Unique tag carried in the Slurm job's --comment")
     job_id: str | None
+    cluster: str | None = Field(
+        default=None,
+        description="The Slurm cluster its job is on (job ids are unique per cluster only); null: recorded "
+        "before the gateway knew clusters, the first cluster's (docs/clusters.md)",
+    )
     state: RunState
     slurm_state: str | None
     reason: str | None = Field(description="Slurm's pending reason, or why the gateway set this state")
@@ -109,6 +114,9 @@ class RunSummary(BaseModel):
     tags: list[str]
     state: RunState
     job_id: str | None = Field(description="Slurm job id of the latest attempt")
+    cluster: str | None = Field(
+        default=None, description="The cluster of the latest attempt's job (null: recorded before clusters)"
+    )
     attempt_count: int
     parent_run_id: str | None = Field(default=None, description="The run this one was derived from (rerun)")
     created_at: datetime
@@ -126,6 +134,7 @@ class RunSummary(BaseModel):
             tags=run.tags,
             state=run.state,
             job_id=latest.job_id if latest else None,
+            cluster=latest.cluster if latest else None,
             attempt_count=len(run.attempts),
             parent_run_id=run.parent_run_id,
             created_at=run.created_at,
@@ -303,9 +312,16 @@ class CheckPublic(BaseModel):
 
 
 class HealthPublic(BaseModel):
-    status: str = Field(description="ok, or degraded when a dependency does not answer")
+    status: str = Field(
+        description="ok, or degraded when a dependency (or one cluster of several) does not answer"
+    )
     database: CheckPublic
-    slurm: CheckPublic
+    slurm: CheckPublic = Field(description="Slurm; with several clusters, the first (default) one's")
+    clusters: dict[str, CheckPublic] | None = Field(
+        default=None,
+        description="With several clusters in the site file: each one's check, by name (docs/clusters.md); "
+        "the answer is 503 only when none answers. Absent with one cluster",
+    )
 
 
 class FieldIssuePublic(BaseModel):

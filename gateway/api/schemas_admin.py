@@ -31,6 +31,11 @@ class QueuePublic(BaseModel):
     whole_node_mem: bool = Field(
         default=False, description="--mem=0 (mem_gb 0: all of each node's memory) is allowed on this queue"
     )
+    cluster: str | None = Field(
+        default=None,
+        description="The cluster whose partition it is (the site file's queue cluster); null: the first "
+        "cluster (docs/clusters.md)",
+    )
 
 
 class MemberPublic(BaseModel):
@@ -141,6 +146,12 @@ class PartitionViewPublic(BaseModel):
     nodes: list[NodePublic]
     running: list[JobPublic]
     pending: list[JobPublic]
+    cluster: str | None = Field(
+        default=None, description="The cluster it is on, when the site file lists clusters (docs/clusters.md)"
+    )
+    error: str | None = Field(
+        default=None, description="The cluster did not answer: why (then name is - and the lists are empty)"
+    )
 
 
 class QueueViewPublic(BaseModel):
@@ -186,6 +197,8 @@ class QueueViewPublic(BaseModel):
                     ],
                     running=[job(j) for j in p.running],
                     pending=[job(j) for j in p.pending],
+                    cluster=p.cluster,
+                    error=p.error,
                 )
                 for p in view.partitions
             ],

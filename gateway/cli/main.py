@@ -19,13 +19,13 @@ from gateway.cli import common, exits
 from gateway.cli.common import JsonOpt
 from gateway.cli.lazy import Lazy, LazyGroup
 from gateway.cli.output import (
-    RUN_COLUMNS,
     console,
     err_console,
     health_headline,
     health_lines,
     print_json,
     print_tsv,
+    run_columns,
     run_row,
     runs_table,
     show_run,
@@ -265,6 +265,9 @@ def runs(
     cursor: Annotated[
         str | None, typer.Option(help="Next page: the cursor the previous page printed.")
     ] = None,
+    cluster: Annotated[
+        str | None, typer.Option(help="Only runs with a job on this Slurm cluster (docs/clusters.md).")
+    ] = None,
     as_json: JsonOpt = False,
     fmt: Annotated[
         Literal["table", "tsv", "json"],
@@ -283,6 +286,7 @@ def runs(
             tag=tag,
             since=since,
             until=until,
+            cluster=cluster,
             limit=limit,
             cursor=cursor,
         )
@@ -291,7 +295,8 @@ def runs(
     if as_json or fmt == "json":
         print_json(page)
     elif fmt == "tsv":
-        print_tsv(RUN_COLUMNS, [run_row(run) for run in page["items"]])
+        clustered = any(run.get("cluster") for run in page["items"])
+        print_tsv(run_columns(clustered), [run_row(run, clustered=clustered) for run in page["items"]])
     elif page["items"]:
         console.print(runs_table(page["items"]))
         if page.get("next_cursor"):

@@ -48,8 +48,9 @@ def state_text(state: str, stale: bool = False) -> str:
 RUN_COLUMNS = ("RUN", "NAME", "PROJECT", "QUEUE", "STATE", "JOB", "SUBMITTER", "CREATED")
 
 
-def run_row(run: dict) -> list[str]:
-    """One run summary's values, in :data:`RUN_COLUMNS` order, as plain text."""
+def run_row(run: dict, *, clustered: bool = False) -> list[str]:
+    """One run summary's values, in ``run_columns(clustered)`` order, as plain text."""
+    cluster = [run.get("cluster") or "-"] if clustered else []
     return [
         run["id"],
         run["name"],
@@ -57,21 +58,29 @@ def run_row(run: dict) -> list[str]:
         run["queue"],
         run["state"],
         run.get("job_id") or "-",
+        *cluster,
         run["submitter"],
         run["created_at"][:19].replace("T", " "),
     ]
 
 
 def runs_table(items: list[dict]) -> Table:
-    """A table of run summaries (``RunSummary`` dicts as the API returns them), one row each."""
+    """A table of run summaries (``RunSummary`` dicts as the API returns them), one row each; a CLUSTER
+    column after JOB when a run's job is on a named cluster (several clusters: docs/clusters.md)."""
+    clustered = any(run.get("cluster") for run in items)
     table = Table(show_edge=False, header_style="bold")
-    for column in RUN_COLUMNS:
+    for column in run_columns(clustered):
         table.add_column(column, no_wrap=column in ("RUN", "STATE", "CREATED"))
     for run in items:
-        row = [escape(value) for value in run_row(run)]
+        row = [escape(value) for value in run_row(run, clustered=clustered)]
         row[4] = state_text(run["state"])
         table.add_row(*row)
     return table
+
+
+def run_columns(clustered: bool) -> tuple[str, ...]:
+    """:data:`RUN_COLUMNS`, with CLUSTER after JOB when ``clustered``."""
+    return (*RUN_COLUMNS[:6], "CLUSTER", *RUN_COLUMNS[6:]) if clustered else RUN_COLUMNS
 
 
 def print_tsv(columns: tuple[str, ...], rows: list[list[str]]) -> None:
@@ -130,7 +139,9 @@ def _print_header(run: dict) -> None:
 def _print_attempt(attempt: dict) -> None:
     origin = "" if attempt.get("origin", "submit") == "submit" else f" ({attempt['origin']})"
     console.print(
-        f"[bold]attempt {attempt['number']}{origin}[/bold]  job {attempt['job_id'] or '-'}  "
+        f"[bold]attempt {attempt['number']}{origin}[/bold]  job {attempt['job_id'] or '-'}"
+        + (f" on {escape(attempt['cluster'])}" if attempt.get("cluster") else "")
+        + "  "
         f"{state_text(attempt['state'], attempt['stale'])}"
         + (f"  reason: {escape(attempt['reason'])}" if attempt["reason"] else "")
     )
@@ -288,6 +299,11 @@ def health_lines(report: dict) -> list[str]:
         via = check.get("via")
         if isinstance(via, dict):
             lines.append(f"    via {via.get('hop')}: {_check_text(via)}")
+    clusters = report.get("clusters")
+    if isinstance(clusters, dict):
+        lines += [
+            f"  cluster {name}: {_check_text(c)}" for name, c in clusters.items() if isinstance(c, dict)
+        ]
     if not lines and report.get("detail"):
         lines.append(f"  {report['detail']}")
     return lines

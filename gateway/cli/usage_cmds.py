@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -39,14 +40,25 @@ def quota(
     console.print(table)
 
 
-def queue(as_json: JsonOpt = False) -> None:
+def queue(
+    cluster: Annotated[
+        str | None, typer.Option(help="Only this Slurm cluster's partitions (docs/clusters.md).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
     """The admin's view: per partition nodes, running and pending jobs; per project usage."""
-    view = call("queue")
+    view = call("queue", cluster=cluster)
     if as_json:
         print_json(view)
         return
     for part in view["partitions"]:
-        console.print(f"[bold]partition {part['name']}[/bold] ({part['state']})")
+        if part.get("error"):
+            why = escape(part["error"])
+            console.print(f"[bold]cluster {part.get('cluster')}[/bold]: [red]not answering[/red]: {why}")
+            console.print()
+            continue
+        on = f" on {part['cluster']}" if part.get("cluster") else ""
+        console.print(f"[bold]partition {part['name']}[/bold]{on} ({part['state']})")
         console.print(_nodes_table(part["nodes"]))
         jobs = _jobs_table(part["running"] + part["pending"])
         console.print(jobs if part["running"] or part["pending"] else "  no jobs")

@@ -381,9 +381,10 @@ class GatewayClient:
         """``GET /projects/{project}/usage``: GPUs now, GPU-hours this month, jobs in queue, per user."""
         return self._call("GET", f"/projects/{project}/usage")
 
-    def queue(self) -> dict:
-        """``GET /queue`` (admins): partitions with their nodes and jobs, and every project's usage."""
-        return self._call("GET", "/queue")
+    def queue(self, *, cluster: str | None = None) -> dict:
+        """``GET /queue`` (admins): partitions with their nodes and jobs (of ``cluster`` alone when given),
+        and every project's usage."""
+        return self._call("GET", "/queue", params={"cluster": cluster} if cluster else None)
 
     # -- retention (docs/retention.md) ---------------------------------------------------------
 

@@ -126,9 +126,11 @@ class Gateway:
         state: RunState | str | None = None,
         tag: str | None = None,
         submitter: str | None = None,
+        cluster: str | None = None,
         limit: int = 50,
     ) -> list[RunSummary]:
-        """Runs, newest first, as ``gw runs`` filters them; up to ``limit`` (pages followed)."""
+        """Runs, newest first, as ``gw runs`` filters them (``cluster``: with an attempt on that Slurm
+        cluster); up to ``limit`` (pages followed)."""
         found: list[RunSummary] = []
         cursor = None
         state_text = state.value if isinstance(state, RunState) else state
@@ -138,6 +140,7 @@ class Gateway:
                 state=state_text,
                 tag=tag,
                 submitter=submitter,
+                cluster=cluster,
                 limit=min(500, limit - len(found)),
                 cursor=cursor,
             )

@@ -40,6 +40,7 @@ class RunSummary:
     parent_run_id: str | None
     created_at: datetime
     updated_at: datetime
+    cluster: str | None = None  # the latest attempt's Slurm cluster (None: recorded before clusters)
 
     @property
     def ended(self) -> bool:
@@ -62,6 +63,7 @@ class RunSummary:
             parent_run_id=data.get("parent_run_id"),
             created_at=datetime.fromisoformat(data["created_at"]),
             updated_at=datetime.fromisoformat(data["updated_at"]),
+            cluster=data.get("cluster"),
         )
 
 
@@ -140,6 +142,7 @@ def _attempt(run_id: str, data: dict[str, Any], created: datetime, updated: date
         failure=data.get("failure"),
         origin=data.get("origin", "submit"),
         excluded_nodes=data.get("excluded_nodes"),
+        cluster=data.get("cluster"),
     )
 
 

@@ -94,8 +94,11 @@ SERVER_ONLY_RULES: dict[str, list[tuple[str, str]]] = {
             "body",
             r"a (user|project) is listed twice|two projects share one Slurm account|maps to root"
             r"|project \S+ (lists a (member|queue|secret) twice|names unknown users)"
-            r"|a site secret is listed twice|site secret \S+ names unknown projects",
+            r"|a site secret is listed twice|site secret \S+ names unknown projects"
+            r"|a cluster is listed twice|two clusters are reached the same way|queue \S+ names cluster",
         ),
+        # a cluster's two ways to be reached exclude each other; rest needs its sockets and slurm.conf
+        (r"body\.clusters\.\d+", r"give slurm_conf .* or slurm_name|backend rest needs"),
         # a secret's source: one of file and env (each optional in the schema), and a file gw can open
         (r"body\.(projects\.\d+\.)?secrets\.\d+", r"give exactly one of file \(a file gw serve can read\)"),
         (

@@ -23,11 +23,26 @@ router = APIRouter(tags=["admin"])
 FORBIDDEN: Responses = {403: {"model": ErrorPublic, "description": "Site admins only"}}
 
 
-@router.get("/queue", response_model=QueueViewPublic, responses=FORBIDDEN, summary="The admin's queue view")
-def queue_view(services: ServicesDep, principal: PrincipalDep) -> QueueViewPublic:
-    """Per partition: nodes with GPUs in use and free, running and pending jobs (gateway runs and others);
-    per project: usage against its caps."""
-    return QueueViewPublic.of(services.usage.queue(principal))
+@router.get(
+    "/queue",
+    response_model=QueueViewPublic,
+    responses={**FORBIDDEN, 404: {"model": ErrorPublic, "description": "No such cluster"}},
+    summary="The admin's queue view",
+)
+def queue_view(
+    services: ServicesDep,
+    principal: PrincipalDep,
+    cluster: Annotated[
+        str | None,
+        Query(
+            pattern=f"^{names.NAME.pattern}$",
+            description="Only this Slurm cluster's partitions (404 names the clusters; docs/clusters.md)",
+        ),
+    ] = None,
+) -> QueueViewPublic:
+    """Per partition (of each cluster, with several): nodes with GPUs in use and free, running and pending
+    jobs (gateway runs and others); per project: usage against its caps."""
+    return QueueViewPublic.of(services.usage.queue(principal, cluster=cluster))
 
 
 @router.get("/admin/site", response_model=SiteConfig, responses=FORBIDDEN, summary="Export the site file")

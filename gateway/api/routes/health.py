@@ -18,11 +18,16 @@ router = APIRouter(tags=["health"])
     summary="Database and Slurm reachability",
 )
 def healthz(services: ServicesDep) -> JSONResponse:
-    """Checks the database (one query) and Slurm (one partition listing), with their latencies."""
+    """Checks the database (one query) and Slurm (one partition listing; with several clusters, one
+    each), with their latencies."""
     health = services.health.check()
     body = HealthPublic(
-        status="ok" if health.ok else "degraded",
+        status="degraded" if health.degraded else "ok",
         database=CheckPublic(**health.database.__dict__),
         slurm=CheckPublic(**health.slurm.__dict__),
+        clusters={n: CheckPublic(**c.__dict__) for n, c in health.clusters.items()} or None,
     )
-    return JSONResponse(body.model_dump(mode="json"), status_code=200 if health.ok else 503)
+    answer = body.model_dump(mode="json")
+    if body.clusters is None:
+        del answer["clusters"]  # one cluster: the answer it always was
+    return JSONResponse(answer, status_code=200 if health.ok else 503)

@@ -207,7 +207,12 @@ def _utc(when: datetime | None) -> datetime | None:
     return when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-@router.get("", response_model=RunsPublic, responses={422: ERRORS[422]}, summary="List runs")
+@router.get(
+    "",
+    response_model=RunsPublic,
+    responses={422: ERRORS[422], 404: {"model": ErrorPublic, "description": "No such cluster"}},
+    summary="List runs",
+)
 def list_runs(
     services: ServicesDep,
     principal: PrincipalDep,
@@ -221,6 +226,14 @@ def list_runs(
         CursorText | None, AfterValidator(_cursor_text), Query(description=f"Where to go on: {CURSOR_HELP}")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cluster: Annotated[
+        str | None,
+        Query(
+            pattern=f"^{names.NAME.pattern}$",
+            description="Only runs with an attempt on this Slurm cluster (404 names the clusters when it is "
+            "none of them; docs/clusters.md)",
+        ),
+    ] = None,
 ) -> RunsPublic:
     """Runs, newest first, filtered (``since`` <= created_at < ``until``); follow ``next_cursor`` for more."""
     after = Cursor.decode(cursor) if cursor else None
@@ -231,6 +244,7 @@ def list_runs(
         tag=tag,
         since=_utc(since),
         until=_utc(until),
+        cluster=cluster,
         cursor=after,
         limit=limit,
     )

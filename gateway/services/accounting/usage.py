@@ -6,12 +6,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
+from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.adapters.slurm.protocol import SlurmBackend
 from gateway.core.access.policy import require
 from gateway.core.access.quota import gpu_hours, month_start
 from gateway.core.domain import Principal, Project, Quota
 from gateway.core.slurm.records import JobStatus, NodeInfo, PartitionInfo
 from gateway.core.slurm.states import RunState
+from gateway.errors import SlurmError
 from gateway.store.access import AccessStore
 
 UseUnit = Literal["GPUs", "GPU-hours", "jobs"]
@@ -60,6 +62,8 @@ class PartitionView:
     nodes: list[NodeInfo]
     running: list[JobStatus]
     pending: list[JobStatus]
+    cluster: str | None = None  # whose partition, when the site file lists clusters
+    error: str | None = None  # the cluster did not answer: no partition facts (``partition`` a stand-in)
 
 
 @dataclass(frozen=True)
@@ -69,9 +73,12 @@ class QueueView:
 
 
 class UsageService:
-    def __init__(self, access: AccessStore, slurm: SlurmBackend) -> None:
+    def __init__(
+        self, access: AccessStore, slurm: SlurmBackend, clusters: SlurmClusters | None = None
+    ) -> None:
         self.access = access
         self.slurm = slurm
+        self.clusters = clusters  # the queue view's clusters (docs/clusters.md)
 
     def project_usage(
         self, principal: Principal, project: str, *, now: datetime | None = None
@@ -126,13 +133,40 @@ class UsageService:
             users=users,
         )
 
-    def queue(self, principal: Principal, *, now: datetime | None = None) -> QueueView:
-        """Per partition: nodes with GPUs in use and free, running and pending jobs; per project: usage."""
+    def queue(
+        self, principal: Principal, *, cluster: str | None = None, now: datetime | None = None
+    ) -> QueueView:
+        """Per partition: nodes with GPUs in use and free, running and pending jobs; per project: usage.
+
+        With clusters listed in the site file, the partitions of each (of ``cluster`` alone when given:
+        NotFound naming the clusters when it is none of them), a cluster that does not answer shown by
+        its error; with none listed, the one cluster's, as before (``cluster`` must then be its name).
+        """
         require(principal, "site.admin")
-        nodes = self.slurm.nodes()
-        jobs = self.slurm.jobs()
+        listed = self.clusters is not None and bool(self.clusters.listed())
+        if self.clusters is not None and cluster is not None:
+            self.clusters.check(cluster)
+        if not listed or self.clusters is None:
+            views = self._partitions(self.slurm, None)
+        else:
+            names = [cluster] if cluster else self.clusters.names()
+            views = [v for name in names for v in self._cluster_partitions(name)]
+        projects = [self.usage(p, now=now) for p in self.access.projects()]
+        return QueueView(partitions=views, projects=projects)
+
+    def _cluster_partitions(self, name: str) -> list[PartitionView]:
+        assert self.clusters is not None
+        try:
+            return self._partitions(self.clusters.get(name), name)
+        except SlurmError as exc:
+            missing = PartitionInfo("-", False, "UNKNOWN", "", 0, 0, None, None, None, None)
+            return [PartitionView(missing, [], [], [], cluster=name, error=str(exc))]
+
+    def _partitions(self, slurm: SlurmBackend, cluster: str | None) -> list[PartitionView]:
+        nodes = slurm.nodes()
+        jobs = slurm.jobs()
         views = []
-        for partition in self.slurm.partitions():
+        for partition in slurm.partitions():
             in_partition = [j for j in jobs if j.partition == partition.name]
             views.append(
                 PartitionView(
@@ -143,10 +177,10 @@ class UsageService:
                         (j for j in in_partition if j.state in (RunState.QUEUED, RunState.HELD)),
                         key=lambda j: -(j.priority or 0),
                     ),
+                    cluster=cluster,
                 )
             )
-        projects = [self.usage(p, now=now) for p in self.access.projects()]
-        return QueueView(partitions=views, projects=projects)
+        return views
 
 
 def _uses(quota: Quota | None, *, gpus: int, gpu_hours: float, jobs: int) -> dict[str, Use]:

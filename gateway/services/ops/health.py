@@ -3,14 +3,22 @@
 With a remote submit host, Slurm is reached through an SSH hop; the Slurm
 check then carries the hop's own check (``via``): where it goes, whether a
 trivial command came back over it, and how long that took.
+
+With several clusters listed in the site file (docs/clusters.md), each one is
+checked (one partition listing each) and reported by name; what the check
+saw marks the cluster up or down in the registry, as the refresh does. The
+gateway is then ``ok`` while the database and at least one cluster answer:
+one cluster being down degrades it (its queues refuse submissions), it does
+not take the others' work down with it.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.adapters.slurm.protocol import SlurmBackend
 from gateway.adapters.ssh_hop import SubmitHop
 from gateway.errors import GatewayError
@@ -36,25 +44,43 @@ class Check:
 @dataclass(frozen=True)
 class Health:
     database: Check
-    slurm: Check
+    slurm: Check  # the first (default) cluster's
+    clusters: dict[str, Check] = field(default_factory=dict)  # each listed cluster's; empty: one cluster
 
     @property
     def ok(self) -> bool:
-        """True when both the database and Slurm (through the hop, if any) answered."""
+        """True when the database and Slurm (through the hop, if any) answered; with several clusters,
+        when the database and at least one cluster did."""
+        if self.clusters:
+            return self.database.ok and any(c.ok for c in self.clusters.values())
         return self.database.ok and self.slurm.ok
+
+    @property
+    def degraded(self) -> bool:
+        """Something does not answer (a cluster among several, though the gateway is still ``ok``)."""
+        return not self.ok or any(not c.ok for c in self.clusters.values())
 
 
 class HealthService:
-    def __init__(self, db: Database, slurm: SlurmBackend, hop: SubmitHop | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        slurm: SlurmBackend,
+        hop: SubmitHop | None = None,
+        clusters: SlurmClusters | None = None,
+    ) -> None:
         self.db = db
         self.slurm = slurm
         self.hop = hop
+        self.clusters = clusters
 
     def check(self) -> Health:
         """One trivial database query, the SSH hop's probe (when there is one) and one Slurm partition
         listing, each timed; never raises a GatewayError (a failing dependency is reported in its
         ``Check``). Open to anyone: it reveals no data."""
         database = _timed(self.db.ping)
+        if self.clusters is not None and self.clusters.listed():
+            return self._clusters(database)
         if self.hop is None:
             return Health(database=database, slurm=_timed(self.slurm.partitions))
         probe = _timed(self.hop.probe)
@@ -66,6 +92,19 @@ class HealthService:
         else:
             slurm = Check(**{**_timed(self.slurm.partitions).__dict__, "via": via})
         return Health(database=database, slurm=slurm)
+
+    def _clusters(self, database: Check) -> Health:
+        """Each listed cluster checked, and marked up or down in the registry by what it said."""
+        assert self.clusters is not None
+        checks = {}
+        for name, backend in self.clusters.backends():
+            check = _timed(backend.backend.partitions)
+            if check.ok:
+                self.clusters.mark_up(name)
+            else:
+                self.clusters.mark_down(name, check.error or "no answer")
+            checks[name] = check
+        return Health(database=database, slurm=checks[self.clusters.first()], clusters=checks)
 
 
 def _timed(probe: Callable[[], object]) -> Check:

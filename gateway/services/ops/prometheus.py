@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from gateway.adapters.prometheus import (
+    CLUSTER_UP,
     CONTENT_TYPE,
     RUNS,
     STORAGE_GAUGES,
@@ -33,6 +34,7 @@ from gateway.adapters.prometheus import (
     GaugeSource,
     Sample,
 )
+from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.core.slurm.states import RunState
 from gateway.errors import Forbidden, GatewayError
 from gateway.services.accounting.usage import UsageService
@@ -65,8 +67,10 @@ class MetricsService:
         usage: UsageService,
         settings: Settings,
         storage: StorageService | None = None,
+        clusters: SlurmClusters | None = None,
     ) -> None:
         self.metrics = metrics
+        self.clusters = clusters
         self.storage = storage
         self.store = store
         self.access = access
@@ -131,6 +135,14 @@ class MetricsService:
         self.metrics.add_source(GaugeSource(USAGE_GAUGES, self._usage))
         if self.storage is not None:
             self.metrics.add_source(GaugeSource(STORAGE_GAUGES, self._storage))
+        self.metrics.add_source(GaugeSource((CLUSTER_UP,), self._clusters_up))
+
+    def _clusters_up(self) -> dict[str, list[Sample]]:
+        """Each listed cluster's health as the registry knows it (no Slurm call at scrape time)."""
+        if self.clusters is None or not self.clusters.listed():
+            return {CLUSTER_UP.name: []}
+        down = self.clusters.all_down()
+        return {CLUSTER_UP.name: [Sample((n,), 0.0 if n in down else 1.0) for n in self.clusters.names()]}
 
     def _storage(self) -> dict[str, list[Sample]]:
         """Each project's cached run-directory bytes (no run host call at scrape time)."""

@@ -5,7 +5,9 @@ one of the project's (it fills partition, account and QoS); the GPU type and
 walltime must fit the queue; the run must be able to fit the project's and
 the member's caps one day; the caller must map to an OS user on the run
 host (root only where the site allows it); and the job's output files must
-go where that OS user may write, never to a pseudo file system.
+go where that OS user may write, never to a pseudo file system. With several
+clusters (docs/clusters.md), the queue's cluster must be answering: a run for
+a queue on a cluster that is down is refused, naming it and the queues open.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gateway.adapters.runhost import RunHost
+from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.adapters.slurm.protocol import SlurmBackend
 from gateway.core.access.fit import Shape, misfits, shapes
 from gateway.core.access.policy import require
@@ -22,7 +25,15 @@ from gateway.core.sbatch.log_paths import fixed_directory, pattern_problem
 from gateway.core.sbatch.render import SubmitTarget
 from gateway.core.site.schema import ALLOW_ROOT
 from gateway.core.spec.run_spec import RunSpec
-from gateway.errors import Forbidden, NotFound, QuotaExceeded, SlurmError, SpecError, SpecIssue
+from gateway.errors import (
+    Forbidden,
+    NotFound,
+    QuotaExceeded,
+    SlurmError,
+    SlurmUnavailable,
+    SpecError,
+    SpecIssue,
+)
 from gateway.services.runs.held_secrets import HeldSecrets
 from gateway.store.access import AccessStore
 
@@ -41,14 +52,42 @@ class Admitted:
     target: SubmitTarget
     os_user: str  # the OS account the run's jobs run as
     walltime: Walltime = Walltime(None, "not read")
+    cluster: str | None = None  # the cluster the queue's partition is on (None: no clusters known)
 
 
 class Admission:
-    def __init__(self, access: AccessStore, host: RunHost, slurm: SlurmBackend | None = None) -> None:
+    def __init__(self, access: AccessStore, host: RunHost, clusters: SlurmClusters | None = None) -> None:
         self.access = access
         self.host = host
-        self.slurm = slurm  # reads the partition's DefaultTime for a run that gives no walltime
+        self.clusters = clusters  # each queue's cluster: its partitions' DefaultTime, shapes, health
         self.held = HeldSecrets(access, host)  # site and project secrets named by reference
+
+    def slurm_of(self, queue: Queue) -> SlurmBackend | None:
+        """The backend of ``queue``'s cluster; None without clusters (tests that build no Slurm)."""
+        return None if self.clusters is None else self.clusters.get(self.clusters.of_queue(queue))
+
+    def open_cluster(self, project: Project, queue: Queue) -> str | None:
+        """The name of ``queue``'s cluster, recorded on the run's attempts (None when the site file lists no
+        clusters: the one cluster, recorded as before); SlurmUnavailable naming it, its queues and the
+        open ones when that cluster is not answering (a submission would only wait on it)."""
+        if self.clusters is None or not self.clusters.listed():
+            return None
+        name = self.clusters.of_queue(queue)
+        down = self.clusters.down(name)
+        if down is None:
+            return name
+        on = [q.name for q in project.queues if self.clusters.of_queue(q) == name]
+        others = [
+            q.name
+            for q in project.queues
+            if q.name not in on and self.clusters.down(self.clusters.of_queue(q)) is None
+        ]
+        open_text = f"other queues are open: {', '.join(others)}" if others else "no other queue is open"
+        raise SlurmUnavailable(
+            f"cluster {name} is not answering (since {down.since:%Y-%m-%d %H:%M:%S} UTC: {down.error}); "
+            f"queues on it: {', '.join(on)}; {open_text}; nothing was submitted",
+            command="admission",
+        )
 
     def walltime(self, spec: RunSpec, queue: Queue) -> Walltime:
         """The time limit the run's job will have: the spec's, else the one Slurm gives it.
@@ -61,9 +100,10 @@ class Admission:
         """
         if spec.resources.walltime_min is not None:
             return Walltime(spec.resources.walltime_min, "the run's walltime_min")
-        if self.slurm is None:
+        slurm = self.slurm_of(queue)
+        if slurm is None:
             return Walltime(None, f"partition {queue.partition}: no Slurm to read its DefaultTime from")
-        part = next((p for p in self.slurm.partitions() if p.name == queue.partition), None)
+        part = next((p for p in slurm.partitions() if p.name == queue.partition), None)
         if part is not None and part.default_time_min:
             return Walltime(part.default_time_min, f"partition {queue.partition}'s DefaultTime")
         if part is not None and part.max_time_min:
@@ -74,15 +114,15 @@ class Admission:
         """Every check, in the order a user can best act on; raises NotFound, Forbidden, SpecError
         or QuotaExceeded with what to change."""
         with self.access.snapshot():  # the project and the site options as of one moment: one read
-            project, target, walltime = self._project_and_target(spec, principal)
+            project, target, walltime, cluster = self._project_and_target(spec, principal)
             os_user = self.os_user(principal)
             self._outputs(spec, os_user)
             self._secrets(spec, os_user, principal)
-        return Admitted(project, target, os_user, walltime)
+        return Admitted(project, target, os_user, walltime, cluster)
 
     def _project_and_target(
         self, spec: RunSpec, principal: Principal
-    ) -> tuple[Project, SubmitTarget, Walltime]:
+    ) -> tuple[Project, SubmitTarget, Walltime, str | None]:
         if principal.role(spec.project) is None and not principal.is_admin:
             raise NotFound(f"no project {spec.project!r} that {principal.user} is a member of")
         require(principal, "run.submit", spec.project)
@@ -103,6 +143,7 @@ class Admission:
                     )
                 ]
             )
+        cluster = self.open_cluster(project, queue)
         walltime = self.walltime(spec, queue)
         issues = _queue_issues(spec, project, queue, walltime)
         issues += self._shape_issues(spec, project, queue, walltime)
@@ -120,26 +161,28 @@ class Admission:
         target = SubmitTarget(
             partition=queue.partition, account=project.slurm_account, qos=queue.qos, gpu_type=gpu_type
         )
-        return project, target, walltime
+        return project, target, walltime, cluster
 
     def _shape_issues(
         self, spec: RunSpec, project: Project, queue: Queue, walltime: Walltime
     ) -> list[SpecIssue]:
         """What the run asks that no node of its queue's partition could ever hold (``core/access/fit.py``),
         from the cached Slurm's partitions and nodes; nothing when Slurm cannot be read (sbatch decides)."""
-        if self.slurm is None:
+        slurm = self.slurm_of(queue)
+        if slurm is None or self.clusters is None:
             return []
         try:
-            known = shapes(self.slurm.partitions(), self.slurm.nodes())
+            known = shapes(slurm.partitions(), slurm.nodes())
         except SlurmError:
             return []  # unknown is not a refusal: sbatch still checks the job itself
         shape = known.get(queue.partition)
         if shape is None:
             return []
+        cluster = self.clusters.of_queue(queue)
         others: dict[str, Shape] = {
             q.name: known[q.partition]
             for q in project.queues
-            if q.name != queue.name and q.partition in known
+            if q.name != queue.name and q.partition in known and self.clusters.of_queue(q) == cluster
         }
         found = misfits(spec.resources, walltime.minutes, queue.name, shape, others)
         return [SpecIssue(m.field, m.message, m.value) for m in found]

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gateway.adapters.prometheus import GatewayMetrics
-from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.core.access.quota import Ask
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import NewRun, Principal, Quota, Run
@@ -58,7 +58,7 @@ class RunService(Protocol):
 
     store: RunStore
     admission: Admission
-    slurm: SlurmBackend
+    clusters: SlurmClusters
     settings: Settings
     datasets: DatasetService
     environments: EnvCatalog | None
@@ -360,7 +360,7 @@ def _record_and_send(service: RunService, pending: list[_Pending], outcomes: dic
         attempt = run.attempts[0]
         try:
             submission = Submission.prepare(
-                service.slurm,
+                service.clusters.get(run.attempts[0].cluster),
                 service.store,
                 tag=attempt.tag,
                 as_user=run.os_user,

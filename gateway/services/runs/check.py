@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import jinja2
 
-from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.core.access.quota import Ask
 from gateway.core.domain import Principal
 from gateway.core.sbatch.render import RenderedScript, render_sbatch
@@ -53,7 +53,7 @@ class RunChecker:
     def __init__(
         self,
         admission: Admission,
-        slurm: SlurmBackend,
+        clusters: SlurmClusters,
         templates: jinja2.Environment,
         settings: Settings,
         datasets: DatasetService | None,
@@ -61,7 +61,7 @@ class RunChecker:
     ) -> None:
         self.environments = environments
         self.admission = admission
-        self.slurm = slurm
+        self.clusters = clusters  # sbatch --test-only goes to the queue's cluster
         self.templates = templates
         self.settings = settings
         self.datasets = datasets
@@ -95,7 +95,7 @@ class RunChecker:
         admitted, rendered = self.render(spec, principal=principal, run_id=CHECK_RUN_ID)
         said = None
         if slurm_test:
-            said = self.slurm.test_only(
+            said = self.clusters.get(admitted.cluster).test_only(
                 rendered.text, as_user=admitted.os_user, comment=spec.comment, mail_user=spec.mail_user
             )
         ask = Ask.of(spec, walltime_min=admitted.walltime.minutes)

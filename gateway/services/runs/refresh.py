@@ -1,27 +1,31 @@
 """Following jobs: the periodic refresh and the crash-recovery reconciliation.
 
-A refresh cycle makes at most two Slurm calls whatever the number of runs:
-one ``squeue`` for every polled attempt, one ``sacct`` for those that left
-the queue (or whose array tasks partly did). An attempt Slurm cannot answer
-for keeps its last known state and is flagged stale; it never becomes
-"failed" for want of an answer.
+A refresh cycle makes at most two Slurm calls per cluster whatever the number
+of runs: one ``squeue`` for every polled attempt on that cluster, one
+``sacct`` for those that left the queue (or whose array tasks partly did).
+Job ids are unique per cluster only, so each attempt is asked of its own
+cluster's backend and matched there alone. An attempt Slurm cannot answer for
+keeps its last known state and is flagged stale; it never becomes "failed"
+for want of an answer. A cluster whose squeue does not answer is marked down
+in the registry (its queues refuse submissions) until it answers again; the
+other clusters' attempts are refreshed as usual (docs/clusters.md).
 """
 
 from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.adapters.slurm.clusters import SlurmClusters
+from gateway.adapters.slurm.protocol import ClusterSlurm
 from gateway.core.domain import Attempt, AttemptUpdate
 from gateway.core.slurm.observe import array_update, from_sacct, from_squeue, is_news, is_ours
 from gateway.core.slurm.records import AccountingRecord, JobStatus
 from gateway.core.slurm.states import TERMINAL, WAITING, RunState
 from gateway.core.slurm.tags import requeue_tag
-from gateway.errors import Conflict, GatewayError, SlurmUnavailable
+from gateway.errors import Conflict, GatewayError, NotFound, SlurmUnavailable
 from gateway.services.runs.retry import RetryService
 from gateway.settings import Settings
 from gateway.store.runs import RunStore
@@ -35,6 +39,16 @@ class RefreshReport:
     transitions: int
     stale: int
     slurm_calls: int
+    down: tuple[str, ...] = ()  # the clusters whose Slurm did not answer this cycle
+
+    def __add__(self, other: RefreshReport) -> RefreshReport:
+        return RefreshReport(
+            self.polled + other.polled,
+            self.transitions + other.transitions,
+            self.stale + other.stale,
+            self.slurm_calls + other.slurm_calls,
+            self.down + other.down,
+        )
 
 
 @dataclass(frozen=True)
@@ -48,37 +62,55 @@ class Refresher:
     def __init__(
         self,
         store: RunStore,
-        slurm: SlurmBackend,
+        clusters: SlurmClusters,
         settings: Settings,
         retries: RetryService | None = None,
-        *,
-        on_change: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
-        self.slurm = slurm
+        self.clusters = clusters
         self.settings = settings
         self.retries = retries  # diagnoses failures and schedules retries (None: records states only)
-        self.on_change = on_change  # a cycle saw jobs change state: cached cluster facts are old now
 
     # -- the periodic cycle ----------------------------------------------------
 
     def refresh(self) -> RefreshReport:
-        """One cycle: squeue for every polled attempt, sacct for those that left the queue.
+        """One cycle, cluster by cluster: squeue for every polled attempt, sacct for those that left
+        the queue.
 
         Writes what changed (state, reason, accounting), flags the attempts
         Slurm did not answer for as stale, adds the attempt a Slurm requeue
-        starts, and diagnoses attempts that ended without succeeding.
+        starts, and diagnoses attempts that ended without succeeding. A
+        cluster no longer listed in the site file cannot be asked: its
+        attempts are flagged stale.
         """
         attempts = self.store.polled_attempts()
         if not attempts:
             return RefreshReport(0, 0, 0, 0)
+        names = self.clusters.names()
+        by_cluster: dict[str, list[Attempt]] = defaultdict(list)
+        for attempt in attempts:
+            by_cluster[self.clusters.name_of(attempt.cluster)].append(attempt)
+        report = RefreshReport(0, 0, 0, 0)
+        for name, group in by_cluster.items():
+            if name not in names:
+                log.warning("cluster %s is not in the site file; %d attempts flagged stale", name, len(group))
+                self.store.mark_stale([a.id for a in group])
+                report += RefreshReport(len(group), 0, len(group), 0)
+                continue
+            report += self._refresh_cluster(name, self.clusters.get(name), group)
+        return report
+
+    def _refresh_cluster(self, name: str, slurm: ClusterSlurm, attempts: list[Attempt]) -> RefreshReport:
+        """One cycle on cluster ``name`` for its polled ``attempts``: at most two calls."""
         by_job = {a.job_id: a for a in attempts if a.job_id}
         try:
-            live = self.slurm.status(list(by_job))
+            live = slurm.status(list(by_job))
         except SlurmUnavailable as exc:
-            log.warning("squeue did not answer; %d attempts flagged stale: %s", len(by_job), exc)
+            log.warning("squeue on %s did not answer; %d attempts flagged stale: %s", name, len(by_job), exc)
+            self.clusters.mark_down(name, str(exc))
             self.store.mark_stale([a.id for a in by_job.values()])
-            return RefreshReport(len(by_job), 0, len(by_job), 1)
+            return RefreshReport(len(by_job), 0, len(by_job), 1, (name,))
+        self.clusters.mark_up(name)
         queued: dict[str, list[JobStatus]] = defaultdict(list)
         for status in live:
             queued[status.array_job_id or status.job_id].append(status)
@@ -88,7 +120,7 @@ class Refresher:
         calls = 1
         if cycle.ask_sacct:
             calls += 1
-            self._read_sacct(cycle, by_job, queued)
+            self._read_sacct(slurm, cycle, by_job, queued)
         by_id = {a.id: a for a in attempts}
         # Only what moved is written: a job waiting in the queue says the same every cycle.
         transitions = self.store.apply_updates([u for u in cycle.updates if is_news(by_id[u.attempt_id], u)])
@@ -96,16 +128,20 @@ class Refresher:
         for attempt, record in cycle.requeues:
             transitions += self._requeued(attempt, record)
         if transitions:
-            self.on_change()
+            slurm.forget()  # jobs started or ended: the cached cluster facts are old now
         self._diagnose_failed(cycle)
         return RefreshReport(len(by_job), transitions, len(cycle.stale), calls)
 
     def _read_sacct(
-        self, cycle: _Cycle, by_job: dict[str, Attempt], queued: dict[str, list[JobStatus]]
+        self,
+        slurm: ClusterSlurm,
+        cycle: _Cycle,
+        by_job: dict[str, Attempt],
+        queued: dict[str, list[JobStatus]],
     ) -> None:
         """One sacct call for the attempts squeue did not settle; their updates go into ``cycle``."""
         try:
-            records = self.slurm.accounting(cycle.ask_sacct)
+            records = slurm.accounting(cycle.ask_sacct)
         except SlurmUnavailable as exc:
             log.warning("sacct did not answer; %d attempts flagged stale: %s", len(cycle.ask_sacct), exc)
             cycle.stale.extend(by_job[j].id for j in cycle.ask_sacct)
@@ -183,8 +219,9 @@ class Refresher:
         adopted, never, undecided = [], [], []
         for attempt in self.store.submitting_attempts(created_before=cutoff):
             try:
-                jobs = self.slurm.find_by_tag(attempt.tag, since=attempt.created_at - timedelta(hours=1))
-            except SlurmUnavailable as exc:
+                slurm = self.clusters.get(self.clusters.name_of(attempt.cluster))
+                jobs = slurm.find_by_tag(attempt.tag, since=attempt.created_at - timedelta(hours=1))
+            except (SlurmUnavailable, NotFound) as exc:
                 log.warning("cannot look up %s now (%s); it stays SUBMITTING", attempt.tag, exc)
                 undecided.append(attempt.tag)
                 continue

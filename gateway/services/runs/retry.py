@@ -16,7 +16,7 @@ import logging
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Attempt, Run
 from gateway.core.explain.text import expand_hostlist
@@ -26,7 +26,7 @@ from gateway.core.runs.retry import RetryPolicy, decide
 from gateway.core.runs.steps import StepRecord, parse_steps
 from gateway.core.slurm.states import RunState
 from gateway.core.slurm.tags import attempt_tag
-from gateway.errors import Conflict, GatewayError, NotFound, SpecError, SubmitRejected
+from gateway.errors import Conflict, GatewayError, NotFound, SlurmUnavailable, SpecError, SubmitRejected
 from gateway.services.runs.logs import JobFiles
 from gateway.services.runs.submission import Submission
 from gateway.store.access import AccessStore
@@ -37,10 +37,12 @@ REQUEUED_BY_SLURM = "Slurm requeued the job itself (same job id)"
 
 
 class RetryService:
-    def __init__(self, store: RunStore, access: AccessStore, slurm: SlurmBackend, files: JobFiles) -> None:
+    def __init__(
+        self, store: RunStore, access: AccessStore, clusters: SlurmClusters, files: JobFiles
+    ) -> None:
         self.store = store
         self.access = access
-        self.slurm = slurm
+        self.clusters = clusters  # a retry goes to the cluster its failed attempt ran on
         self.files = files
 
     # -- why it failed ------------------------------------------------------------
@@ -145,6 +147,10 @@ class RetryService:
 
         Raises Conflict when a later attempt exists already (nothing is queued then).
         """
+        cluster = self.clusters.name_of(failed.cluster)
+        down = self.clusters.down(cluster) if self.clusters.listed() else None
+        if down is not None:  # stays due: retried once the cluster answers again
+            raise SlurmUnavailable(f"cluster {cluster} is not answering (since {down.since:%H:%M:%S} UTC)")
         run = self.store.get_run(failed.run_id)
         exclude = list((failed.failure or {}).get("retry", {}).get("exclude_nodes") or [])
         user = self.access.user(run.submitter)
@@ -157,7 +163,7 @@ class RetryService:
             return None
         try:
             submission = Submission.prepare(
-                self.slurm,
+                self.clusters.get(cluster),
                 self.store,
                 tag=tag,
                 as_user=user.os_user,

@@ -28,7 +28,7 @@ import jinja2
 
 from gateway.adapters.prometheus import GatewayMetrics
 from gateway.adapters.runhost import RunHost
-from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.core.access.policy import allowed, require, visible_projects
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import NewRun, Page, Principal, Run, RunFilter
@@ -86,7 +86,7 @@ class RunService:
         self,
         store: RunStore,
         admission: Admission,
-        slurm: SlurmBackend,
+        clusters: SlurmClusters,
         host: RunHost,
         templates: jinja2.Environment,
         settings: Settings,
@@ -99,7 +99,7 @@ class RunService:
         self.metrics = metrics or GatewayMetrics()  # submissions and refusals (GET /metrics)
         self.store = store
         self.admission = admission
-        self.slurm = slurm
+        self.clusters = clusters  # each run goes to its queue's cluster (docs/clusters.md)
         self.host = host
         self.templates = templates
         self.settings = settings
@@ -186,7 +186,7 @@ class RunService:
         # sbatch starts now and waits for the script: its start-up overlaps the recording below, and
         # it can queue nothing before the attempt is committed (_send hands it the script).
         submission = Submission.prepare(
-            self.slurm,
+            self.clusters.get(admitted.cluster),
             self.store,
             tag=attempt_tag(run_id, 1),
             as_user=admitted.os_user,
@@ -221,7 +221,7 @@ class RunService:
 
     def _checker(self) -> RunChecker:
         return RunChecker(
-            self.admission, self.slurm, self.templates, self.settings, self.datasets, self.environments
+            self.admission, self.clusters, self.templates, self.settings, self.datasets, self.environments
         )
 
     def _new_run(
@@ -262,6 +262,7 @@ class RunService:
             code=spec.code.model_dump(mode="json") if spec.code else None,
             environment=environment_of(spec, self.host, os_user=admitted.os_user, launch=launch),
             inputs=tuple(i.record() for i in inputs),
+            cluster=admitted.cluster,
         )
 
     def _send(self, run: Run, inputs: list[ResolvedInput], submission: Submission) -> Run:
@@ -406,7 +407,7 @@ class RunService:
                 f"run {run_id} is still being submitted (attempt {attempt.number}); "
                 "cancel it once it has a job id"
             )
-        self.slurm.cancel(attempt.job_id)
+        self.clusters.get(self.clusters.name_of(attempt.cluster)).cancel(attempt.job_id)
         self.store.add_note(
             attempt.id,
             f"{CANCEL_NOTE}{principal.user}",
@@ -439,5 +440,9 @@ class RunService:
         return RunView(run, self.waiting.explain(run), self.store.children(run_id))
 
     def list(self, *, principal: Principal, where: RunFilter | None = None) -> Page:
-        """Runs of the projects ``principal`` may read, newest first, as ``where`` says."""
+        """Runs of the projects ``principal`` may read, newest first, as ``where`` says; NotFound naming
+        the clusters when ``where.cluster`` is none of them."""
+        if where is not None and where.cluster is not None:
+            first = self.clusters.check(where.cluster) == self.clusters.first()
+            where = replace(where, cluster_first=first)
         return self.store.list_runs(where, projects=visible_projects(principal))

@@ -17,6 +17,7 @@ from gateway.core.domain import Principal, Project, Queue
 from gateway.core.sbatch.render import RenderedScript
 from gateway.core.slurm.records import NodeInfo, PartitionInfo
 from gateway.core.spec.run_spec import RunSpec
+from gateway.errors import SlurmError
 from gateway.services.accounting.usage import UsageService
 from gateway.services.runs.run_service import RunService
 
@@ -66,16 +67,30 @@ class SubmitFormService:
 
     def choices(self, principal: Principal) -> list[ProjectChoices]:
         """The caller's projects (all for a site admin), each with its queues and what they offer.
-        Two cached Slurm reads (partitions, nodes)."""
+        Two cached Slurm reads (partitions, nodes) per cluster its queues are on; with several clusters,
+        the queues of one that does not answer are offered without its facts."""
         access = self.runs.admission.access
-        partitions = {p.name: p for p in self.runs.slurm.partitions()}
-        nodes = self.runs.slurm.nodes()
+        clusters = self.runs.clusters
+        facts: dict[str, tuple[dict[str, PartitionInfo], list[NodeInfo]]] = {}
+
+        def of(queue: Queue) -> tuple[dict[str, PartitionInfo], list[NodeInfo]]:
+            name = clusters.of_queue(queue)
+            if name not in facts:
+                slurm = clusters.get(name)
+                try:
+                    facts[name] = ({p.name: p for p in slurm.partitions()}, slurm.nodes())
+                except SlurmError:
+                    if not clusters.listed():
+                        raise
+                    facts[name] = ({}, [])
+            return facts[name]
+
         out = []
         for project in access.projects():
             role = principal.role(project.name) or ("admin" if principal.is_admin else None)
             if role is None:
                 continue
-            queues = [_queue_choices(q, partitions.get(q.partition), nodes) for q in project.queues]
+            queues = [_queue_choices(q, of(q)[0].get(q.partition), of(q)[1]) for q in project.queues]
             may = allowed(principal, "run.submit", project.name)
             out.append(ProjectChoices(project.name, role, may, queues))
         return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.core.domain import Run
 from gateway.core.explain.pending import Explanation, NodeState, QuotaUse, WaitContext, explain_wait
 from gateway.core.slurm.records import JobStatus, NodeInfo
@@ -19,10 +19,10 @@ log = logging.getLogger(__name__)
 
 
 class WaitingService:
-    def __init__(self, access: AccessStore, usage: UsageService, slurm: SlurmBackend) -> None:
+    def __init__(self, access: AccessStore, usage: UsageService, clusters: SlurmClusters) -> None:
         self.access = access
         self.usage = usage
-        self.slurm = slurm
+        self.clusters = clusters  # the facts are those of the cluster the attempt's job is on
 
     def explain(self, run: Run, *, now: datetime | None = None) -> Explanation | None:
         """The explanation for the run's latest attempt while it waits; None when it does not wait.
@@ -39,7 +39,8 @@ class WaitingService:
         try:
             project = self.access.project(run.project)
             queue_of_run = project.queue(run.queue)
-            every_job = self.slurm.jobs()
+            slurm = self.clusters.get(self.clusters.name_of(attempt.cluster))
+            every_job = slurm.jobs()
             status = next(
                 (j for j in every_job if attempt.job_id in (j.job_id, j.array_job_id) and j.state in WAITING),
                 None,
@@ -48,8 +49,8 @@ class WaitingService:
             if partition_name is None:
                 return None
             usage = self.usage.usage(project, now=now)
-            partition = next((p for p in self.slurm.partitions() if p.name == partition_name), None)
-            nodes = [n for n in self.slurm.nodes() if partition_name in n.partitions]
+            partition = next((p for p in slurm.partitions() if p.name == partition_name), None)
+            nodes = [n for n in slurm.nodes() if partition_name in n.partitions]
             queue = [j for j in every_job if j.partition == partition_name]
         except NotFound:
             return None

@@ -22,6 +22,8 @@ from gateway.core.retention.values import Departure
 from gateway.core.site.rates import AccountingSpec, spec_of
 from gateway.core.site.schema import (
     ALLOW_ROOT,
+    CLUSTERS,
+    ClusterSpec,
     ProjectSpec,
     SiteConfig,
     UserSpec,
@@ -84,6 +86,7 @@ class SiteService:
         option = self.access.option(RETENTION, {}) or {}
         return SiteConfig(
             allow_root_mapping=bool(self.access.option(ALLOW_ROOT, False)),
+            clusters=[ClusterSpec.model_validate(c) for c in self.access.option(CLUSTERS, []) or []],
             users=[
                 UserSpec(name=u.name, os_user=u.os_user, admin=u.is_admin, disabled=u.disabled)
                 for u in self.access.users()
@@ -141,6 +144,7 @@ class SiteService:
             check_with_kept(config, users_after, projects_after)
         refuse_lockout(actor, users_now, users_after)
         steps = self._steps(actor, config.allow_root_mapping, users_now, users_after)
+        steps += self._cluster_steps(actor, config)
         steps += self._project_steps(actor, projects_now, projects_after)
         steps += self._rate_steps(actor, config)
         steps += self._secret_steps(actor, config, projects_after)
@@ -192,6 +196,16 @@ class SiteService:
                 )
             )
         return steps
+
+    def _cluster_steps(self, actor: Principal, config: SiteConfig) -> list[_Step]:
+        """The clusters (the ``clusters`` site option), when the file's differ from the current ones."""
+        now = self.access.option(CLUSTERS, []) or []
+        after = [c.model_dump(exclude_none=True) for c in config.clusters]
+        if now == after:
+            return []
+        entry = audit_entry(actor, "site.clusters", "site", CLUSTERS, {"clusters": now}, {"clusters": after})
+        line = f"set clusters: {', '.join(c.name for c in config.clusters) or 'none (the one cluster)'}"
+        return [_Step(line, partial(self.access.set_option, CLUSTERS, after, entry))]
 
     def _project_steps(
         self, actor: Principal, projects_now: dict[str, Project], projects_after: dict[str, Project]

@@ -44,6 +44,7 @@ def project_dict(project: Project) -> dict[str, Any]:
                 max_walltime_min=q.max_walltime_min,
                 retry=RetrySpec(**q.retry) if q.retry else None,
                 whole_node_mem=q.whole_node_mem,
+                cluster=q.cluster,
             )
             for q in project.queues
         ],
@@ -74,6 +75,7 @@ def check_with_kept(config: SiteConfig, users: dict[str, User], projects: dict[s
     try:
         SiteConfig(
             allow_root_mapping=config.allow_root_mapping,
+            clusters=config.clusters,
             users=[
                 UserSpec(name=u.name, os_user=u.os_user, admin=u.is_admin, disabled=u.disabled)
                 for u in users.values()

@@ -1,0 +1,389 @@
+"""Several Slurm clusters behind one gateway (docs/clusters.md), on the two real local clusters.
+
+gwlocal (reached with ``-M gwlocal``) and gwlocal2 (reached with its ``SLURM_CONF``,
+``/etc/slurm-gwlocal2/slurm.conf``: the second cluster of the local set-up, docs/cluster.md) share
+one slurmdbd. This module has a database and a site of its own (three clusters: the two, and
+``gwdead``, a copy of gwlocal2's configuration whose controller port nothing listens on), so the
+shared test site is left as it is. It adds its project's account to gwlocal2 by hand (the site
+apply pushes associations to the local cluster only) and removes it afterwards.
+
+The "stop gwlocal2's slurmctld for a minute" check is ``test_stopped_controller`` at the end,
+marked ``exclusive``: it stops a real daemon.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from gateway.api.app import create_app
+from gateway.core.domain import Principal
+from gateway.core.site.schema import parse_site
+from gateway.core.slurm.states import TERMINAL, RunState
+from gateway.errors import SlurmUnavailable
+from gateway.services import Services
+from gateway.wiring import build_services
+from tests.service.conftest import TEARDOWN_SITE, drain_accounts, fresh_database, unique_tag
+
+pytestmark = pytest.mark.slurm
+
+C2_CONF = Path("/etc/slurm-gwlocal2/slurm.conf")
+C2_ENV = {**os.environ, "SLURM_CONF": str(C2_CONF)}
+OPERATOR = Principal.operator()
+SITE = """
+allow_root_mapping: true
+clusters:
+  - {{name: gwlocal}}
+  - {{name: gwlocal2, slurm_conf: {c2}}}
+  - {{name: gwdead, slurm_conf: {dead}}}
+users: [{{name: tester, os_user: root, admin: true}}]
+projects:
+  - name: mc
+    slurm_account: {account}
+    members: [{{user: tester, role: lead}}]
+    queues:
+      - {{name: one, partition: cpu}}
+      - {{name: two, partition: cpu, cluster: gwlocal2}}
+      - {{name: dead, partition: cpu, cluster: gwdead}}
+"""
+
+
+def _c2_up() -> bool:
+    if not C2_CONF.exists():
+        return False
+    done = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, env=C2_ENV, timeout=30)
+    return done.returncode == 0 and bool(done.stdout.strip())
+
+
+needs_c2 = pytest.mark.skipif(
+    not _c2_up(), reason="the second local cluster gwlocal2 is not up (make cluster)"
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def dead_copy(directory: Path) -> Path:
+    """gwlocal2's configuration directory copied, its controller's port one nothing listens on."""
+    for item in C2_CONF.parent.iterdir():
+        if item.is_file():
+            shutil.copy(item, directory / item.name)
+    conf = directory / "slurm.conf"
+    lines = [
+        f"SlurmctldPort={_free_port()}" if line.startswith("SlurmctldPort=") else line
+        for line in conf.read_text().splitlines()
+    ]
+    conf.write_text("\n".join(lines) + "\n")
+    return conf
+
+
+def _sacctmgr(*args: str) -> None:
+    subprocess.run(["sacctmgr", "-i", *args], capture_output=True, text=True, check=False, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def multi(backend, settings, tmp_path_factory) -> Iterator[Services]:
+    """The gateway on its own database, with the three clusters and project mc."""
+    if not _c2_up():
+        pytest.skip("the second local cluster gwlocal2 is not up (make cluster)")
+    with ExitStack() as stack:
+        url = stack.enter_context(fresh_database(backend, tmp_path_factory.mktemp("clusters-db")))
+        own = settings.model_copy(
+            update={
+                "database_url": url,
+                "audit_anchor_path": tmp_path_factory.mktemp("clusters-anchor") / "anchors.jsonl",
+                "slurm_query_timeout_s": 20.0,
+            }
+        )
+        built = build_services(own)
+        stack.callback(built.close)
+        account = f"gwt{uuid.uuid4().hex[:10]}"
+        dead = dead_copy(tmp_path_factory.mktemp("gwdead"))
+        site = SITE.format(c2=C2_CONF, dead=dead, account=account)
+        built.site.apply(OPERATOR, parse_site(site))
+        stack.callback(built.site.apply, OPERATOR, parse_site(TEARDOWN_SITE), prune=True)
+        stack.callback(drain_accounts, [account])
+        _sacctmgr("add", "account", account, "cluster=gwlocal2", "description=gateway-test")
+        _sacctmgr("add", "user", "root", f"account={account}", "cluster=gwlocal2")
+        stack.callback(_sacctmgr, "delete", "account", f"name={account}", "cluster=gwlocal2")
+        stack.callback(_sacctmgr, "delete", "user", "root", f"account={account}", "cluster=gwlocal2")
+        stack.callback(_cancel_on_c2, account)
+        yield built
+
+
+def _cancel_on_c2(account: str) -> None:
+    subprocess.run(["scancel", f"--account={account}"], env=C2_ENV, capture_output=True, check=False)
+
+
+@pytest.fixture(scope="module")
+def api(multi) -> Iterator[TestClient]:
+    token = multi.auth.issue_token(OPERATOR, "tester", name="pytest")[0]
+    with TestClient(create_app(services=multi)) as client:
+        client.headers["Authorization"] = f"Bearer {token}"
+        yield client
+
+
+def spec(queue: str, command: str, tag: str | None = None) -> dict:
+    return {
+        "name": f"mc-{queue}",
+        "project": "mc",
+        "queue": queue,
+        "command": command,
+        "workdir": "/tmp",
+        "tags": [tag or unique_tag()],
+        "resources": {"mem_gb": 0.1, "walltime_min": 5},
+    }
+
+
+def refresh_until(services: Services, run_ids: list[str], timeout_s: float = 120.0) -> dict[str, dict]:
+    """Refresh cycles until every run has ended; each run as the store has it."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        services.refresher.refresh()
+        runs = {r: services.runs.store.get_run(r) for r in run_ids}
+        if all(run.state in TERMINAL for run in runs.values()):
+            return runs
+        time.sleep(1)
+    raise AssertionError(f"runs did not end: {[(r, services.runs.store.get_run(r).state) for r in run_ids]}")
+
+
+def sacct_state(job_id: str, env: dict[str, str] | None = None) -> str:
+    out = subprocess.run(
+        ["sacct", "-X", "-n", "-P", "-o", "State", "-j", job_id],
+        capture_output=True, text=True, env=env, check=True,
+    ).stdout.split()  # fmt: skip
+    return out[-1] if out else ""
+
+
+def test_site_file_names_clusters(multi):
+    assert multi.clusters.names() == ["gwlocal", "gwlocal2", "gwdead"]
+    exported = multi.site.export(OPERATOR)
+    assert [c.name for c in exported.clusters] == ["gwlocal", "gwlocal2", "gwdead"]
+    queues = {q.name: q.cluster for q in exported.projects[0].queues}
+    assert queues == {"dead": "gwdead", "one": None, "two": "gwlocal2"}
+
+
+@needs_c2
+def test_a_run_on_each_cluster_end_to_end(api, multi):
+    """Each run's job is on its queue's cluster, runs there, succeeds, and its log reads back."""
+    runs = {}
+    for queue in ("one", "two"):
+        answer = api.post("/runs", json=spec(queue, f"echo hello from $SLURM_CLUSTER_NAME {queue}"))
+        assert answer.status_code == 201, answer.text
+        runs[queue] = answer.json()
+    assert runs["one"]["attempts"][0]["cluster"] == "gwlocal"
+    assert runs["two"]["attempts"][0]["cluster"] == "gwlocal2"
+    ended = refresh_until(multi, [r["id"] for r in runs.values()])
+    for queue, run in runs.items():
+        assert ended[run["id"]].state is RunState.SUCCEEDED, ended[run["id"]].latest
+        logs = api.get(f"/runs/{run['id']}/logs").json()
+        cluster = "gwlocal" if queue == "one" else "gwlocal2"
+        assert f"hello from {cluster} {queue}" in logs["text"]
+    # each job is known to its own cluster's accounting
+    job_two = ended[runs["two"]["id"]].latest.job_id
+    assert sacct_state(job_two, C2_ENV) == "COMPLETED"
+    listed = api.get("/runs", params={"cluster": "gwlocal2", "project": "mc"}).json()["items"]
+    assert runs["two"]["id"] in [r["id"] for r in listed]
+    assert runs["one"]["id"] not in [r["id"] for r in listed]
+    assert listed[0]["cluster"] == "gwlocal2"
+    unknown = api.get("/runs", params={"cluster": "nosuch"})
+    assert unknown.status_code == 404 and "gwlocal2" in unknown.json()["detail"]
+    view = api.get("/queue", params={"cluster": "gwlocal2"}).json()
+    assert {p["cluster"] for p in view["partitions"]} == {"gwlocal2"}
+    assert "e1" in {n["name"] for p in view["partitions"] for n in p["nodes"]}
+
+
+@needs_c2
+def test_same_job_id_on_both_clusters_never_confused(multi, principal_mc):
+    """A gateway run on one cluster and a held raw job on the other carry the same job id: the refresh
+    keeps the run's own state (succeeded), never the other job's (pending)."""
+    from gateway.core.spec.run_spec import build_spec
+
+    run = multi.runs.submit(build_spec(spec("one", "sleep 3")), principal=principal_mc)
+    job_id, other_env = run.latest.job_id, C2_ENV
+    assert job_id is not None
+    raw = _c2_job_with_id(job_id)
+    if raw is None:  # gwlocal2 counts past it: the gateway's run goes to gwlocal2, the raw job to gwlocal
+        run = multi.runs.submit(build_spec(spec("two", "sleep 3")), principal=principal_mc)
+        job_id, other_env = run.latest.job_id, {**os.environ}
+        raw = _local_job_with_id(job_id)
+    assert raw == job_id, f"no job with id {job_id} could be made on the other cluster"
+    try:
+        ended = refresh_until(multi, [run.id])[run.id]
+        assert ended.state is RunState.SUCCEEDED, ended.latest
+        assert ended.latest.job_id == job_id
+        live = subprocess.run(
+            ["squeue", "-h", "-j", job_id, "-o", "%T"], env=other_env, capture_output=True, text=True
+        ).stdout.strip()
+        assert live == "PENDING"  # the other cluster's job with that id is still there, held
+    finally:
+        subprocess.run(["scancel", job_id], env=other_env, check=False)
+
+
+HELD = ["sbatch", "--parsable", "-H", "-p", "cpu", "-t", "1", "-o", "/dev/null", "--wrap", "true"]
+
+
+def _c2_job_with_id(job_id: str) -> str | None:
+    """A held job on gwlocal2 with id ``job_id`` (its job id floor raised to it: docs/cluster.md), or
+    None when gwlocal2 already counts past it."""
+    jobid_conf = C2_CONF.parent / "jobid.conf"
+    for _ in range(3):
+        jobid_conf.write_text(f"FirstJobId={job_id}\n")
+        subprocess.run(["scontrol", "reconfigure"], env=C2_ENV, check=True, capture_output=True)
+        got = subprocess.run(HELD, env=C2_ENV, capture_output=True, text=True, check=True).stdout
+        got = got.strip().split(";")[0]
+        if got == job_id:
+            return got
+        subprocess.run(["scancel", got], env=C2_ENV, check=False)
+        if int(got) > int(job_id):
+            return None
+    return None
+
+
+def _local_job_with_id(job_id: str, most: int = 400) -> str | None:
+    """A held job on gwlocal with id ``job_id``, reached by submitting (and cancelling) held jobs until
+    gwlocal's counter gets there (gwlocal's configuration is never touched); None past ``most`` jobs."""
+    for _ in range(most):
+        got = subprocess.run(HELD, capture_output=True, text=True, check=True).stdout.strip().split(";")[0]
+        if got == job_id:
+            return got
+        subprocess.run(["scancel", got], check=False)
+        if int(got) > int(job_id):
+            return None
+    return None
+
+
+@pytest.fixture(scope="module")
+def principal_mc(multi) -> Principal:
+    return multi.access.principal("tester", source="pytest")
+
+
+def test_dead_cluster_refuses_its_queue_and_no_other(multi, principal_mc, api):
+    """gwdead's controller does not answer: the health check marks it down, its queue refuses with a
+    message naming it, its queue, and the open ones; health degrades without failing; other queues
+    submit."""
+    health = api.get("/healthz")
+    body = health.json()
+    assert health.status_code == 200, body  # the database and two clusters answer
+    assert body["status"] == "degraded"
+    assert body["clusters"]["gwdead"]["ok"] is False and body["clusters"]["gwlocal"]["ok"] is True
+    refused = api.post("/runs", json=spec("dead", "true"))
+    assert refused.status_code == 503, refused.text
+    detail = refused.json()["detail"]
+    assert "cluster gwdead is not answering" in detail
+    assert "queues on it: dead" in detail and "other queues are open: one, two" in detail
+    metrics = multi.metrics.metrics.render().decode()
+    assert 'gateway_cluster_up{cluster="gwdead"} 0.0' in metrics
+    assert 'gateway_cluster_up{cluster="gwlocal"} 1.0' in metrics
+    ok = api.post("/runs", json=spec("one", "true"))
+    assert ok.status_code == 201, ok.text
+
+
+@needs_c2
+def test_unreachable_controller_marks_only_its_runs_stale(multi, principal_mc, tmp_path):
+    """A run queued on gwlocal2, then gwlocal2's entry pointed at a controller that does not answer
+    (the site file applied again): its run goes stale, never failed, while a gwlocal run ends; pointed
+    back, the run is followed to its end."""
+    from gateway.core.spec.run_spec import build_spec
+
+    long = multi.runs.submit(build_spec(spec("two", "sleep 20")), principal=principal_mc)
+    site = multi.site.export(OPERATOR)
+    real = site.model_dump(mode="json")
+    dead = dead_copy(tmp_path)
+    clusters = [c if c["name"] != "gwlocal2" else {**c, "slurm_conf": str(dead)} for c in real["clusters"]]
+    broken = {**real, "clusters": clusters}
+    multi.site.apply(OPERATOR, parse_site(json.dumps(broken)), sync_slurm=False)
+    try:
+        short = multi.runs.submit(build_spec(spec("one", "sleep 1")), principal=principal_mc)
+        report = multi.refresher.refresh()
+        assert "gwlocal2" in report.down
+        assert multi.clusters.down("gwlocal2") is not None
+        stale = multi.runs.store.get_run(long.id)
+        assert stale.latest.stale and stale.state not in TERMINAL
+        with pytest.raises(SlurmUnavailable, match="cluster gwlocal2 is not answering"):
+            multi.runs.submit(build_spec(spec("two", "true")), principal=principal_mc)
+        assert refresh_until(multi, [short.id])[short.id].state is RunState.SUCCEEDED
+        assert multi.runs.store.get_run(long.id).state not in TERMINAL  # 0 false failures
+    finally:
+        multi.site.apply(OPERATOR, parse_site(json.dumps(real)), sync_slurm=False)
+    ended = refresh_until(multi, [long.id])[long.id]
+    assert ended.state is RunState.SUCCEEDED and not ended.latest.stale
+    assert multi.clusters.down("gwlocal2") is None
+
+
+SLURMCTLD2 = "slurmctld -f /etc/slurm-gwlocal2/slurm.conf"
+
+
+@needs_c2
+@pytest.mark.exclusive
+def test_stopped_controller(multi, principal_mc):
+    """gwlocal2's real slurmctld stopped for a minute (only gwlocal2's: gwlocal is never touched): its
+    running run stays unfailed and is followed to its end once the controller is back; a gwlocal run
+    submitted meanwhile succeeds."""
+    from gateway.core.spec.run_spec import build_spec
+
+    daemon = Path(__file__).resolve().parents[2] / "ansible" / "files" / "slurm-daemon"
+    if not daemon.exists():
+        pytest.skip("ansible/files/slurm-daemon (the playbook's daemon helper) is not in this tree")
+    long = multi.runs.submit(build_spec(spec("two", "sleep 90")), principal=principal_mc)
+    refresh_until_running(multi, long.id)
+    pid = "/run/slurm-gwlocal2/slurmctld.pid"
+    subprocess.run(["bash", str(daemon), "stop", SLURMCTLD2, pid], check=True, env=C2_ENV)
+    try:
+        other = multi.runs.submit(build_spec(spec("one", "sleep 2")), principal=principal_mc)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            multi.refresher.refresh()
+            assert multi.runs.store.get_run(long.id).state not in TERMINAL
+            time.sleep(2)
+        assert multi.runs.store.get_run(other.id).state is RunState.SUCCEEDED
+        assert multi.clusters.down("gwlocal2") is not None
+    finally:
+        subprocess.run(
+            ["bash", str(daemon), "start", SLURMCTLD2, pid, "/var/log/slurm-gwlocal2/slurmctld.log", "--",
+             "/usr/sbin/slurmctld", "-f", str(C2_CONF)],
+            check=True, env=C2_ENV,
+        )  # fmt: skip
+    ended = refresh_until(multi, [long.id], timeout_s=180)[long.id]
+    assert ended.state is RunState.SUCCEEDED, ended.latest
+
+
+def refresh_until_running(services: Services, run_id: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        services.refresher.refresh()
+        if services.runs.store.get_run(run_id).state is RunState.RUNNING:
+            return
+        time.sleep(1)
+    raise AssertionError(f"run {run_id} did not start")
+
+
+@needs_c2
+def test_web_pages_name_the_clusters(multi, api):
+    """The queue page shows each cluster's partitions by name (a dead one by its error); the project page
+    has a Cluster column; a run's row names its job's cluster."""
+    from tests.service.web_client import web_client
+
+    token = multi.auth.issue_token(OPERATOR, "tester", name="pytest-web")[0]
+    with web_client(multi, token) as web:
+        queue = web.get("/ui/queue").text
+        assert "Partition cpu on gwlocal2" in queue and "Partition cpu on gwlocal" in queue
+        assert "Cluster gwdead" in queue and "not answering" in queue
+        project = web.get("/ui/projects/mc").text
+        assert "<th>Cluster</th>" in project and "<td>gwlocal2</td>" in project
+        runs = web.get("/ui/runs").text
+        assert "on gwlocal2" in runs
