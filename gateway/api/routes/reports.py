@@ -57,8 +57,8 @@ def report(
     charts: Charts = False,
 ) -> ReportPublic | Response:
     """GPU-hours, CPU-hours, cost, waits, the failed share, GPU utilisation and idle GPU-hours, per
-    project, user, queue, run, release or Slurm cluster, over a month, ISO week or range of days (UTC); the rate
-    versions that priced it. Members see their projects' records, site admins every record."""
+    project, user, queue, run, release or Slurm cluster, over a month, ISO week or range of days (UTC);
+    the rate versions that priced it. Members see their projects' records, site admins every record."""
     built = services.reports.report(
         principal, kind, by=by, period=period, project=project, charts=charts or format == "html"
     )
