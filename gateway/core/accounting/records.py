@@ -205,3 +205,4 @@ class GatewayAttempt:
     slurm_record: int  # which of sacct --duplicates' records of the job it is (0: the first)
     submit_time: datetime | None
     project: str
+    cluster: str  # the Slurm cluster it was submitted to: job ids are unique per cluster only
