@@ -183,14 +183,28 @@ class LedgerRecord:
 
 
 @dataclass(frozen=True)
+class ClusterIngest:
+    """What one ingest did on one cluster; ``error`` says why its sacct gave nothing (it was not read)."""
+
+    cluster: str
+    read: int = 0
+    new: int = 0
+    updated: int = 0
+    linked: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class IngestCounts:
-    """What one ingest did: records read from sacct, new ones, changed ones, newly linked ones."""
+    """What one ingest did: records read from sacct, new ones, changed ones, newly linked ones
+    (summed over the clusters), and the same per cluster."""
 
     read: int
     new: int
     updated: int
     linked: int
     priced: int = 0
+    clusters: tuple[ClusterIngest, ...] = ()
 
 
 @dataclass(frozen=True)
