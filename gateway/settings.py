@@ -222,6 +222,12 @@ class Settings(AccountingSettings, HandoffSettings):
     slurmrestd_max_daemons: int = Field(default=32, ge=2, description="rest: most daemons at once (LRU).")
     slurmrestd_idle_stop_s: float = Field(default=900.0, gt=0, description="rest: an unused daemon stops.")
 
+    cluster_name: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+        description="The one cluster's name when the site file lists no clusters (docs/clusters.md); "
+        "default: the ClusterName of this host's slurm.conf, else `default`.",
+    )
     cluster_facts_ttl_s: float = Field(
         default=10.0,
         ge=0,

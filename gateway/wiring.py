@@ -6,6 +6,8 @@ Interfaces (``gw serve``, ``gw admin``, tests, benchmarks) call
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from gateway import resources
@@ -22,12 +24,15 @@ from gateway.adapters.runner_ssh import SshRunner
 from gateway.adapters.slurm import SlurmBackend, SlurmCLI
 from gateway.adapters.slurm.accounts import SlurmAccounts
 from gateway.adapters.slurm.cached import CachedSlurm
+from gateway.adapters.slurm.clusters import DEFAULT_NAME, SlurmClusters, configured_cluster_name
 from gateway.adapters.slurm.rest import SlurmRest
 from gateway.adapters.slurm.restd import RestDaemons
 from gateway.adapters.ssh import SshPool
 from gateway.adapters.ssh_hop import SubmitHop
 from gateway.adapters.ssh_login import SshTarget
+from gateway.core.domain import Cluster
 from gateway.core.sbatch.render import build_template_env
+from gateway.core.site.schema import CLUSTERS
 from gateway.errors import StoreError
 from gateway.services import Services
 from gateway.services.accounting.ledger import AccountingService
@@ -122,6 +127,7 @@ def build_services(
     access = AccessStore(db)
     backend = slurm or _slurm_backend(settings, slurm_runner)
     cluster = CachedSlurm(backend, ttl_s=settings.cluster_facts_ttl_s)
+    clusters = build_clusters(settings, access, cluster, slurm_runner)
     files = JobFiles(host, access)
     usage = UsageService(access, cluster)
     waiting = WaitingService(access, usage, cluster)
@@ -152,6 +158,7 @@ def build_services(
         settings=settings,
         db=db,
         slurm=cluster,
+        clusters=clusters,
         templates=templates,
         access=access,
         audit=audit,
@@ -444,24 +451,60 @@ def build_machine(settings: Settings) -> tuple[CommandRunner, RunHost, SubmitHop
     return ssh, SshRunHost(ssh, python=settings.run_host_python, timeout_s=settings.run_host_timeout_s), ssh
 
 
-def _slurm_cli(settings: Settings, runner: CommandRunner) -> SlurmCLI:
+def build_clusters(
+    settings: Settings, access: AccessStore, default: CachedSlurm, runner: CommandRunner
+) -> SlurmClusters:
+    """The clusters registry (docs/clusters.md): the site file's clusters (the ``clusters`` site
+    option), each backend built once over the metered ``runner`` and cached as ``default`` is; with none
+    listed, ``default`` is the one cluster, named by the setting, slurm.conf's ClusterName or
+    ``default``."""
+    named: list[str] = []
+
+    def default_name() -> str:
+        if not named:
+            found = settings.cluster_name or configured_cluster_name(os.environ.get("SLURM_CONF"))
+            named.append(found or DEFAULT_NAME)
+        return named[0]
+
+    def definitions() -> list[Cluster]:
+        return [Cluster(**c) for c in access.option(CLUSTERS, []) or []]
+
+    def build(cluster: Cluster) -> CachedSlurm:
+        return CachedSlurm(_slurm_backend(settings, runner, cluster), ttl_s=settings.cluster_facts_ttl_s)
+
+    return SlurmClusters(default, definitions=definitions, build=build, default_name=default_name)
+
+
+def _socket_dir(settings: Settings, cluster: Cluster | None) -> Path:
+    """Where ``cluster``'s slurmrestd sockets live: its own directory, else the server's, per cluster."""
+    if cluster is None:
+        return settings.slurmrestd_socket_dir
+    return Path(cluster.restd_socket_dir or settings.slurmrestd_socket_dir / cluster.name)
+
+
+def _slurm_cli(settings: Settings, runner: CommandRunner, cluster: Cluster | None = None) -> SlurmCLI:
     return SlurmCLI(
         runner,
         query_timeout_s=settings.slurm_query_timeout_s,
         submit_timeout_s=settings.slurm_submit_timeout_s,
+        cluster=cluster.m_name if cluster else None,
+        slurm_conf=cluster.slurm_conf if cluster else None,
     )
 
 
-def _slurm_backend(settings: Settings, runner: CommandRunner) -> SlurmBackend:
-    """The Slurm backend ``settings.slurm_backend`` names: the CLI, or slurmrestd daemons (their exit-code
-    fallback, sacct, through the CLI backend)."""
-    cli = _slurm_cli(settings, runner)
-    if settings.slurm_backend == "cli":
+def _slurm_backend(settings: Settings, runner: CommandRunner, cluster: Cluster | None = None) -> SlurmBackend:
+    """The Slurm backend ``settings.slurm_backend`` names (or ``cluster``'s own ``backend``): the CLI, or
+    slurmrestd daemons (their exit-code fallback, sacct, through the CLI backend); aimed at ``cluster``
+    (None: the cluster this host's Slurm configuration names)."""
+    cli = _slurm_cli(settings, runner, cluster)
+    kind = (cluster.backend if cluster else None) or settings.slurm_backend
+    if kind == "cli":
         return cli
     daemons = RestDaemons(
-        settings.slurmrestd_socket_dir,
+        _socket_dir(settings, cluster),
         max_daemons=settings.slurmrestd_max_daemons,
         idle_stop_s=settings.slurmrestd_idle_stop_s,
+        slurm_conf=cluster.slurm_conf if cluster else None,
     )
     return SlurmRest(
         daemons,

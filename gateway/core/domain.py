@@ -60,6 +60,7 @@ class Attempt:
     slurm_record: int = 0  # which of sacct --duplicates' records of the job this attempt is
     superseded: bool = False  # Slurm requeued its job: a later attempt carries on with the same job id
     retry_at: datetime | None = None  # when the gateway's retry policy resubmits it
+    cluster: str | None = None  # the Slurm cluster its job is on (None: recorded before, the first cluster)
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,7 @@ class NewRun:
     environment: dict[str, Any] | None = None
     inputs: tuple[NewInput, ...] = ()
     requested_by: str | None = None  # a rerun on the owner's behalf: the caller who asked for it
+    cluster: str | None = None  # the cluster its queue's partition is on (recorded on the first attempt)
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,8 @@ class RunFilter:
     tag: str | None = None
     since: datetime | None = None  # created at or after
     until: datetime | None = None  # created before
+    cluster: str | None = None  # with an attempt on this cluster
+    cluster_first: bool = False  # ``cluster`` is the site's first (attempts with no cluster recorded count)
     cursor: Cursor | None = None  # start after this run (the previous page's next_cursor)
     limit: int = 50
 
@@ -260,6 +264,28 @@ class Queue:
     max_walltime_min: int | None
     retry: dict[str, Any] | None = None  # the queue's retry policy (classes, max_attempts, backoff_s)
     whole_node_mem: bool = False  # --mem=0 (all of each node's memory) is allowed on this queue
+    cluster: str | None = None  # the cluster whose partition it is (None: the site's first cluster)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """One Slurm cluster behind the gateway, as the site file lists it (docs/clusters.md).
+
+    The CLI backend reaches it with ``SLURM_CONF=slurm_conf`` when that is given, else with
+    ``-M slurm_name`` (default: ``name``), Slurm's multi-cluster option on one slurmdbd. ``backend``
+    None means the server's ``slurm_backend``; ``rest`` needs ``restd_socket_dir`` (its daemons').
+    """
+
+    name: str
+    slurm_name: str | None = None
+    slurm_conf: str | None = None
+    backend: str | None = None  # "cli" or "rest"; None: the server's slurm_backend
+    restd_socket_dir: str | None = None
+
+    @property
+    def m_name(self) -> str | None:
+        """The ``-M`` name its commands carry; None when ``slurm_conf`` points at it instead."""
+        return None if self.slurm_conf else (self.slurm_name or self.name)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import jinja2
 
+from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.adapters.slurm.protocol import SlurmBackend
 from gateway.services.accounting.ledger import AccountingService
 from gateway.services.accounting.reports import ReportService
@@ -69,7 +70,8 @@ from gateway.store.access import AccessStore
 class Services:
     settings: Settings
     db: Database  # for close(); tests read it, no interface does
-    slurm: SlurmBackend
+    slurm: SlurmBackend  # the first (default) cluster's, cached
+    clusters: SlurmClusters  # every cluster's backend by name, and their health (docs/clusters.md)
     templates: jinja2.Environment
     access: AccessStore  # read by benchmarks and tests only
     audit: AuditService  # the log: events, verify, checkpoint

@@ -226,6 +226,7 @@ class AccessStore:
                         max_walltime_min=queue.max_walltime_min,
                         retry=queue.retry,
                         whole_node_mem=queue.whole_node_mem,
+                        cluster=queue.cluster,
                     )
                 )
             _changed(session, audit)
@@ -345,6 +346,7 @@ def _project(session: Session, name: str) -> Project:
                 q.max_walltime_min,
                 q.retry,
                 bool(q.whole_node_mem),
+                q.cluster,
             )
             for q in queues
         ],

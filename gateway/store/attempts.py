@@ -48,6 +48,7 @@ class AttemptWrites:
         job_id: str | None = None,
         slurm_record: int = 0,
         excluded_nodes: list[str] | None = None,
+        cluster: str | None = None,
         audit: AuditEntry | None = None,
     ) -> Attempt:
         """A new attempt of ``run_id`` after attempt ``after`` (which gives up its pending retry).
@@ -55,7 +56,8 @@ class AttemptWrites:
         ``origin`` "retry": SUBMITTING, with a fresh tag, to be submitted next (exactly once, as
         a first attempt is). ``origin`` "requeue": Slurm requeued the same job id, so the attempt
         carries it, QUEUED, and the one before is superseded. The run's state follows the new
-        attempt. Raises Conflict when attempt ``after`` is no longer the latest.
+        attempt. ``cluster``: where its job is (a retry: its queue's cluster now); None: the one
+        attempt ``after``'s job was on. Raises Conflict when attempt ``after`` is no longer the latest.
         """
         now = utcnow()
         state = RunState.QUEUED if origin == "requeue" else RunState.SUBMITTING
@@ -82,6 +84,7 @@ class AttemptWrites:
                 alloc_tres={},
                 tasks={},
                 array_size=previous.array_size,
+                cluster=cluster if cluster is not None else previous.cluster,
                 created_at=now,
                 updated_at=now,
             )

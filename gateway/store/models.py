@@ -151,6 +151,8 @@ class AttemptRow(Base):
     # When the run's declared outputs of this (ended) attempt were registered, and what was skipped.
     outputs_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
     outputs_note: Mapped[str | None] = mapped_column(String(1024))
+    # The Slurm cluster its job is on (job ids are unique per cluster only); NULL: the first cluster.
+    cluster: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
@@ -159,7 +161,10 @@ class AttemptRow(Base):
         order_by="StateEventRow.id", cascade="all, delete-orphan"
     )
 
-    __table_args__ = (UniqueConstraint("run_id", "number", name="uq_attempt_number"),)
+    __table_args__ = (
+        UniqueConstraint("run_id", "number", name="uq_attempt_number"),
+        Index("ix_attempts_cluster_job_id", "cluster", "job_id"),
+    )
 
 
 class StateEventRow(Base):
@@ -236,6 +241,7 @@ class QueueRow(Base):
     whole_node_mem: Mapped[bool] = mapped_column(
         Boolean, default=False, server_default=false()
     )  # --mem=0 (all of each node's memory) allowed
+    cluster: Mapped[str | None] = mapped_column(String(64))  # whose partition; NULL: the first cluster
 
 
 class SiteOptionRow(Base):

@@ -245,6 +245,7 @@ def to_attempt(row: AttemptRow, *, with_events: bool = False) -> Attempt:
         slurm_record=row.slurm_record or 0,
         superseded=bool(row.superseded),
         retry_at=row.retry_at,
+        cluster=row.cluster,
         created_at=row.created_at,
         updated_at=row.updated_at,
         events=[to_event(e) for e in row.events] if with_events else [],
@@ -329,6 +330,7 @@ def first_attempt_values(new: NewRun, now: datetime) -> dict[str, Any]:
         "alloc_tres": {},
         "tasks": {},
         "array_size": new.array_size,
+        "cluster": new.cluster,
         "created_at": now,
         "updated_at": now,
     }
@@ -363,6 +365,7 @@ def new_run_value(new: NewRun, *, attempt_id: int, event: StateEvent, tags: list
         created_at=now,
         updated_at=now,
         events=[event],
+        cluster=new.cluster,
     )
     spec = new.spec
     return Run(

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, or_, select
+from sqlalchemy import Connection, Select, and_, func, or_, select
 from sqlalchemy.orm import selectinload
 
 from gateway.core.domain import (
@@ -457,6 +457,8 @@ class RunStore(AttemptWrites):
             query = query.where(RunRow.submitter == where.submitter)
         if where.tag:
             query = query.where(RunRow.id.in_(select(RunTagRow.run_id).where(RunTagRow.tag == where.tag)))
+        if where.cluster:
+            query = query.where(RunRow.id.in_(_on_cluster(where.cluster, where.cluster_first)))
         if where.since:
             query = query.where(RunRow.created_at >= where.since)
         if where.until:
@@ -474,6 +476,13 @@ class RunStore(AttemptWrites):
             items = [to_run(r) for r in rows]
         next_cursor = Cursor(rows[-1].created_at, rows[-1].id) if more and rows else None
         return Page(items=items, next_cursor=next_cursor)
+
+
+def _on_cluster(cluster: str, first: bool) -> Select[tuple[str]]:
+    """The ids of runs with an attempt on ``cluster`` (``first``: it is the site's first cluster, which
+    also holds the attempts recorded before clusters existed, their cluster NULL)."""
+    on = AttemptRow.cluster == cluster
+    return select(AttemptRow.run_id).where(or_(on, AttemptRow.cluster.is_(None)) if first else on)
 
 
 # -- rows -> values ------------------------------------------------------------

@@ -8,7 +8,14 @@ Slurm quirks handled here:
 - a time-out or an unreachable controller is ``SlurmUnavailable`` (unknown),
   never a failed job;
 - ``squeue --jobs`` with ids that have all left the queue exits 1 with
-  "Invalid job id specified": that means "none of them is live".
+  "Invalid job id specified": that means "none of them is live";
+- ``-M NAME`` of a cluster whose controller is down, or that slurmdbd does not
+  know, says "can't be reached now": unknown, as a controller that does not answer.
+
+One cluster among several (docs/clusters.md) is reached with ``-M NAME`` on
+every command (``cluster``) or with ``SLURM_CONF`` in its environment
+(``slurm_conf``); with neither, the commands reach the cluster this host's
+Slurm configuration names, as they always did.
 """
 
 from __future__ import annotations
@@ -52,7 +59,7 @@ _UNAVAILABLE = re.compile(
     r"Socket timed out|Unable to contact slurm controller|Connection refused"
     r"|Zero Bytes were transmitted|Communication connection failure"
     r"|Problem talking to the database|slurmdbd.{0,40}(down|not responding)"
-    r"|Transport endpoint is not connected",
+    r"|Transport endpoint is not connected|can't be reached now",
     re.IGNORECASE,
 )
 _ERROR_LINE = re.compile(r"(^|:\s)error:", re.IGNORECASE | re.MULTILINE)
@@ -74,10 +81,18 @@ class SlurmCLI:
         *,
         query_timeout_s: float = 30.0,
         submit_timeout_s: float = 60.0,
+        cluster: str | None = None,
+        slurm_conf: str | None = None,
     ) -> None:
         self.runner = runner
         self.query_timeout_s = query_timeout_s
         self.submit_timeout_s = submit_timeout_s
+        self.cluster = cluster  # -M on every command; None: the configured cluster
+        self.env = {**SLURM_ENV, "SLURM_CONF": slurm_conf} if slurm_conf else SLURM_ENV
+
+    def _on_cluster(self, argv: list[str]) -> list[str]:
+        """``argv`` aimed at this backend's cluster: ``-M NAME`` after the program's name."""
+        return [argv[0], f"--clusters={self.cluster}", *argv[1:]] if self.cluster else argv
 
     # -- the one call path -------------------------------------------------
 
@@ -91,10 +106,11 @@ class SlurmCLI:
         as_user: str | None = None,
     ) -> CommandResult:
         timeout = timeout_s or self.query_timeout_s
+        argv = self._on_cluster(argv)
         return self._checked(
             argv,
             timeout,
-            lambda: self.runner.run(argv, stdin=stdin, timeout_s=timeout, env=SLURM_ENV, as_user=as_user),
+            lambda: self.runner.run(argv, stdin=stdin, timeout_s=timeout, env=self.env, as_user=as_user),
             ok_errors=ok_errors,
         )
 
@@ -160,7 +176,8 @@ class SlurmCLI:
             argv.append(f"--mail-user={mail_user}")  # one argv word: sbatch takes it as given, no shell
         if exclude_nodes:
             argv.append(f"--exclude={','.join(exclude_nodes)}")
-        started = self.runner.start(argv, timeout_s=self.submit_timeout_s, env=SLURM_ENV, as_user=as_user)
+        argv = self._on_cluster(argv)
+        started = self.runner.start(argv, timeout_s=self.submit_timeout_s, env=self.env, as_user=as_user)
         return _Sbatch(self, argv, started)
 
     def _submitted(self, argv: list[str], started: StartedCommand, script: str) -> str:

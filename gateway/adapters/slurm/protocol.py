@@ -8,7 +8,7 @@ the implementations.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Hashable, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -114,6 +114,18 @@ class SlurmBackend(Protocol):
 
     def nodes(self) -> list[NodeInfo]:
         """Every node: its state and reason, partitions, CPUs, memory (MB) and GPUs, total and allocated."""
+        ...
+
+
+class ClusterSlurm(SlurmBackend, Protocol):
+    """One cluster's backend as the registry holds it (``CachedSlurm`` over a ``SlurmBackend``)."""
+
+    def forget(self, *keys: Hashable) -> None:
+        """Drop the cached cluster facts of ``keys`` (all when none is given)."""
+        ...
+
+    def ledger(self, start: datetime, end: datetime) -> LedgerRead:
+        """``SlurmLedger.ledger`` of this cluster."""
         ...
 
 

@@ -56,8 +56,10 @@ class RestDaemons:
         max_daemons: int = 32,
         idle_stop_s: float = 900.0,
         start_timeout_s: float = 10.0,
+        slurm_conf: str | None = None,
     ) -> None:
         self.socket_dir = socket_dir
+        self.slurm_conf = slurm_conf  # a cluster's slurm.conf (docs/clusters.md); None: the gateway's
         self.slurmrestd = slurmrestd
         self.max_daemons = max_daemons
         self.idle_stop_s = idle_stop_s
@@ -153,8 +155,8 @@ class RestDaemons:
             argv += ["-u", user]
         argv.append(f"unix:{SOCKET_NAME}")  # relative: bound in `home`, its working directory
         env = {"PATH": "/usr/sbin:/usr/bin:/bin", "TZ": "UTC"}
-        if "SLURM_CONF" in os.environ:
-            env["SLURM_CONF"] = os.environ["SLURM_CONF"]
+        if self.slurm_conf or "SLURM_CONF" in os.environ:
+            env["SLURM_CONF"] = self.slurm_conf or os.environ["SLURM_CONF"]
         try:
             proc = start_daemon(argv, cwd=home, env=env, log_path=home / "slurmrestd.log")
         except CommandError as exc:

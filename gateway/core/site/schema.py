@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gateway.core import names
 from gateway.core.described import Account, GpuType, Name, OsUser, documented
-from gateway.core.domain import Member, Project, Queue, Quota
+from gateway.core.domain import Cluster, Member, Project, Queue, Quota
 from gateway.core.retention.policy import RetentionSpec
 from gateway.core.runs.failure_classes import CLASSES as FAILURE_CLASSES
 from gateway.core.runs.failure_classes import DEFAULT_RETRIED
@@ -26,6 +26,7 @@ from gateway.core.yaml_input import SPEC_LIMITS, load_yaml
 from gateway.errors import SpecError
 
 ALLOW_ROOT = "allow_root_mapping"
+CLUSTERS = "clusters"  # the site option holding the clusters (a list of ClusterSpec dicts)
 
 
 class _Strict(BaseModel):
@@ -92,9 +93,48 @@ class RetrySpec(_Strict):
         return value
 
 
+_AbsolutePath = Annotated[str, Field(min_length=2, max_length=4096, pattern=r"^/[^\x00-\x1f]*$")]
+
+
+class ClusterSpec(_Strict):
+    """One Slurm cluster: how the gateway reaches it (docs/clusters.md)."""
+
+    name: Name
+    # the name Slurm knows it by, for -M (sbatch -M, squeue -M ...); default: name
+    slurm_name: Name | None = None
+    # its slurm.conf (SLURM_CONF for every command) instead of -M
+    slurm_conf: _AbsolutePath | None = None
+    backend: Literal["cli", "rest"] | None = None  # None: the server's slurm_backend
+    restd_socket_dir: _AbsolutePath | None = None  # rest: this cluster's slurmrestd sockets (its own)
+
+    @field_validator("name", "slurm_name")
+    @classmethod
+    def _names(cls, value: str | None) -> str | None:
+        return None if value is None else _name(value)
+
+    @model_validator(mode="after")
+    def _reachable(self) -> ClusterSpec:
+        if self.slurm_conf and self.slurm_name:
+            raise ValueError(
+                f"cluster {self.name}: give slurm_conf (its slurm.conf) or slurm_name (its -M name), not both"
+            )
+        if self.backend == "rest" and not (self.restd_socket_dir and self.slurm_conf):
+            raise ValueError(
+                f"cluster {self.name}: backend rest needs restd_socket_dir (its daemons' sockets) and "
+                "slurm_conf (slurmrestd has no -M)"
+            )
+        return self
+
+    def domain(self) -> Cluster:
+        """This cluster as the domain's ``Cluster``."""
+        return Cluster(self.name, self.slurm_name, self.slurm_conf, self.backend, self.restd_socket_dir)
+
+
 class QueueSpec(_Strict):
     name: Name
     partition: Name
+    # the cluster whose partition it is: one the site file's clusters names; default: the first
+    cluster: Name | None = None
     qos: Name | None = None
     gpu_types: list[GpuType] = Field(default_factory=list)
     max_walltime_min: Annotated[int, Field(ge=1)] | None = None
@@ -165,6 +205,7 @@ class ProjectSpec(_Strict):
                         q.max_walltime_min,
                         q.retry.model_dump() if q.retry else None,
                         q.whole_node_mem,
+                        q.cluster,
                     )
                     for q in self.queues
                 ),
@@ -175,6 +216,9 @@ class ProjectSpec(_Strict):
 
 class SiteConfig(_Strict):
     allow_root_mapping: bool = False
+    # the Slurm clusters, the first being the default one; none listed: the one cluster the server
+    # reaches as it is set up (named by Slurm's ClusterName), as before clusters existed
+    clusters: list[ClusterSpec] = Field(default_factory=list)
     users: list[UserSpec] = Field(default_factory=list)
     projects: list[ProjectSpec] = Field(default_factory=list)
     accounting: AccountingSpec | None = None  # the rate table (core/site/rates.py); None: unchanged
@@ -204,6 +248,7 @@ class SiteConfig(_Strict):
                 raise ValueError(
                     f"user {user.name} maps to root; set allow_root_mapping: true to allow that explicitly"
                 )
+        _check_clusters(self)
         for project in self.projects:
             members = [m.user for m in project.members]
             if len(set(members)) != len(members):
@@ -225,6 +270,24 @@ class SiteConfig(_Strict):
             if unknown:
                 raise ValueError(f"site secret {secret.name} names unknown projects: {', '.join(unknown)}")
         return self
+
+
+def _check_clusters(config: SiteConfig) -> None:
+    """Cluster names unique; every queue's cluster one of them (none may be named when none is listed)."""
+    clusters = [c.name for c in config.clusters]
+    if len(set(clusters)) != len(clusters):
+        raise ValueError("a cluster is listed twice")
+    reached = [c.slurm_conf or f"-M {c.slurm_name or c.name}" for c in config.clusters]
+    if len(set(reached)) != len(reached):
+        raise ValueError("two clusters are reached the same way (the same slurm_conf or -M name)")
+    for project in config.projects:
+        for queue in project.queues:
+            if queue.cluster is not None and queue.cluster not in clusters:
+                valid = ", ".join(clusters) if clusters else "none: the site file lists no clusters"
+                raise ValueError(
+                    f"project {project.name} queue {queue.name} names cluster {queue.cluster!r}, which the "
+                    f"site file does not list; clusters are: {valid}"
+                )
 
 
 def parse_site(text: str, *, source: str | None = None) -> SiteConfig:

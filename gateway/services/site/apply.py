@@ -25,6 +25,8 @@ from gateway.core.retention.values import Departure
 from gateway.core.site.rates import AccountingSpec, spec_of
 from gateway.core.site.schema import (
     ALLOW_ROOT,
+    CLUSTERS,
+    ClusterSpec,
     MemberSpec,
     ProjectSpec,
     QueueSpec,
@@ -67,6 +69,7 @@ def _project_dict(project: Project) -> dict[str, Any]:
                 max_walltime_min=q.max_walltime_min,
                 retry=RetrySpec(**q.retry) if q.retry else None,
                 whole_node_mem=q.whole_node_mem,
+                cluster=q.cluster,
             )
             for q in project.queues
         ],
@@ -111,6 +114,7 @@ class SiteService:
         option = self.access.option(RETENTION, {}) or {}
         return SiteConfig(
             allow_root_mapping=bool(self.access.option(ALLOW_ROOT, False)),
+            clusters=[ClusterSpec.model_validate(c) for c in self.access.option(CLUSTERS, []) or []],
             users=[
                 UserSpec(name=u.name, os_user=u.os_user, admin=u.is_admin, disabled=u.disabled)
                 for u in self.access.users()
@@ -168,6 +172,7 @@ class SiteService:
             _check_with_kept(config, users_after, projects_after)
         _refuse_lockout(actor, users_now, users_after)
         steps = self._steps(actor, config.allow_root_mapping, users_now, users_after)
+        steps += self._cluster_steps(actor, config)
         steps += self._project_steps(actor, projects_now, projects_after)
         steps += self._rate_steps(actor, config)
         steps += self._secret_steps(actor, config, projects_after)
@@ -219,6 +224,16 @@ class SiteService:
                 )
             )
         return steps
+
+    def _cluster_steps(self, actor: Principal, config: SiteConfig) -> list[_Step]:
+        """The clusters (the ``clusters`` site option), when the file's differ from the current ones."""
+        now = self.access.option(CLUSTERS, []) or []
+        after = [c.model_dump(exclude_none=True) for c in config.clusters]
+        if now == after:
+            return []
+        entry = _entry(actor, "site.clusters", "site", CLUSTERS, {"clusters": now}, {"clusters": after})
+        line = f"set clusters: {', '.join(c.name for c in config.clusters) or 'none (the one cluster)'}"
+        return [_Step(line, partial(self.access.set_option, CLUSTERS, after, entry))]
 
     def _project_steps(
         self, actor: Principal, projects_now: dict[str, Project], projects_after: dict[str, Project]
@@ -412,6 +427,7 @@ def _check_with_kept(config: SiteConfig, users: dict[str, User], projects: dict[
     try:
         SiteConfig(
             allow_root_mapping=config.allow_root_mapping,
+            clusters=config.clusters,
             users=[
                 UserSpec(name=u.name, os_user=u.os_user, admin=u.is_admin, disabled=u.disabled)
                 for u in users.values()
