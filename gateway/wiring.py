@@ -35,7 +35,7 @@ from gateway.core.sbatch.render import build_template_env
 from gateway.core.site.schema import CLUSTERS
 from gateway.errors import StoreError
 from gateway.services import Services
-from gateway.services.accounting.ledger import AccountingService
+from gateway.services.accounting.ledger import AccountingService, LedgerSource
 from gateway.services.accounting.reports import ReportService
 from gateway.services.accounting.telemetry import TelemetryHarvester, TelemetryService
 from gateway.services.accounting.usage import UsageService
@@ -130,24 +130,24 @@ def build_services(
     clusters = build_clusters(settings, access, cluster, slurm_runner)
     files = JobFiles(host, access)
     usage = UsageService(access, cluster)
-    waiting = WaitingService(access, usage, cluster)
+    waiting = WaitingService(access, usage, cluster, clusters)
     retries = RetryService(store, access, cluster, files)
     templates = build_template_env(settings.template_dir)
     datasets = DatasetService(DatasetStore(db), access, store)
     lineage_store, telemetry_store = LineageStore(db), TelemetryStore(db)
     audit = AuditService(AuditStore(db), AnchorFile(settings.anchor_path))
     refresher = Refresher(store, backend, settings, retries, on_change=cluster.forget)
-    harvester = _harvester(settings, lineage_store, telemetry_store, host, files)
+    harvester = _harvester(settings, lineage_store, telemetry_store, host, files, clusters)
     admission = Admission(access, host, cluster)  # reads partitions' DefaultTime through the cache
     env_catalog = EnvCatalog(EnvStore(db), store, host, runtime=settings.container_runtime)
     runs = RunService(
         store, admission, cluster, host, templates, settings, datasets, waiting, metrics, env_catalog
     )
     environments = EnvironmentService(env_catalog.store, env_catalog, access, runs, host, settings)
-    slurm_sync = SlurmSync(access, SlurmAccounts(slurm_runner, timeout_s=settings.slurm_query_timeout_s))
+    slurm_sync = _slurm_sync(settings, access, slurm_runner, clusters)
     lineage = LineageService(lineage_store, datasets, store, telemetry_store)
     evals = _evals(settings, db, datasets, access, runs, store, lineage_store, lineage, host, files)
-    accounting = _accounting(settings, db, store, cluster)
+    accounting = _accounting(settings, db, store, cluster, clusters)
     releases = _releases(db, evals, lineage, store, access, audit.store, accounting, settings)
     retention = _retention(settings, db, store, access, host)
     runs.space_warning = retention["storage"].warning
@@ -206,7 +206,7 @@ def build_services(
         submit_form=SubmitFormService(runs, usage),
         reports=ReportService(ReportStore(db), access),
         closers=[c.close for c in (runner, backend) if isinstance(c, SshRunner | SlurmRest)],
-        telemetry=TelemetryService(telemetry_store, store),
+        telemetry=TelemetryService(telemetry_store, store, cluster_of=clusters.name_of),
     )
 
 
@@ -316,8 +316,19 @@ def _retention(
     }
 
 
-def _accounting(settings: Settings, db: Database, store: RunStore, cluster: CachedSlurm) -> AccountingService:
-    """The accounting ingest and pricing (docs/accounting.md), reading sacct through the cluster cache."""
+def _accounting(
+    settings: Settings, db: Database, store: RunStore, cluster: CachedSlurm, clusters: SlurmClusters
+) -> AccountingService:
+    """The accounting ingest and pricing (docs/accounting.md): every cluster's sacct, through its cache."""
+
+    def sources() -> list[LedgerSource]:
+        listed = {c.name: c for c in clusters.listed()}
+        first = clusters.first()
+        return [
+            LedgerSource(name, backend, default=name == first, slurm_name=_sacct_cluster(listed.get(name)))
+            for name, backend in clusters.backends()
+        ]
+
     return AccountingService(
         AccountingStore(db),
         store,
@@ -325,14 +336,51 @@ def _accounting(settings: Settings, db: Database, store: RunStore, cluster: Cach
         window_s=settings.accounting_window_s,
         overlap_s=settings.accounting_overlap_s,
         lookback_days=settings.accounting_lookback_days,
+        sources=sources,
     )
 
 
+def _sacct_cluster(cluster: Cluster | None) -> str | None:
+    """The name sacct prints as Cluster for ``cluster`` (None: the one unlisted cluster): its -M name, else
+    the ClusterName of its slurm.conf when this host can read it; None: learned from its first read."""
+    if cluster is not None and cluster.m_name:
+        return cluster.m_name
+    return configured_cluster_name(cluster.slurm_conf if cluster else os.environ.get("SLURM_CONF"))
+
+
+def _slurm_sync(
+    settings: Settings, access: AccessStore, runner: CommandRunner, clusters: SlurmClusters
+) -> SlurmSync:
+    """Quotas pushed to each cluster's associations (``sacctmgr ... cluster=NAME``): one SlurmAccounts
+    per cluster."""
+    built: dict[Cluster, SlurmAccounts] = {}
+
+    def accounts_for(cluster: Cluster) -> SlurmAccounts:
+        if cluster not in built:
+            built[cluster] = SlurmAccounts(
+                runner,
+                cluster=cluster.m_name,
+                slurm_conf=cluster.slurm_conf,
+                timeout_s=settings.slurm_query_timeout_s,
+            )
+        return built[cluster]
+
+    one = SlurmAccounts(runner, timeout_s=settings.slurm_query_timeout_s)
+    return SlurmSync(access, one, accounts_for=accounts_for, clusters=clusters.listed)
+
+
 def _harvester(
-    settings: Settings, lineage: LineageStore, telemetry: TelemetryStore, host: RunHost, files: JobFiles
+    settings: Settings,
+    lineage: LineageStore,
+    telemetry: TelemetryStore,
+    host: RunHost,
+    files: JobFiles,
+    clusters: SlurmClusters,
 ) -> OutputHarvester:
-    """The outputs harvest, with each attempt's GPU telemetry (docs/telemetry.md)."""
-    gpu = TelemetryHarvester(telemetry, host, idle_threshold_pct=settings.gpu_idle_threshold_pct)
+    """The outputs harvest, with each attempt's GPU telemetry (docs/telemetry.md), on its cluster."""
+    gpu = TelemetryHarvester(
+        telemetry, host, idle_threshold_pct=settings.gpu_idle_threshold_pct, cluster_of=clusters.name_of
+    )
     return OutputHarvester(lineage, host, files, gpu)
 
 

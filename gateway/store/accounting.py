@@ -166,7 +166,9 @@ class AccountingStore:
             session.execute(update(AccountingRecordRow), [{"id": i, **price_columns(p)} for i, p in prices])
         return len(prices)
 
-    def siblings(self, cluster: str, job_ids: Sequence[str]) -> dict[tuple[str, str], list[tuple[datetime, str | None]]]:
+    def siblings(
+        self, cluster: str, job_ids: Sequence[str]
+    ) -> dict[tuple[str, str], list[tuple[datetime, str | None]]]:
         """Stored records of ``cluster`` (sacct's Cluster) of the jobs shown as ``job_ids`` ("123",
         "123_4"): (submit time, comment) each, by (cluster, job id)."""
         found: dict[tuple[str, str], list[tuple[datetime, str | None]]] = {}

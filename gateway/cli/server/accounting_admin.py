@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-
 from datetime import UTC, datetime
 from typing import Annotated
 

@@ -99,7 +99,6 @@ class WaitingService:
             )
         )
 
-
     def _several(self) -> bool:
         return self.clusters is not None and len(self.clusters.names()) > 1
 

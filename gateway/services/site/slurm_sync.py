@@ -151,7 +151,8 @@ class SlurmSync:
         wanted = frozenset(spec.account for spec in slurm_accounts(projects, users))
         default = listed[0].name if listed else None
         by_cluster = []
-        for cluster in listed or [None]:
+        targets: list[Cluster | None] = [*listed] or [None]
+        for cluster in targets:
             name = cluster.name if cluster is not None else None
             desired = slurm_accounts(on_cluster(projects, name, default), users)
             changes = self._accounts(cluster).plan(desired, scope=before | wanted)
