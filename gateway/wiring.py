@@ -128,6 +128,7 @@ def build_services(
     backend = slurm or _slurm_backend(settings, slurm_runner)
     cluster = CachedSlurm(backend, ttl_s=settings.cluster_facts_ttl_s)
     clusters = build_clusters(settings, access, cluster, slurm_runner)
+    metrics.local_cluster = clusters.default_name  # a Slurm command that names no cluster: the one
     files = JobFiles(host, access)
     usage = UsageService(access, cluster)
     waiting = WaitingService(access, usage, cluster, clusters)
