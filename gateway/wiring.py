@@ -131,7 +131,7 @@ def build_services(
     metrics.local_cluster = clusters.default_name  # a Slurm command that names no cluster: the one
     files = JobFiles(host, access)
     usage = UsageService(access, cluster)
-    waiting = WaitingService(access, usage, cluster, clusters)
+    waiting = WaitingService(access, usage, clusters)
     retries = RetryService(store, access, cluster, files)
     templates = build_template_env(settings.template_dir)
     datasets = DatasetService(DatasetStore(db), access, store)

@@ -20,24 +20,13 @@ log = logging.getLogger(__name__)
 
 
 class WaitingService:
-    def __init__(
-        self,
-        access: AccessStore,
-        usage: UsageService,
-        slurm: SlurmBackend,
-        clusters: SlurmClusters | None = None,
-    ) -> None:
-        """``clusters`` gives each cluster's backend: a run's wait is explained by its own cluster (its
-        attempt's); without it, ``slurm`` is the one cluster."""
+    def __init__(self, access: AccessStore, usage: UsageService, clusters: SlurmClusters) -> None:
         self.access = access
         self.usage = usage
-        self.slurm = slurm
-        self.clusters = clusters
+        self.clusters = clusters  # the facts are those of the cluster the attempt's job is on
 
-    def _cluster_of(self, attempt: Attempt) -> tuple[str | None, SlurmBackend]:
+    def _cluster_of(self, attempt: Attempt) -> tuple[str, SlurmBackend]:
         """The name and backend of the cluster ``attempt`` is on (NotFound: one no longer listed)."""
-        if self.clusters is None:
-            return None, self.slurm
         name = self.clusters.name_of(attempt.cluster)
         return name, self.clusters.get(name)
 
@@ -54,7 +43,7 @@ class WaitingService:
         if attempt is None or attempt.state not in WAITING or not attempt.job_id:
             return None
         now = now or datetime.now(UTC)
-        cluster: str | None = None
+        cluster = ""
         try:
             cluster, slurm = self._cluster_of(attempt)
             project = self.access.project(run.project)
@@ -100,7 +89,7 @@ class WaitingService:
         )
 
     def _several(self) -> bool:
-        return self.clusters is not None and len(self.clusters.names()) > 1
+        return len(self.clusters.names()) > 1
 
 
 def _context(
