@@ -35,7 +35,7 @@ from gateway.core.sbatch.render import build_template_env
 from gateway.core.site.schema import CLUSTERS
 from gateway.errors import StoreError
 from gateway.services import Services
-from gateway.services.accounting.ledger import AccountingService
+from gateway.services.accounting.ledger import AccountingService, LedgerSource
 from gateway.services.accounting.reports import ReportService
 from gateway.services.accounting.telemetry import TelemetryHarvester, TelemetryService
 from gateway.services.accounting.usage import UsageService
@@ -130,6 +130,7 @@ def build_services(
     backend = slurm or _slurm_backend(settings, slurm_runner)
     cluster = CachedSlurm(backend, ttl_s=settings.cluster_facts_ttl_s)
     clusters = build_clusters(settings, access, cluster, slurm_runner)
+    metrics.local_cluster = clusters.default_name  # a Slurm command that names no cluster: the one
     files = JobFiles(host, access)
     usage = UsageService(access, cluster, clusters)
     waiting = WaitingService(access, usage, clusters)
@@ -140,7 +141,7 @@ def build_services(
     audit = AuditService(AuditStore(db), AnchorFile(settings.anchor_path))
     refresher = Refresher(store, clusters, settings, retries)
     task_metrics = TaskMetricsStore(db)
-    harvester = _harvester(settings, lineage_store, telemetry_store, host, files)
+    harvester = _harvester(settings, lineage_store, telemetry_store, host, files, clusters)
     harvester.tasks = TaskHarvester(task_metrics, host, files)
     admission = Admission(access, host, clusters)  # each queue's cluster's facts, through its cache
     env_catalog = EnvCatalog(EnvStore(db), store, host, runtime=settings.container_runtime)
@@ -148,10 +149,10 @@ def build_services(
         store, admission, clusters, host, templates, settings, datasets, waiting, metrics, env_catalog
     )
     environments = EnvironmentService(env_catalog.store, env_catalog, access, runs, host, settings)
-    slurm_sync = SlurmSync(access, SlurmAccounts(slurm_runner, timeout_s=settings.slurm_query_timeout_s))
+    slurm_sync = _slurm_sync(settings, access, slurm_runner, clusters)
     lineage = LineageService(lineage_store, datasets, store, telemetry_store)
     evals = _evals(settings, db, datasets, access, runs, store, lineage_store, lineage, host, files)
-    accounting = _accounting(settings, db, store, cluster)
+    accounting = _accounting(settings, db, store, cluster, clusters)
     handoff = _handoff(settings, db, store, lineage_store)
     releases = _releases(db, evals, lineage, store, access, audit.store, accounting, settings, handoff)
     retention = _retention(settings, db, store, access, host)
@@ -209,7 +210,7 @@ def build_services(
         submit_form=SubmitFormService(runs, usage),
         reports=ReportService(ReportStore(db), access),
         closers=[c.close for c in (runner, backend) if isinstance(c, SshRunner | SlurmRest)],
-        telemetry=TelemetryService(telemetry_store, store),
+        telemetry=TelemetryService(telemetry_store, store, cluster_of=clusters.name_of),
     )
 
 
@@ -319,8 +320,19 @@ def _retention(
     }
 
 
-def _accounting(settings: Settings, db: Database, store: RunStore, cluster: CachedSlurm) -> AccountingService:
-    """The accounting ingest and pricing (docs/accounting.md), reading sacct through the cluster cache."""
+def _accounting(
+    settings: Settings, db: Database, store: RunStore, cluster: CachedSlurm, clusters: SlurmClusters
+) -> AccountingService:
+    """The accounting ingest and pricing (docs/accounting.md): every cluster's sacct, through its cache."""
+
+    def sources() -> list[LedgerSource]:
+        listed = {c.name: c for c in clusters.listed()}
+        first = clusters.first()
+        return [
+            LedgerSource(name, backend, default=name == first, slurm_name=_sacct_cluster(listed.get(name)))
+            for name, backend in clusters.backends()
+        ]
+
     return AccountingService(
         AccountingStore(db),
         store,
@@ -328,14 +340,51 @@ def _accounting(settings: Settings, db: Database, store: RunStore, cluster: Cach
         window_s=settings.accounting_window_s,
         overlap_s=settings.accounting_overlap_s,
         lookback_days=settings.accounting_lookback_days,
+        sources=sources,
     )
 
 
+def _sacct_cluster(cluster: Cluster | None) -> str | None:
+    """The name sacct prints as Cluster for ``cluster`` (None: the one unlisted cluster): its -M name, else
+    the ClusterName of its slurm.conf when this host can read it; None: learned from its first read."""
+    if cluster is not None and cluster.m_name:
+        return cluster.m_name
+    return configured_cluster_name(cluster.slurm_conf if cluster else os.environ.get("SLURM_CONF"))
+
+
+def _slurm_sync(
+    settings: Settings, access: AccessStore, runner: CommandRunner, clusters: SlurmClusters
+) -> SlurmSync:
+    """Quotas pushed to each cluster's associations (``sacctmgr ... cluster=NAME``): one SlurmAccounts
+    per cluster."""
+    built: dict[Cluster, SlurmAccounts] = {}
+
+    def accounts_for(cluster: Cluster) -> SlurmAccounts:
+        if cluster not in built:
+            built[cluster] = SlurmAccounts(
+                runner,
+                cluster=cluster.m_name,
+                slurm_conf=cluster.slurm_conf,
+                timeout_s=settings.slurm_query_timeout_s,
+            )
+        return built[cluster]
+
+    one = SlurmAccounts(runner, timeout_s=settings.slurm_query_timeout_s)
+    return SlurmSync(access, one, accounts_for=accounts_for, clusters=clusters.listed)
+
+
 def _harvester(
-    settings: Settings, lineage: LineageStore, telemetry: TelemetryStore, host: RunHost, files: JobFiles
+    settings: Settings,
+    lineage: LineageStore,
+    telemetry: TelemetryStore,
+    host: RunHost,
+    files: JobFiles,
+    clusters: SlurmClusters,
 ) -> OutputHarvester:
-    """The outputs harvest, with each attempt's GPU telemetry (docs/telemetry.md)."""
-    gpu = TelemetryHarvester(telemetry, host, idle_threshold_pct=settings.gpu_idle_threshold_pct)
+    """The outputs harvest, with each attempt's GPU telemetry (docs/telemetry.md), on its cluster."""
+    gpu = TelemetryHarvester(
+        telemetry, host, idle_threshold_pct=settings.gpu_idle_threshold_pct, cluster_of=clusters.name_of
+    )
     return OutputHarvester(lineage, host, files, gpu)
 
 

@@ -7,8 +7,10 @@ scrape time (runs by state, GPU use) come from *sources* the services add:
 functions that return samples, called once per scrape.
 
 Labels are bounded by construction: a Slurm command name from a fixed set,
-an error class from ``gateway.errors``, a project or queue from the site
-file, a run state from ``RunState``. Nothing is labelled by job, run or user.
+an error class from ``gateway.errors``, a project, queue or cluster from the
+site file (a Slurm command's cluster is the one it aims at: ``-M``/
+``--clusters=``, sacctmgr's ``cluster=``, the ClusterName of its
+``SLURM_CONF``, else the local one), a run state from ``RunState``. Nothing is labelled by job, run or user.
 docs/metrics.md lists every metric.
 """
 
@@ -105,6 +107,40 @@ USAGE_GAUGES = (
 )
 
 
+def command_cluster(argv: Sequence[str], env: Mapping[str, str] | None, local: Callable[[], str]) -> str:
+    """The cluster a Slurm command aims at (see the module docstring); ``local()`` when it names none."""
+    for i, arg in enumerate(argv[1:], start=1):
+        for prefix in ("--clusters=", "-M", "cluster="):
+            if arg.startswith(prefix) and len(arg) > len(prefix):
+                return arg[len(prefix) :].split(",")[0]
+        if arg in ("-M", "--clusters") and i + 1 < len(argv):
+            return argv[i + 1].split(",")[0]
+    conf = (env or {}).get("SLURM_CONF")
+    if conf:
+        return _conf_cluster(conf)
+    return local()
+
+
+_CONF_NAMES: dict[str, str] = {}
+
+
+def _conf_cluster(path: str) -> str:
+    """The ClusterName of the slurm.conf at ``path`` (read once), ``unknown`` when it names none here."""
+    if path not in _CONF_NAMES:
+        from gateway.adapters.slurm.clusters import configured_cluster_name
+
+        _CONF_NAMES[path] = configured_cluster_name(path) or "unknown"
+    return _CONF_NAMES[path]
+
+
+def _local_cluster() -> str:
+    if "" not in _CONF_NAMES:
+        from gateway.adapters.slurm.clusters import DEFAULT_NAME, configured_cluster_name
+
+        _CONF_NAMES[""] = configured_cluster_name(os.environ.get("SLURM_CONF")) or DEFAULT_NAME
+    return _CONF_NAMES[""]
+
+
 def command_name(argv: Sequence[str]) -> str:
     """The bounded label of a command: its program's base name when it is a Slurm command, else "other"."""
     name = os.path.basename(argv[0]) if argv else ""
@@ -116,6 +152,8 @@ class GatewayMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        # the cluster of a command that names none (wiring: the registry's one cluster's name)
+        self.local_cluster: Callable[[], str] = _local_cluster
         self.submissions = Counter(
             "gateway_submissions",
             "Runs the gateway accepted and recorded (a replayed Idempotency-Key is not counted).",
@@ -130,15 +168,15 @@ class GatewayMetrics:
         )
         self.slurm_seconds = Histogram(
             "gateway_slurm_command_duration_seconds",
-            "Wall time of each Slurm command the gateway ran, answered or not.",
-            ["command"],
+            "Wall time of each Slurm command the gateway ran, answered or not, by the cluster it aimed at.",
+            ["command", "cluster"],
             buckets=SLURM_BUCKETS_S,
             registry=self.registry,
         )
         self.slurm_errors = Counter(
             "gateway_slurm_command_errors",
             "Slurm commands that failed: exit (non-zero exit), timeout, unstartable (could not run).",
-            ["command", "kind"],
+            ["command", "kind", "cluster"],
             registry=self.registry,
         )
         self.refresh_seconds = Histogram(
@@ -164,12 +202,20 @@ class GatewayMetrics:
         """Count one refused submission; ``reason`` is an error class name (a bounded set)."""
         self.refusals.labels(reason=reason).inc()
 
-    def slurm_command(self, argv: Sequence[str], duration_s: float, error: str | None = None) -> None:
-        """Observe one command's wall time; ``error`` (exit, timeout, unstartable) also counts a failure."""
+    def slurm_command(
+        self,
+        argv: Sequence[str],
+        duration_s: float,
+        error: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """Observe one command's wall time, run with ``env``, under the cluster it aimed at; ``error``
+        (exit, timeout, unstartable) also counts a failure."""
         command = command_name(argv)
-        self.slurm_seconds.labels(command=command).observe(duration_s)
+        cluster = command_cluster(argv, env, self.local_cluster) if command != "other" else ""
+        self.slurm_seconds.labels(command=command, cluster=cluster).observe(duration_s)
         if error is not None:
-            self.slurm_errors.labels(command=command, kind=error).inc()
+            self.slurm_errors.labels(command=command, kind=error, cluster=cluster).inc()
 
     def refresh_cycle(self, duration_s: float, *, ok: bool) -> None:
         """Observe one refresh cycle's wall time and count it by outcome."""

@@ -36,20 +36,28 @@ class MeteredRunner:
             argv,
             time.monotonic(),
             lambda: self.inner.run(argv, stdin=stdin, timeout_s=timeout_s, env=env, as_user=as_user),
+            env,
         )
 
-    def timed(self, argv: Sequence[str], started: float, call: Callable[[], CommandResult]) -> CommandResult:
-        """``call()``'s result, its time since ``started`` and its failure recorded under ``argv``."""
+    def timed(
+        self,
+        argv: Sequence[str],
+        started: float,
+        call: Callable[[], CommandResult],
+        env: Mapping[str, str] | None = None,
+    ) -> CommandResult:
+        """``call()``'s result, its time since ``started`` and its failure recorded under ``argv`` (and
+        the cluster ``argv`` and ``env`` aim at)."""
         try:
             result = call()
         except CommandTimeout:
-            self.metrics.slurm_command(argv, time.monotonic() - started, "timeout")
+            self.metrics.slurm_command(argv, time.monotonic() - started, "timeout", env)
             raise
         except CommandError:
-            self.metrics.slurm_command(argv, time.monotonic() - started, "unstartable")
+            self.metrics.slurm_command(argv, time.monotonic() - started, "unstartable", env)
             raise
         self.metrics.slurm_command(
-            argv, time.monotonic() - started, "exit" if result.returncode != 0 else None
+            argv, time.monotonic() - started, "exit" if result.returncode != 0 else None, env
         )
         return result
 
@@ -62,21 +70,29 @@ class MeteredRunner:
         as_user: str | None = None,
     ) -> StartedCommand:
         """``CommandRunner.start`` of ``inner``; the command is timed from its start to its end."""
-        return _Metered(self, argv, self.inner.start(argv, timeout_s=timeout_s, env=env, as_user=as_user))
+        started = self.inner.start(argv, timeout_s=timeout_s, env=env, as_user=as_user)
+        return _Metered(self, argv, started, env)
 
 
 class _Metered:
     """A started command of a ``MeteredRunner``: recorded when it ends (not when abandoned)."""
 
-    def __init__(self, runner: MeteredRunner, argv: Sequence[str], inner: StartedCommand) -> None:
+    def __init__(
+        self,
+        runner: MeteredRunner,
+        argv: Sequence[str],
+        inner: StartedCommand,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.runner = runner
         self.argv = argv
         self.inner = inner
+        self.env = env
         self.started = time.monotonic()
 
     def finish(self, stdin: str | None) -> CommandResult:
         """``StartedCommand.finish`` of ``inner``, recorded as ``MeteredRunner.run`` records."""
-        return self.runner.timed(self.argv, self.started, lambda: self.inner.finish(stdin))
+        return self.runner.timed(self.argv, self.started, lambda: self.inner.finish(stdin), self.env)
 
     def abandon(self) -> None:
         """``StartedCommand.abandon`` of ``inner``: it never ran to an end, so nothing is recorded."""

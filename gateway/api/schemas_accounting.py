@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -65,14 +66,29 @@ class IngestRequest(BaseModel):
     )
 
 
+class ClusterIngestPublic(BaseModel):
+    cluster: str = Field(description="The Slurm cluster (the name sacct prints as Cluster)")
+    read: int = Field(description="Distinct accounting records its sacct gave")
+    new: int = Field(description="Records the ledger did not have")
+    updated: int = Field(description="Records updated in place")
+    linked: int = Field(description="Records newly linked to a gateway attempt on this cluster")
+    error: str | None = Field(description="Why this cluster was not read (its sacct failed); null: it was")
+
+
 class IngestPublic(BaseModel):
-    read: int = Field(description="Distinct accounting records sacct gave")
+    read: int = Field(description="Distinct accounting records sacct gave (every cluster)")
     new: int = Field(description="Records the ledger did not have")
     updated: int = Field(description="Records updated in place (a job that ended since ...)")
     linked: int = Field(description="Records newly linked to a gateway attempt")
     priced: int = Field(description="Records priced: those read, and older ones re-priced by a newer table")
+    clusters: list[ClusterIngestPublic] = Field(
+        default_factory=list, description="The same per cluster, one entry per cluster read (or tried)"
+    )
 
     @classmethod
     def of(cls, counts: IngestCounts) -> IngestPublic:
         """The response body of an ingest's counts."""
-        return cls(**counts.__dict__)
+        return cls(
+            **{k: v for k, v in asdict(counts).items() if k != "clusters"},
+            clusters=[ClusterIngestPublic(**asdict(c)) for c in counts.clusters],
+        )

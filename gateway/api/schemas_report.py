@@ -43,7 +43,7 @@ class ChartsPublic(BaseModel):
 
 class ReportPublic(BaseModel):
     kind: Literal["usage", "cost", "efficiency"]
-    by: Literal["project", "user", "queue", "run", "release"]
+    by: Literal["project", "user", "queue", "run", "release", "cluster"]
     period: PeriodPublic
     columns: list[ColumnPublic]
     rows: list[RowPublic]

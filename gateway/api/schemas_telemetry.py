@@ -29,6 +29,9 @@ class GpuSummaryPublic(BaseModel):
 class AttemptTelemetryPublic(BaseModel):
     attempt: int
     job_id: str | None
+    cluster: str | None = Field(
+        default=None, description="The Slurm cluster the attempt ran on (its nodes' names are that cluster's)"
+    )
     status: str = Field(
         description="ok (samples taken), no_nvml, no_gpus, mismatch (Slurm's GPUs not found in NVML), "
         "crashed (nothing sampled before the sampler failed), unreadable, no_telemetry (no sampler file)"

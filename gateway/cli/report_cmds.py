@@ -20,7 +20,7 @@ from gateway.cli.output import console
 from gateway.core.reports.periods import RELATIVE_HELP, resolve_period
 
 Kind = Literal["usage", "cost", "efficiency", "storage"]
-By = Literal["project", "user", "queue", "run", "release"]
+By = Literal["project", "user", "queue", "run", "release", "cluster"]
 Format = Literal["table", "csv", "json", "html"]
 
 
@@ -31,7 +31,9 @@ def register(app: typer.Typer) -> None:
 
 def report(
     kind: Annotated[Kind, typer.Argument(help="usage, cost, efficiency or storage.")],
-    by: Annotated[By, typer.Option(help="One row per project, user, queue, run or release.")] = "project",
+    by: Annotated[
+        By, typer.Option(help="One row per project, user, queue, run, release or Slurm cluster.")
+    ] = "project",
     period: Annotated[
         str | None, typer.Option(help=f"{RELATIVE_HELP}. Days are UTC. Default: this month.")
     ] = None,

@@ -44,7 +44,8 @@ def telemetry(
 def attempt_line(attempt: dict[str, Any]) -> str:
     """One attempt's telemetry in a line: status, GPUs sampled, idle GPU-hours of allocated, energy."""
     sampled = sum(1 for g in attempt["gpus"] if g["samples"])
-    head = f"attempt {attempt['attempt']} (job {attempt['job_id']}): {attempt['status']}"
+    where = f"job {attempt['job_id']}" + (f" on {attempt['cluster']}" if attempt.get("cluster") else "")
+    head = f"attempt {attempt['attempt']} ({where}): {attempt['status']}"
     parts = [f"{head}, {sampled} GPU(s) sampled"]
     if attempt["allocated_gpu_hours"] is not None:
         idle = attempt["idle_gpu_hours"]

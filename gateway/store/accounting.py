@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from gateway.core.accounting.cost import RateTable, RateVersion, table_to_json
@@ -130,17 +130,22 @@ class AccountingStore:
         with self.db.session() as session:
             return session.scalar(select(func.count()).select_from(AccountingRecordRow)) or 0
 
-    def oldest_live_submit(self) -> datetime | None:
-        """The earliest submit time among records not yet ended (where the next ingest must look back to)."""
+    def oldest_live_submit(self, cluster: str | None = None) -> datetime | None:
+        """The earliest submit time among records not yet ended (where the next ingest must look back
+        to), of ``cluster`` (sacct's Cluster) or of every cluster."""
+        query = select(func.min(AccountingRecordRow.submit_time)).where(AccountingRecordRow.ended.is_(False))
+        if cluster is not None:
+            query = query.where(AccountingRecordRow.cluster == cluster)
         with self.db.session() as session:
-            return session.scalar(
-                select(func.min(AccountingRecordRow.submit_time)).where(AccountingRecordRow.ended.is_(False))
-            )
+            return session.scalar(query)
 
-    def newest_submit(self) -> datetime | None:
-        """The latest submit time the ledger holds; None when it is empty."""
+    def newest_submit(self, cluster: str | None = None) -> datetime | None:
+        """The latest submit time the ledger holds, of ``cluster`` or of every cluster; None when none."""
+        query = select(func.max(AccountingRecordRow.submit_time))
+        if cluster is not None:
+            query = query.where(AccountingRecordRow.cluster == cluster)
         with self.db.session() as session:
-            return session.scalar(select(func.max(AccountingRecordRow.submit_time)))
+            return session.scalar(query)
 
     def priced_with(self, version: int | None, *, after_id: int = 0, limit: int = 5000) -> list[LedgerRecord]:
         """Records not priced by rate table ``version`` (or not priced at all), id > ``after_id``, by id."""
@@ -161,27 +166,37 @@ class AccountingStore:
             session.execute(update(AccountingRecordRow), [{"id": i, **price_columns(p)} for i, p in prices])
         return len(prices)
 
-    def siblings(self, job_ids: Sequence[str]) -> dict[str, list[tuple[datetime, str | None]]]:
-        """Stored records of the jobs shown as ``job_ids`` ("123", "123_4"): (submit time, comment) each."""
-        found: dict[str, list[tuple[datetime, str | None]]] = {}
+    def siblings(
+        self, cluster: str, job_ids: Sequence[str]
+    ) -> dict[tuple[str, str], list[tuple[datetime, str | None]]]:
+        """Stored records of ``cluster`` (sacct's Cluster) of the jobs shown as ``job_ids`` ("123",
+        "123_4"): (submit time, comment) each, by (cluster, job id)."""
+        found: dict[tuple[str, str], list[tuple[datetime, str | None]]] = {}
         with self.db.session() as session:
             for chunk in _chunks(sorted(set(job_ids)), CHUNK):
                 query = select(
                     AccountingRecordRow.job_id, AccountingRecordRow.submit_time, AccountingRecordRow.comment
-                ).where(AccountingRecordRow.job_id.in_(chunk))
+                ).where(AccountingRecordRow.job_id.in_(chunk), AccountingRecordRow.cluster == cluster)
                 for job_id, submit, comment in session.execute(query):
-                    found.setdefault(job_id, []).append((submit, comment))
+                    found.setdefault((cluster, job_id), []).append((submit, comment))
         return found
 
-    def gateway_attempts(self, job_ids: Sequence[str]) -> list[GatewayAttempt]:
-        """The gateway attempts whose Slurm job id is one of ``job_ids``, with their run's project."""
+    def gateway_attempts(
+        self, job_ids: Sequence[str], *, cluster: str, default: bool = False
+    ) -> list[GatewayAttempt]:
+        """The gateway attempts on ``cluster`` (the gateway's name; with ``default`` also those recorded
+        without a cluster, from before clusters existed) whose Slurm job id is one of ``job_ids``,
+        with their run's project. Job ids repeat across clusters: another cluster's are not listed."""
+        on_cluster = AttemptRow.cluster == cluster
+        if default:
+            on_cluster = or_(on_cluster, AttemptRow.cluster.is_(None))
         result = []
         with self.db.session() as session:
             for chunk in _chunks(sorted(set(job_ids)), CHUNK):
                 query = (
                     select(AttemptRow, RunRow.project)
                     .join(RunRow, RunRow.id == AttemptRow.run_id)
-                    .where(AttemptRow.job_id.in_(chunk))
+                    .where(AttemptRow.job_id.in_(chunk), on_cluster)
                 )
                 for row, project in session.execute(query):
                     assert row.job_id is not None  # the query matched job ids
@@ -195,6 +210,7 @@ class AccountingStore:
                             row.slurm_record,
                             row.submit_time,
                             project,
+                            row.cluster or cluster,
                         )
                     )
         return result

@@ -19,6 +19,8 @@ class AttemptTelemetryRow(Base):
 
     attempt_id: Mapped[int] = mapped_column(ForeignKey("attempts.id", ondelete="CASCADE"), primary_key=True)
     run_id: Mapped[str] = mapped_column(String(64), index=True)
+    # the Slurm cluster the attempt ran on (None: harvested before clusters existed: the first one)
+    cluster: Mapped[str | None] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(16))  # core.telemetry.STATUSES
     note: Mapped[str | None] = mapped_column(String(1024))
     gpus_sampled: Mapped[int] = mapped_column(Integer, default=0)

@@ -10,8 +10,9 @@ The dimension a record is grouped under:
 - project: the record's attributed project (a gateway attempt's, or the one whose Slurm account
   it ran under); unattributed ones as ``(account X)``;
 - user: the Slurm user;
-- queue: ``project/queue`` of the gateway run, ``(partition P)`` for jobs not sent by the gateway;
+- queue: ``project/queue`` of the gateway run, ``(partition P on C)`` for jobs not sent by the gateway;
 - run: the gateway run id, ``(not a gateway run)`` for the rest;
+- cluster: the Slurm cluster the record ran on (sacct's Cluster: every record has one);
 - release: ``project/model@version`` for every release whose artifact the record's run made, or a
   rerun of it, or evaluated: one record may count under several releases of one artifact.
 
@@ -105,9 +106,12 @@ def _keyed(by: Dimension) -> tuple[ColumnElement[str], Any]:
         return REC.c.user_name, REC
     if by == "run":
         return func.coalesce(REC.c.run_id, NOT_A_GATEWAY_RUN), REC
+    if by == "cluster":
+        return REC.c.cluster, REC
     if by == "queue":
         gateway = RUNS.c.project + "/" + RUNS.c.queue
-        other = "(partition " + func.coalesce(REC.c.partition, "?") + ")"
+        # partition names repeat across clusters (cpu on both): the cluster tells them apart
+        other = "(partition " + func.coalesce(REC.c.partition, "?") + " on " + REC.c.cluster + ")"
         key = case((RUNS.c.id.is_not(None), gateway), else_=other)
         return key, REC.outerjoin(RUNS, RUNS.c.id == REC.c.run_id)
     if by == "release":

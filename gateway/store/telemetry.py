@@ -38,12 +38,19 @@ class TelemetryStore:
             hours = allocated_gpu_hours(tres, elapsed, dict(row.tasks or {}), resources)
             if hours is None and not requested_gpus(resources) and not tres.get("gres/gpu"):
                 return None
-            return AttemptGpuFacts(job_id=row.job_id, allocated_gpu_hours=hours)
+            return AttemptGpuFacts(job_id=row.job_id, allocated_gpu_hours=hours, cluster=row.cluster)
 
     def record(
-        self, attempt_id: int, run_id: str, telemetry: AttemptTelemetry, *, idle_threshold_pct: float
+        self,
+        attempt_id: int,
+        run_id: str,
+        telemetry: AttemptTelemetry,
+        *,
+        idle_threshold_pct: float,
+        cluster: str | None = None,
     ) -> bool:
-        """Store an attempt's telemetry; False (nothing written) when it is stored already."""
+        """Store an attempt's telemetry, sampled on ``cluster``; False (nothing written) when it is
+        stored already."""
         with self.db.session() as session:
             if session.get(AttemptTelemetryRow, attempt_id) is not None:
                 return False
@@ -51,6 +58,7 @@ class TelemetryStore:
                 AttemptTelemetryRow(
                     attempt_id=attempt_id,
                     run_id=run_id,
+                    cluster=cluster,
                     status=telemetry.status,
                     note=telemetry.note,
                     gpus_sampled=sum(1 for g in telemetry.gpus if g.samples),
@@ -88,6 +96,7 @@ class TelemetryStore:
                     job_id=job_id,
                     idle_threshold_pct=row.idle_threshold_pct,
                     harvested_at=row.harvested_at.isoformat(),
+                    cluster=row.cluster,
                     telemetry=AttemptTelemetry(
                         status=row.status,
                         note=row.note,

@@ -12,9 +12,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 
+from gateway.adapters.runner import LocalRunner
+from gateway.adapters.slurm import SlurmCLI
 from gateway.api import create_app
 from gateway.core.site.rates import AccountingSpec, RateSpec
 from gateway.core.slurm.states import RunState
+from gateway.errors import SlurmUnavailable
+from gateway.services.accounting.ledger import AccountingService, LedgerSource
 from gateway.store.accounting import RecordFilter
 from tests.service.conftest import OPERATOR, PROJECT, refresh_until, unique_tag
 
@@ -188,3 +192,30 @@ def test_a_rate_change_inside_a_run_splits_its_cost(services, world):
         )
         == version
     )
+
+
+def test_a_cluster_whose_sacct_fails_is_named_while_the_other_is_read(services, settings, world):
+    """Per cluster: one sacct that fails (here a slurm.conf that is not there, given up after 3 s) is
+    named in the counts; the other cluster is read all the same; with no cluster read, it raises."""
+    good = LedgerSource("gwlocal", SlurmCLI(LocalRunner()), default=True)
+    broken = SlurmCLI(LocalRunner(), slurm_conf="/nonexistent/slurm.conf", query_timeout_s=3)
+    bad = LedgerSource("broken", broken)
+
+    def service(*sources: LedgerSource) -> AccountingService:
+        return AccountingService(
+            services.accounting.store,
+            services.runs.store,
+            good.ledger,
+            window_s=settings.accounting_window_s,
+            overlap_s=settings.accounting_overlap_s,
+            lookback_days=settings.accounting_lookback_days,
+            sources=lambda: sources,
+        )
+
+    counts = service(good, bad).ingest(since=world["since"])
+    read, failed = counts.clusters
+    assert read.error is None and read.read >= 5 and read.cluster == "gwlocal"
+    assert failed.cluster == "broken" and "did not answer" in (failed.error or "") and failed.read == 0
+    assert counts.read == read.read
+    with pytest.raises(SlurmUnavailable):
+        service(bad).ingest(since=world["since"])

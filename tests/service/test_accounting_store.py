@@ -8,7 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 from gateway.core.accounting.cost import Rate, RateTable, price
 from gateway.core.accounting.records import RecordLink, SacctRecord, SacctStep, Tres
+from gateway.core.reports.rows import unreconciled
 from gateway.store.accounting import AccountingStore, Entry, RecordFilter
+from tests.service.conftest import OPERATOR
 
 T0 = datetime(2026, 11, 3, 8, 0, tzinfo=UTC)
 
@@ -71,3 +73,34 @@ def test_prices_and_rate_versions(services):
     (got,) = [r for r in store.records(RecordFilter(job_ids=["8"])) if r.record.cluster == cluster]
     assert got.price == priced and got.price.cost == 2 * (2.0 + 2 * 0.1 + 2 * 0.01)
     assert all(r.id != got.id for r in store.priced_with(version.version, limit=100_000))
+
+
+def test_one_job_id_on_two_clusters_is_two_records_each_reported_under_its_cluster(services):
+    """Job ids are unique per cluster only: the same id on two clusters is two records, and a report
+    by cluster counts each under its own cluster with its own numbers."""
+    store: AccountingStore = services.accounting.store
+    tag = uuid.uuid4().hex[:8]
+    first, second = f"ca-{tag}", f"cb-{tag}"
+    on_a = replace(running(first, "9"), state="COMPLETED", end_time=T0 + timedelta(hours=1), elapsed_s=3600)
+    on_b = replace(
+        running(second, "9"),
+        state="FAILED",
+        end_time=T0 + timedelta(hours=2),
+        elapsed_s=7200,
+        alloc=Tres(cpus=4, mem_mb=1024, gpus=2, gpu_type="fake", nodes=1, billing=4),
+    )
+    assert store.save([Entry(on_a, RecordLink(), None), Entry(on_b, RecordLink(), None)]).new == 2
+    mine = {
+        r.record.cluster: r for r in store.records(RecordFilter(job_ids=["9"])) if tag in r.record.cluster
+    }
+    assert set(mine) == {first, second}
+    assert (mine[first].record.gpu_hours, mine[second].record.gpu_hours) == (1.0, 4.0)
+    assert mine[second].record.failed and not mine[first].record.failed
+    report = services.reports.report(OPERATOR, "usage", by="cluster", period="2026-11")
+    rows = {r.key: r.values for r in report.rows}
+    assert (rows[first]["records"], rows[first]["gpu_hours"], rows[first]["cpu_hours"]) == (1, 1.0, 2.0)
+    assert (rows[second]["records"], rows[second]["gpu_hours"], rows[second]["cpu_hours"]) == (1, 4.0, 8.0)
+    assert unreconciled(report) == []
+    by_queue = services.reports.report(OPERATOR, "usage", by="queue", period="2026-11")
+    queues = {r.key for r in by_queue.rows}
+    assert {f"(partition gpu on {first})", f"(partition gpu on {second})"} <= queues

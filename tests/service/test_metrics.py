@@ -9,9 +9,10 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from gateway.adapters.prometheus import GatewayMetrics
+from gateway.adapters.prometheus import GatewayMetrics, command_cluster
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.runner_metered import MeteredRunner
+from gateway.adapters.slurm.clusters import configured_cluster_name
 from gateway.api import create_app
 from gateway.core.domain import Principal, RunFilter
 from gateway.core.slurm.states import RunState
@@ -22,6 +23,7 @@ from gateway.settings import Settings
 from tests.service.conftest import OPERATOR, PROJECT, refresh_until, unique_tag
 
 TOKEN = "scrape-me-0123456789abcdef"
+LOCAL = configured_cluster_name(None) or "default"  # the cluster a command naming none aims at
 
 
 def spec(**overrides):
@@ -55,7 +57,9 @@ def test_submissions_and_refusals_are_counted_by_the_run_service(services, princ
     submitted = value(services, "gateway_submissions_total", {"project": PROJECT, "queue": "cpu"})
     refused_spec = value(services, "gateway_submission_refusals_total", {"reason": "SpecError"})
     refused_quota = value(services, "gateway_submission_refusals_total", {"reason": "QuotaExceeded"})
-    sbatch = value(services, "gateway_slurm_command_duration_seconds_count", {"command": "sbatch"})
+    sbatch = value(
+        services, "gateway_slurm_command_duration_seconds_count", {"command": "sbatch", "cluster": LOCAL}
+    )
 
     run = services.runs.submit(spec(), principal=principal)
     with pytest.raises(SpecError):
@@ -71,23 +75,45 @@ def test_submissions_and_refusals_are_counted_by_the_run_service(services, princ
     quota = value(services, "gateway_submission_refusals_total", {"reason": "QuotaExceeded"})
     assert quota == refused_quota + 1
     # One real sbatch, timed: the refused ones never reached Slurm.
-    sbatched = value(services, "gateway_slurm_command_duration_seconds_count", {"command": "sbatch"})
+    sbatched = value(
+        services, "gateway_slurm_command_duration_seconds_count", {"command": "sbatch", "cluster": LOCAL}
+    )
     assert sbatched == sbatch + 1
-    assert value(services, "gateway_slurm_command_duration_seconds_sum", {"command": "sbatch"}) > 0
+    assert (
+        value(services, "gateway_slurm_command_duration_seconds_sum", {"command": "sbatch", "cluster": LOCAL})
+        > 0
+    )
     refresh_until(services, run.id)
 
 
 def test_slurm_latency_histogram_observes_the_refresh_commands(services, principal):
-    squeue = value(services, "gateway_slurm_command_duration_seconds_count", {"command": "squeue"})
+    squeue = value(
+        services, "gateway_slurm_command_duration_seconds_count", {"command": "squeue", "cluster": LOCAL}
+    )
     cycles = value(services, "gateway_refresh_cycles_total", {"outcome": "ok"})
     services.runs.submit(spec(command="sleep 2"), principal=principal)
     services.background.cycle()
-    assert value(services, "gateway_slurm_command_duration_seconds_count", {"command": "squeue"}) > squeue
+    assert (
+        value(
+            services, "gateway_slurm_command_duration_seconds_count", {"command": "squeue", "cluster": LOCAL}
+        )
+        > squeue
+    )
     assert value(services, "gateway_refresh_cycles_total", {"outcome": "ok"}) == cycles + 1
     assert value(services, "gateway_refresh_cycle_duration_seconds_count") >= 1
     samples = scrape(services)
-    inf = samples[("gateway_slurm_command_duration_seconds_bucket", (("command", "squeue"), ("le", "+Inf")))]
-    assert inf == samples[("gateway_slurm_command_duration_seconds_count", (("command", "squeue"),))]
+    inf = samples[
+        (
+            "gateway_slurm_command_duration_seconds_bucket",
+            (("cluster", LOCAL), ("command", "squeue"), ("le", "+Inf")),
+        )
+    ]
+    assert (
+        inf
+        == samples[
+            ("gateway_slurm_command_duration_seconds_count", (("cluster", LOCAL), ("command", "squeue")))
+        ]
+    )
 
 
 def test_slurm_command_failures_are_counted_by_kind():
@@ -98,11 +124,25 @@ def test_slurm_command_failures_are_counted_by_kind():
     with pytest.raises(CommandError):
         runner.run(["/nonexistent/bin/sbatch"], timeout_s=10)
     runner.run(["true"], timeout_s=10)
+    runner.run(["squeue", "--clusters=gwlocal2", "-h"], timeout_s=10)  # answered or not: gwlocal2's
     get = metrics.registry.get_sample_value
-    assert get("gateway_slurm_command_errors_total", {"command": "sacct", "kind": "exit"}) == 1
-    assert get("gateway_slurm_command_errors_total", {"command": "sbatch", "kind": "unstartable"}) == 1
-    assert get("gateway_slurm_command_duration_seconds_count", {"command": "other"}) == 1
-    assert get("gateway_slurm_command_errors_total", {"command": "other", "kind": "exit"}) is None
+    assert (
+        get("gateway_slurm_command_duration_seconds_count", {"command": "squeue", "cluster": "gwlocal2"}) == 1
+    )
+    assert (
+        get("gateway_slurm_command_errors_total", {"command": "sacct", "kind": "exit", "cluster": LOCAL}) == 1
+    )
+    assert (
+        get(
+            "gateway_slurm_command_errors_total",
+            {"command": "sbatch", "kind": "unstartable", "cluster": LOCAL},
+        )
+        == 1
+    )
+    assert get("gateway_slurm_command_duration_seconds_count", {"command": "other", "cluster": ""}) == 1
+    assert (
+        get("gateway_slurm_command_errors_total", {"command": "other", "kind": "exit", "cluster": ""}) is None
+    )
 
 
 def test_runs_by_state_equal_the_store(services, principal):
@@ -249,3 +289,20 @@ def test_only_an_admin_issues_a_metrics_token(services):
         services.auth.issue_token(caller, member, name="mine", scope="metrics")
     with pytest.raises(SpecError, match="valid: api, metrics"):
         services.auth.issue_token(OPERATOR, member, name="x", scope="root")
+
+
+def test_a_slurm_commands_cluster_is_the_one_it_aims_at():
+    def local() -> str:
+        return "here"
+
+    assert command_cluster(["squeue", "--clusters=gwlocal2", "-h"], None, local) == "gwlocal2"
+    assert command_cluster(["sacct", "-M", "b,c"], None, local) == "b"
+    assert (
+        command_cluster(["sacctmgr", "-i", "add", "account", "x", "cluster=gwlocal2"], None, local)
+        == "gwlocal2"
+    )
+    assert command_cluster(["sbatch", "--mem=1G"], {"SLURM_CONF": "/etc/slurm/slurm.conf"}, local) == LOCAL
+    assert (
+        command_cluster(["sbatch", "--mem=1G"], {"SLURM_CONF": "/nonexistent/slurm.conf"}, local) == "unknown"
+    )
+    assert command_cluster(["scancel", "12"], None, local) == "here"

@@ -19,14 +19,18 @@ def record(job_id="100", *, submit=T0, comment="gw-r-aa-1", account="acct", arra
     )  # fmt: skip
 
 
-def attempt(number=1, *, job_id="100", record_no=0, tag="gw-r-aa-1", submit=None, attempt_id=None):
-    return GatewayAttempt(attempt_id or number, "r-aa", number, tag, job_id, record_no, submit, "proj")
+def attempt(
+    number=1, *, job_id="100", record_no=0, tag="gw-r-aa-1", submit=None, attempt_id=None, cluster="c"
+):
+    return GatewayAttempt(
+        attempt_id or number, "r-aa", number, tag, job_id, record_no, submit, "proj", cluster
+    )
 
 
 def siblings(*records):
     out = {}
     for r in records:
-        out.setdefault(r.job_id, []).append((r.submit_time, r.comment))
+        out.setdefault((r.cluster, r.job_id), []).append((r.submit_time, r.comment))
     return out
 
 
@@ -41,8 +45,8 @@ def test_requeued_records_link_to_their_own_attempts():
 
 def test_a_requeue_whose_first_record_is_outside_the_read_uses_stored_siblings():
     second = record(submit=T0 + timedelta(minutes=2), comment=None)
-    stored = {"100": [(T0, "gw-r-aa-1")]}
-    stored["100"].append((second.submit_time, None))
+    stored = {("c", "100"): [(T0, "gw-r-aa-1")]}
+    stored["c", "100"].append((second.submit_time, None))
     links = link_records([second], [attempt(1), attempt(2, record_no=1)], stored, {})
     assert links[0].attempt_number == 2
 
@@ -77,3 +81,18 @@ def test_array_tasks_link_to_the_array_attempt():
     task = replace(record("100_1", array="100"), comment="gw-r-aa-1")
     links = link_records([task], [attempt(1)], siblings(task), {})
     assert links[0].attempt_number == 1
+
+
+def test_one_job_id_on_two_clusters_links_each_record_to_its_own_clusters_attempt():
+    here = record()
+    there = replace(record(comment="gw-r-bb-1"), cluster="c2")
+    a_here = attempt(1, attempt_id=11)
+    a_there = replace(attempt(1, tag="gw-r-bb-1", attempt_id=22, cluster="c2"), run_id="r-bb")
+    links = link_records([here, there], [a_here, a_there], siblings(here, there), {})
+    assert [(link.run_id, link.attempt_id) for link in links] == [("r-aa", 11), ("r-bb", 22)]
+
+
+def test_a_record_of_another_cluster_never_links_to_an_attempt_of_this_one():
+    there = replace(record(), cluster="c2")  # same job id, same tag even: the cluster decides
+    links = link_records([there], [attempt(1)], siblings(there), {"acct": "proj"})
+    assert links == [RecordLink(project="proj")]

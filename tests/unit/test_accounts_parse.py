@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.adapters.runner import CommandResult
-from gateway.adapters.slurm.accounts import SlurmAccounts
+from gateway.adapters.slurm.accounts import SlurmAccounts, live_lines
 from gateway.adapters.slurm.associations import (
     AccountSpec,
     AssocRow,
@@ -326,3 +326,9 @@ def test_bad_changes_are_refused_before_anything_runs(change, match):
     with pytest.raises(SpecError, match=match):
         adapter.apply([good, change])
     assert runner.calls == []
+
+
+def test_squeue_job_lines_leave_out_the_cluster_headers_of_squeue_m():
+    # squeue -M gwlocal2 without --noheader (and older Slurm with it) heads each cluster's jobs so
+    text = "CLUSTER: gwlocal2\n17|root\n\nCLUSTER: gwlocal\n17|alice\n"
+    assert live_lines(text) == ["17|root", "17|alice"]

@@ -104,12 +104,25 @@ __all__ = ["AccountSpec", "Change", "Limits", "SlurmAccounts"]
 class SlurmAccounts:
     """Gateway-managed Slurm accounts and associations, read and changed through ``sacctmgr``.
 
-    ``cluster`` defaults to the ClusterName of the local slurm.conf (asked of
-    ``scontrol`` once). Every method raises ``SlurmError`` with sacctmgr's
-    message when it refuses, ``SlurmUnavailable`` when it does not answer.
+    One instance per Slurm cluster: every association it reads or writes is
+    ``cluster=<cluster>``'s (accounts themselves are shared by the clusters of
+    one slurmdbd). ``cluster`` defaults to the ClusterName of the slurm.conf
+    in use (asked of ``scontrol`` once); ``slurm_conf`` is that file for a
+    cluster reached through its own (``SLURM_CONF`` for every command). The
+    queue check before a removal asks that cluster's ``squeue`` (``-M
+    cluster`` when the cluster was named). Every method raises ``SlurmError``
+    with sacctmgr's message when it refuses, ``SlurmUnavailable`` when it does
+    not answer.
     """
 
-    def __init__(self, runner: CommandRunner, *, cluster: str | None = None, timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        runner: CommandRunner,
+        *,
+        cluster: str | None = None,
+        timeout_s: float = 30.0,
+        slurm_conf: str | None = None,
+    ) -> None:
         if cluster is not None and not names.NAME.fullmatch(cluster):
             raise SpecError(
                 [SpecIssue("cluster", f"not a valid cluster name; use {names.NAME_HELP}", cluster)]
@@ -117,6 +130,8 @@ class SlurmAccounts:
         self.runner = runner
         self.timeout_s = timeout_s
         self._cluster = cluster
+        self._named = cluster is not None and slurm_conf is None  # reach its squeue with -M
+        self.env = {**SLURM_ENV, **({"SLURM_CONF": slurm_conf} if slurm_conf else {})}
 
     @property
     def cluster(self) -> str:
@@ -247,10 +262,13 @@ class SlurmAccounts:
         removes an association with pending jobs and leaves them held for
         ever with reason InvalidAccount.
         """
-        text = self._run(["squeue", "--noheader", f"--account={account}", "--format=%i|%u"]).stdout
+        argv = ["squeue", "--noheader", f"--account={account}", "--format=%i|%u"]
+        if self._named:
+            argv.insert(1, f"--clusters={self.cluster}")
+        text = self._run(argv).stdout
         jobs = sorted(
             job
-            for job, _, owner in (line.strip().partition("|") for line in text.splitlines() if line.strip())
+            for job, _, owner in (line.strip().partition("|") for line in live_lines(text))
             if user is None or owner == user
         )
         if jobs:
@@ -312,7 +330,7 @@ class SlurmAccounts:
     def _run(self, argv: list[str]) -> CommandResult:
         command = " ".join([a for a in argv if not a.startswith("-")][:3])  # e.g. "sacctmgr modify user"
         try:
-            result = self.runner.run(argv, timeout_s=self.timeout_s, env=SLURM_ENV)
+            result = self.runner.run(argv, timeout_s=self.timeout_s, env=self.env)
         except CommandTimeout as exc:
             raise SlurmUnavailable(
                 f"{argv[0]} did not answer within {self.timeout_s:g} s; Slurm's accounts are unknown for now",
@@ -337,3 +355,9 @@ class SlurmAccounts:
                 stderr=stderr,
             )
         return result
+
+
+def live_lines(text: str) -> list[str]:
+    """squeue's job lines, without the ``CLUSTER: name`` header ``squeue -M`` may print before each
+    cluster's jobs (Slurm 22.05 prints it unless ``--noheader``; older ones always), nor blank lines."""
+    return [line for line in text.splitlines() if line.strip() and not line.startswith("CLUSTER: ")]

@@ -26,7 +26,8 @@ RESPONSES: Responses = {
 }
 Kind = Annotated[Literal["usage", "cost", "efficiency"], Path(description="Which report")]
 By = Annotated[
-    Literal["project", "user", "queue", "run", "release"], Query(description="One row per value of this")
+    Literal["project", "user", "queue", "run", "release", "cluster"],
+    Query(description="One row per value of this (cluster: the Slurm cluster the record ran on)"),
 ]
 Period = Annotated[
     str | None,
@@ -56,8 +57,8 @@ def report(
     charts: Charts = False,
 ) -> ReportPublic | Response:
     """GPU-hours, CPU-hours, cost, waits, the failed share, GPU utilisation and idle GPU-hours, per
-    project, user, queue, run or release, over a month, ISO week or range of days (UTC); the rate
-    versions that priced it. Members see their projects' records, site admins every record."""
+    project, user, queue, run, release or Slurm cluster, over a month, ISO week or range of days (UTC);
+    the rate versions that priced it. Members see their projects' records, site admins every record."""
     built = services.reports.report(
         principal, kind, by=by, period=period, project=project, charts=charts or format == "html"
     )

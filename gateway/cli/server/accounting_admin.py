@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -35,13 +36,17 @@ def ingest(
     with local_services() as services:
         counts = services.accounting.ingest_as(_operator(), start)
     if as_json:
-        print_json(counts.__dict__)
+        print_json(asdict(counts))
         return
     console.print(
         f"read {counts.read}, new {counts.new}, updated {counts.updated}, linked {counts.linked}, "
         f"priced {counts.priced}",
         markup=False,
     )
+    if len(counts.clusters) > 1 or any(c.error for c in counts.clusters):
+        for c in counts.clusters:
+            said = f"not read: {c.error}" if c.error else f"read {c.read}, new {c.new}, updated {c.updated}"
+            console.print(f"  cluster {c.cluster}: {said}", markup=False)
 
 
 def _utc(text: str) -> datetime:

@@ -1,7 +1,9 @@
 """Which gateway attempt (if any) an accounting record is, and which project pays for it.
 
-A record belongs to a gateway attempt when its base job id (the job id, or
-the array job id of an array task) is the attempt's job id and it is the
+A record belongs to a gateway attempt when it ran on the attempt's cluster
+(job ids are unique per cluster only: two clusters each have a job 42), its
+base job id (the job id, or the array job id of an array task) is the
+attempt's job id, and it is the
 attempt's own record of that job: the one with the attempt's submit time
 (the refresh stores each attempt's own record's), or else the one at the
 attempt's place among the job's known records ordered by submit time
@@ -30,21 +32,22 @@ def base_job_id(record: SacctRecord) -> str:
 def link_records(
     records: Sequence[SacctRecord],
     attempts: Sequence[GatewayAttempt],
-    siblings: Mapping[str, Sequence[tuple[datetime, str | None]]],
+    siblings: Mapping[tuple[str, str], Sequence[tuple[datetime, str | None]]],
     projects_by_account: Mapping[str, str],
 ) -> list[RecordLink]:
     """The link of each record, in order.
 
-    ``siblings`` maps a shown job id (``123``, ``123_4``) to every known record of that job (those
-    being saved and those already stored) as (submit time, comment); ``projects_by_account`` maps a
-    Slurm account to its project.
+    ``siblings`` maps (cluster, shown job id: ``123``, ``123_4``) to every known record of that job
+    (those being saved and those already stored) as (submit time, comment); ``projects_by_account``
+    maps a Slurm account to its project.
     """
-    by_job: dict[str, list[GatewayAttempt]] = {}
+    by_job: dict[tuple[str, str], list[GatewayAttempt]] = {}
     for attempt in attempts:
-        by_job.setdefault(attempt.job_id, []).append(attempt)
+        by_job.setdefault((attempt.cluster, attempt.job_id), []).append(attempt)
     links = []
     for record in records:
-        linked = _attempt_of(record, by_job.get(base_job_id(record), []), siblings.get(record.job_id, ()))
+        candidates = by_job.get((record.cluster, base_job_id(record)), [])
+        linked = _attempt_of(record, candidates, siblings.get((record.cluster, record.job_id), ()))
         if linked is not None:
             links.append(RecordLink(linked.run_id, linked.attempt_id, linked.number, linked.project))
         else:

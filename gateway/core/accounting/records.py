@@ -183,14 +183,28 @@ class LedgerRecord:
 
 
 @dataclass(frozen=True)
+class ClusterIngest:
+    """What one ingest did on one cluster; ``error`` says why its sacct gave nothing (it was not read)."""
+
+    cluster: str
+    read: int = 0
+    new: int = 0
+    updated: int = 0
+    linked: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class IngestCounts:
-    """What one ingest did: records read from sacct, new ones, changed ones, newly linked ones."""
+    """What one ingest did: records read from sacct, new ones, changed ones, newly linked ones
+    (summed over the clusters), and the same per cluster."""
 
     read: int
     new: int
     updated: int
     linked: int
     priced: int = 0
+    clusters: tuple[ClusterIngest, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -205,3 +219,4 @@ class GatewayAttempt:
     slurm_record: int  # which of sacct --duplicates' records of the job it is (0: the first)
     submit_time: datetime | None
     project: str
+    cluster: str  # the Slurm cluster it was submitted to: job ids are unique per cluster only

@@ -232,6 +232,7 @@ class AttemptGpuFacts:
 
     job_id: str | None
     allocated_gpu_hours: float | None  # None: no GPU allocated, or not known yet
+    cluster: str | None = None  # the attempt's cluster as recorded (None: before clusters, the first)
 
 
 @dataclass(frozen=True)
@@ -243,6 +244,7 @@ class StoredTelemetry:
     idle_threshold_pct: float
     harvested_at: str  # ISO 8601, UTC
     telemetry: AttemptTelemetry
+    cluster: str | None = None  # the cluster it was sampled on (None: harvested before clusters existed)
 
 
 def allocated_gpus(alloc_tres: dict[str, str]) -> int:

@@ -19,9 +19,9 @@ from typing import Literal
 from gateway.core.reports.periods import Period
 
 Kind = Literal["usage", "cost", "efficiency"]
-Dimension = Literal["project", "user", "queue", "run", "release"]
+Dimension = Literal["project", "user", "queue", "run", "release", "cluster"]
 KINDS: tuple[Kind, ...] = ("usage", "cost", "efficiency")
-DIMENSIONS: tuple[Dimension, ...] = ("project", "user", "queue", "run", "release")
+DIMENSIONS: tuple[Dimension, ...] = ("project", "user", "queue", "run", "release", "cluster")
 NO_TELEMETRY = "no telemetry"
 TOTAL_KEY = "(total)"
 
@@ -292,7 +292,7 @@ ADDITIVE = (
 def unreconciled(report: Report, *, rel_tol: float = 1e-9) -> list[str]:
     """Which additive measures' row sums differ from the total (empty when they reconcile).
 
-    Only meaningful for dimensions that partition the records (project, user, queue, run); a release
+    Only meaningful for dimensions that partition the records (project, user, queue, run, cluster); a release
     report may count one record under several releases that share a run.
     """
     problems = []

@@ -1,12 +1,16 @@
-"""Accounting ingestion and pricing: the cluster's sacct records into the ledger, each priced.
+"""Accounting ingestion and pricing: every cluster's sacct records into the ledger, each priced.
 
-``AccountingService.ingest`` reads ``sacct`` for the whole cluster (gateway
-jobs and others, every user, every requeued attempt, all states, steps) in
-windows of ``accounting_window_s`` that overlap by ``accounting_overlap_s``,
-from ``since`` (or, without it, from the oldest record still running, else
-the newest one seen, less the overlap; an empty ledger reads back
-``accounting_lookback_days``) to now. Each record is linked to its gateway
-attempt (``core/accounting/link.py``), else to the project whose Slurm account
+``AccountingService.ingest`` reads ``sacct`` for each Slurm cluster in turn
+(``LedgerSource``: gateway jobs and others, every user, every requeued
+attempt, all states, steps) in windows of ``accounting_window_s`` that
+overlap by ``accounting_overlap_s``, from ``since`` (or, without it, from
+that cluster's oldest record still running, else its newest one seen, less
+the overlap; a cluster with no records reads back
+``accounting_lookback_days``) to now: one sacct per window per cluster, a
+cluster that does not answer named in the counts while the others are read.
+Records are keyed by (cluster, job id, submit): job ids are unique per
+cluster only. Each record is linked to its gateway attempt on the same
+cluster (``core/accounting/link.py``), else to the project whose Slurm account
 it ran under, priced by the newest rate table (``core/accounting/cost.py``) and saved
 by its slurmdbd identity, so a re-read changes nothing and a record that
 changed (a job that ended since) is updated in place. ``reprice`` brings
@@ -17,18 +21,19 @@ every record to the newest rate table (after ``gw admin apply`` changed it).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from gateway.adapters.slurm.protocol import SlurmLedger
 from gateway.core.access.policy import require
 from gateway.core.accounting.cost import RateTable, RateVersion, price_all
 from gateway.core.accounting.link import base_job_id, link_records
-from gateway.core.accounting.records import IngestCounts, LedgerRecord, SacctRecord
+from gateway.core.accounting.records import ClusterIngest, IngestCounts, LedgerRecord, SacctRecord
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal
-from gateway.errors import SpecError, SpecIssue
+from gateway.errors import GatewayError, SlurmError, SlurmUnavailable, SpecError, SpecIssue
 from gateway.store.accounting import AccountingStore, Entry, RecordFilter
 from gateway.store.runs import RunStore
 
@@ -66,6 +71,16 @@ class RunCost:
     cancelled_total: float = 0.0  # the part spent on records that were cancelled (not failures)
 
 
+@dataclass(frozen=True)
+class LedgerSource:
+    """One Slurm cluster's accounting, as the ingest reads it (``gateway.wiring`` lists them)."""
+
+    cluster: str  # the gateway's name of the cluster: the one its queues and attempts carry
+    ledger: SlurmLedger  # that cluster's sacct (its backend: -M name or its own SLURM_CONF)
+    default: bool = False  # the site's first cluster: attempts recorded without a cluster ran on it
+    slurm_name: str | None = None  # what sacct prints as Cluster (None: learned from its first read)
+
+
 class AccountingService:
     def __init__(
         self,
@@ -77,14 +92,19 @@ class AccountingService:
         overlap_s: float,
         lookback_days: float,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        sources: Callable[[], Sequence[LedgerSource]] | None = None,
     ) -> None:
+        """``sources`` lists the clusters to read (each cycle asks again: the site file may have changed
+        them); without it, ``slurm`` is the one cluster, the default one."""
         self.store = store
         self.runs = runs
         self.slurm = slurm
+        self.sources = sources or (lambda: [LedgerSource("", slurm, default=True)])
         self.window = timedelta(seconds=window_s)
         self.overlap = timedelta(seconds=overlap_s)
         self.lookback = timedelta(days=lookback_days)
         self.clock = clock
+        self._slurm_names: dict[str, str] = {}  # gateway cluster name -> the Cluster its sacct printed
 
     def ingest_as(self, actor: Principal, since: datetime | None = None) -> IngestCounts:
         """``ingest`` for a site admin or the operator (Forbidden otherwise)."""
@@ -92,27 +112,61 @@ class AccountingService:
         return self.ingest(since)
 
     def ingest(self, since: datetime | None = None) -> IngestCounts:
-        """Read sacct from ``since`` (aware; default: see the module docstring) to now and save it.
+        """Read every cluster's sacct from ``since`` (aware; default: see the module docstring) to now
+        and save it, one cluster after the other, one sacct per window per cluster.
 
-        Returns the counts: distinct records read, new, updated in place, newly linked to a gateway
-        attempt, and priced (those read, plus older ones re-priced by a newer rate table).
-        SpecError for a naive or future ``since``; SlurmUnavailable/SlurmError when sacct fails
-        (nothing of that window is saved; earlier windows stay saved).
+        Returns the counts, summed and per cluster: distinct records read, new, updated in place,
+        newly linked to a gateway attempt, and priced (those read, plus older ones re-priced by a
+        newer rate table). A cluster whose sacct fails is named with its error in the counts and
+        the others are read all the same; when every cluster fails, the first failure is raised
+        (SlurmUnavailable/SlurmError; earlier windows stay saved). SpecError for a naive or future
+        ``since``.
         """
         now = self.clock()
-        start = self._start(since, now)
+        if since is not None:
+            self._checked_since(since, now)
         table = self._table()
+        done: list[ClusterIngest] = []
+        failures: list[GatewayError] = []
+        priced = 0
+        for source in self.sources():
+            try:
+                counts, fresh_priced = self._ingest_cluster(source, since, now, table)
+            except (SlurmUnavailable, SlurmError) as exc:
+                log.warning("accounting ingest of cluster %s: %s", source.cluster or "(default)", exc)
+                failures.append(exc)
+                done.append(ClusterIngest(source.cluster, error=str(exc)))
+                continue
+            done.append(counts)
+            priced += fresh_priced
+        if failures and len(failures) == len(done):
+            raise failures[0]
+        priced += self.reprice()
+        return IngestCounts(
+            read=sum(c.read for c in done),
+            new=sum(c.new for c in done),
+            updated=sum(c.updated for c in done),
+            linked=sum(c.linked for c in done),
+            priced=priced,
+            clusters=tuple(done),
+        )
+
+    def _ingest_cluster(
+        self, source: LedgerSource, since: datetime | None, now: datetime, table: RateTable | None
+    ) -> tuple[ClusterIngest, int]:
+        """One cluster's windows, from ``since`` or its own marks; its counts and how many it priced."""
+        start = since.astimezone(UTC) if since is not None else self._start(source, now)
         read = new = updated = linked = priced = 0
         seen: set = set()
         lo = start
         while lo < now:
             hi = min(lo + self.window, now)
-            batch = self.slurm.ledger(lo, hi)
+            batch = source.ledger.ledger(lo, hi)
             for problem in batch.problems:
-                log.warning("accounting ingest: %s", problem)
+                log.warning("accounting ingest of %s: %s", source.cluster or "the cluster", problem)
             # Every record of the window is saved, those an earlier window read too: the later read
             # is the newer (a job that ended in between); saving an unchanged one changes nothing.
-            entries = self._entries(batch.records, table)
+            entries = self._entries(source, batch.records, table)
             counts = self.store.save(entries)
             fresh = [e for e in entries if e.record.key not in seen]
             seen.update(e.record.key for e in fresh)
@@ -122,8 +176,8 @@ class AccountingService:
             if hi >= now:
                 break
             lo = max(hi - self.overlap, lo + timedelta(seconds=1))
-        priced += self.reprice()
-        return IngestCounts(read, new, updated, linked, priced)
+        name = source.cluster or self._slurm_names.get(source.cluster, "")
+        return ClusterIngest(name, read, new, updated, linked), priced
 
     def reprice(self) -> int:
         """Price every record the newest rate table has not priced yet; returns how many were."""
@@ -165,17 +219,23 @@ class AccountingService:
         """``run_cost`` without the permission check, for a service that checked already (evidence)."""
         return run_cost(run_id, self.store.records(RecordFilter(run_id=run_id)))
 
-    def _start(self, since: datetime | None, now: datetime) -> datetime:
-        if since is not None:
-            if since.tzinfo is None:
-                issue = SpecIssue("since", "give a time zone (e.g. 2026-11-01T00:00:00Z)", str(since))
-                raise SpecError([issue])
-            if since > now:
-                issue = SpecIssue("since", "lies in the future; give a past time", since.isoformat())
-                raise SpecError([issue])
-            return since.astimezone(UTC)
+    @staticmethod
+    def _checked_since(since: datetime, now: datetime) -> None:
+        if since.tzinfo is None:
+            issue = SpecIssue("since", "give a time zone (e.g. 2026-11-01T00:00:00Z)", str(since))
+            raise SpecError([issue])
+        if since > now:
+            issue = SpecIssue("since", "lies in the future; give a past time", since.isoformat())
+            raise SpecError([issue])
+
+    def _start(self, source: LedgerSource, now: datetime) -> datetime:
+        """Where a cluster's ingest starts without ``since``: its own oldest live record, else its newest,
+        less the overlap; never before the lookback (nor when its sacct name is not known yet)."""
         floor = now - self.lookback
-        marks = [t for t in (self.store.oldest_live_submit(), self.store.newest_submit()) if t is not None]
+        name = source.slurm_name or self._slurm_names.get(source.cluster)
+        if name is None:
+            return floor
+        marks = [t for t in (self.store.oldest_live_submit(name), self.store.newest_submit(name)) if t]
         if not marks:
             return floor
         return max(floor, min(marks) - self.overlap)
@@ -184,16 +244,44 @@ class AccountingService:
         current = self.store.current_rates()
         return current.table if current else None
 
-    def _entries(self, records: list[SacctRecord], table: RateTable | None) -> list[Entry]:
-        attempts = self.store.gateway_attempts(sorted({base_job_id(r) for r in records}))
+    def _entries(
+        self, source: LedgerSource, records: list[SacctRecord], table: RateTable | None
+    ) -> list[Entry]:
+        """The records of one cluster's read, each linked (to an attempt on that cluster only) and priced."""
+        name = self._slurm_name(source, records)
+        ids = sorted({base_job_id(r) for r in records if r.cluster == name})
+        # the attempts on this cluster, labelled with the Cluster its sacct prints, so that a record
+        # links only to an attempt of its own cluster (job ids repeat across clusters)
+        attempts = [
+            replace(a, cluster=name)
+            for a in self.store.gateway_attempts(ids, cluster=source.cluster, default=source.default)
+        ]
         ours = {a.job_id for a in attempts}
-        mine = [r for r in records if base_job_id(r) in ours]
-        siblings = self.store.siblings([r.job_id for r in mine])
+        mine = [r for r in records if r.cluster == name and base_job_id(r) in ours]
+        siblings = self.store.siblings(name, [r.job_id for r in mine])
         for r in mine:
-            siblings.setdefault(r.job_id, []).append((r.submit_time, r.comment))
+            siblings.setdefault((r.cluster, r.job_id), []).append((r.submit_time, r.comment))
         links = link_records(records, attempts, siblings, self.store.projects_by_account())
         prices = price_all(records, table) if table is not None else [None] * len(records)
         return [Entry(r, link, p) for r, link, p in zip(records, links, prices, strict=True)]
+
+    def _slurm_name(self, source: LedgerSource, records: list[SacctRecord]) -> str:
+        """The Cluster sacct prints for ``source`` (given, learned, or the one its records carry)."""
+        known = source.slurm_name or self._slurm_names.get(source.cluster)
+        printed = Counter(r.cluster for r in records)
+        if known is None and printed:
+            known = printed.most_common(1)[0][0]
+            self._slurm_names[source.cluster] = known
+        strays = sorted(c for c in printed if c != known)
+        if strays:
+            log.warning(
+                "accounting ingest of %s (Cluster %s): sacct also printed records of %s; they are kept but "
+                "linked to no attempt of this cluster",
+                source.cluster or "the cluster",
+                known,
+                ", ".join(strays),
+            )
+        return known or source.cluster
 
 
 def run_cost(run_id: str, records: list[LedgerRecord]) -> RunCost:

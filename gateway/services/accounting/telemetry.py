@@ -6,7 +6,8 @@ inside the outputs harvest when an attempt ends (``gateway/services/lineage/outp
 attempt's sampler files in the run directory (``telemetry/gpu-JOB-rRESTART-NODE.jsonl``), reads
 each through the run host as the job's OS user (regular files inside the run directory only, at
 most ``MAX_FILE_BYTES`` each, in chunks of ``CHUNK_BYTES``), summarises them
-(``gateway/core/accounting/telemetry.py``) and stores the result once. ``TelemetryService.for_run`` serves
+(``gateway/core/accounting/telemetry.py``) and stores the result once, with the cluster
+the attempt ran on (node names such as ``g1`` repeat across clusters). ``TelemetryService.for_run`` serves
 ``GET /runs/{id}/telemetry`` and ``gw telemetry``.
 """
 
@@ -58,11 +59,25 @@ def telemetry_launch(settings: Settings) -> TelemetryLaunch | None:
     )
 
 
+def _as_recorded(recorded: str | None) -> str | None:
+    return recorded
+
+
 class TelemetryHarvester:
-    def __init__(self, store: TelemetryStore, host: RunHost, *, idle_threshold_pct: float) -> None:
+    def __init__(
+        self,
+        store: TelemetryStore,
+        host: RunHost,
+        *,
+        idle_threshold_pct: float,
+        cluster_of: Callable[[str | None], str | None] = _as_recorded,
+    ) -> None:
+        """``cluster_of`` names the cluster of an attempt by what it recorded (``SlurmClusters.name_of``:
+        None is the first cluster); the telemetry record carries that name."""
         self.store = store
         self.host = host
         self.idle_threshold_pct = idle_threshold_pct
+        self.cluster_of = cluster_of
 
     def harvest(self, job: HarvestJob, *, user: Callable[[], str]) -> AttemptTelemetry | None:
         """Summarise and store one ended attempt's telemetry; None when it neither held nor asked for a GPU.
@@ -81,7 +96,13 @@ class TelemetryHarvester:
             allocated_gpu_hours=facts.allocated_gpu_hours,
             problems=problems,
         )
-        self.store.record(job.attempt_id, job.run_id, telemetry, idle_threshold_pct=self.idle_threshold_pct)
+        self.store.record(
+            job.attempt_id,
+            job.run_id,
+            telemetry,
+            idle_threshold_pct=self.idle_threshold_pct,
+            cluster=self.cluster_of(facts.cluster),
+        )
         return telemetry
 
     def _read_nodes(
@@ -140,9 +161,16 @@ class TelemetryHarvester:
 
 
 class TelemetryService:
-    def __init__(self, store: TelemetryStore, runs: RunStore) -> None:
+    def __init__(
+        self,
+        store: TelemetryStore,
+        runs: RunStore,
+        *,
+        cluster_of: Callable[[str | None], str | None] = _as_recorded,
+    ) -> None:
         self.store = store
         self.runs = runs
+        self.cluster_of = cluster_of  # a record from before clusters (None) was on the first one
 
     def for_run(self, run_id: str, *, principal: Principal, samples: bool = False) -> dict[str, Any]:
         """A run's GPU telemetry per harvested attempt: per-GPU summaries, idle GPU-hours, energy, and
@@ -162,6 +190,7 @@ class TelemetryService:
                 {
                     "attempt": stored.attempt,
                     "job_id": stored.job_id,
+                    "cluster": self.cluster_of(stored.cluster),
                     "status": t.status,
                     "note": t.note,
                     "idle_threshold_pct": stored.idle_threshold_pct,

@@ -89,12 +89,17 @@ class UsageService:
         require(principal, "project.read", project, hide=True)
         return self.usage(self.access.project(project), now=now)
 
-    def usage(self, project: Project, *, now: datetime | None = None) -> ProjectUsage:
-        """Two Slurm calls: sacct for this month's GPU-hours, squeue for GPUs in use and jobs in queue."""
+    def usage(
+        self, project: Project, *, now: datetime | None = None, slurm: SlurmBackend | None = None
+    ) -> ProjectUsage:
+        """Two Slurm calls: sacct for this month's GPU-hours, squeue for GPUs in use and jobs in queue,
+        on ``slurm`` (one cluster's backend: Slurm holds each cluster's associations to their caps
+        apart; default: the service's own)."""
         now = now or datetime.now(UTC)
         since = month_start(now)
-        records = self.slurm.usage([project.slurm_account], since=since)
-        live = self.slurm.jobs(accounts=[project.slurm_account])
+        slurm = slurm or self.slurm
+        records = slurm.usage([project.slurm_account], since=since)
+        live = slurm.jobs(accounts=[project.slurm_account])
         hours = gpu_hours(records, since=since, now=now)
         # GPUs in use now come from squeue: slurmdbd learns of a start a few seconds late.
         running = [j for j in live if j.state is RunState.RUNNING and j.gpus]

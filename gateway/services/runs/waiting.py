@@ -6,7 +6,8 @@ import logging
 from datetime import UTC, datetime
 
 from gateway.adapters.slurm.clusters import SlurmClusters
-from gateway.core.domain import Run
+from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.core.domain import Attempt, Run
 from gateway.core.explain.pending import Explanation, NodeState, QuotaUse, WaitContext, explain_wait
 from gateway.core.slurm.records import JobStatus, NodeInfo
 from gateway.core.slurm.states import WAITING
@@ -24,22 +25,29 @@ class WaitingService:
         self.usage = usage
         self.clusters = clusters  # the facts are those of the cluster the attempt's job is on
 
+    def _cluster_of(self, attempt: Attempt) -> tuple[str, SlurmBackend]:
+        """The name and backend of the cluster ``attempt`` is on (NotFound: one no longer listed)."""
+        name = self.clusters.name_of(attempt.cluster)
+        return name, self.clusters.get(name)
+
     def explain(self, run: Run, *, now: datetime | None = None) -> Explanation | None:
         """The explanation for the run's latest attempt while it waits; None when it does not wait.
 
         Reads what the refresh cycle last stored for the attempt (its state and Slurm's reason)
         and cluster facts (the live job list, the partition and its nodes, the project's usage)
-        through ``slurm``, which ``gateway.wiring`` gives a short-lived cache: watching a run costs
-        Slurm nothing of its own. When Slurm does not answer, says so instead.
+        from the attempt's own cluster (job ids and partition names repeat across clusters),
+        through its backend, which ``gateway.wiring`` gives a short-lived cache: watching a run
+        costs Slurm nothing of its own. When Slurm does not answer, says so instead.
         """
         attempt = run.latest
         if attempt is None or attempt.state not in WAITING or not attempt.job_id:
             return None
         now = now or datetime.now(UTC)
+        cluster = ""
         try:
+            cluster, slurm = self._cluster_of(attempt)
             project = self.access.project(run.project)
             queue_of_run = project.queue(run.queue)
-            slurm = self.clusters.get(self.clusters.name_of(attempt.cluster))
             every_job = slurm.jobs()
             status = next(
                 (j for j in every_job if attempt.job_id in (j.job_id, j.array_job_id) and j.state in WAITING),
@@ -48,7 +56,7 @@ class WaitingService:
             partition_name = status.partition if status else queue_of_run.partition if queue_of_run else None
             if partition_name is None:
                 return None
-            usage = self.usage.usage(project, now=now)
+            usage = self.usage.usage(project, now=now, slurm=slurm)
             partition = next((p for p in slurm.partitions() if p.name == partition_name), None)
             nodes = [n for n in slurm.nodes() if partition_name in n.partitions]
             queue = [j for j in every_job if j.partition == partition_name]
@@ -56,10 +64,11 @@ class WaitingService:
             return None
         except GatewayError as exc:
             log.warning("cannot explain the wait of %s: %s", run.id, exc)
+            whose = f"Slurm of cluster {cluster}" if cluster and self._several() else "Slurm"
             return Explanation(
                 code=attempt.reason or "none",
                 category="unknown",
-                summary=f"Slurm did not answer just now ({exc}); the last reason it gave was "
+                summary=f"{whose} did not answer just now ({exc}); the last reason it gave was "
                 f"{attempt.reason or 'none'}",
                 details=(),
                 actions=("Try again in a minute.",),
@@ -78,6 +87,9 @@ class WaitingService:
                 now=now,
             )
         )
+
+    def _several(self) -> bool:
+        return len(self.clusters.names()) > 1
 
 
 def _context(

@@ -155,7 +155,12 @@ class SiteService:
             if name not in users_after
         ]
         slurm = (
-            self.slurm_sync.plan(actor, list(projects_after.values()), list(users_after.values()))
+            self.slurm_sync.plan(
+                actor,
+                list(projects_after.values()),
+                list(users_after.values()),
+                clusters=[c.domain() for c in config.clusters],
+            )
             if sync_slurm
             else None
         )
