@@ -2,16 +2,16 @@
 when the task ends (``task_metrics``), and the mark that a task was harvested, with why a metrics
 file was not read (``task_outputs``); the tasks compare page reads them instead of every task's files
 
-Revision ID: 0022
-Revises: 0018
+Revision ID: 0021
+Revises: 0020
 Create Date: 2026-12-04 10:00:00
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0022"
-down_revision = "0018"
+revision = "0021"
+down_revision = "0020"
 branch_labels = None
 depends_on = None
 
