@@ -270,11 +270,14 @@ class Settings(AccountingSettings, HandoffSettings):
         description="The site's eval/ directory (suite task YAMLs and the eval job's programs) as the "
         "compute nodes see it; default: the one the installed gateway carries (gateway/resources.py).",
     )
-    eval_python: str = Field(
-        default="python3",
+    eval_python: str | None = Field(
+        default=None,
         pattern=r"^[A-Za-z0-9._/+-]{1,1024}$",
         description="The interpreter eval jobs run eval/jobs/run_eval.py with: a program on the job's PATH "
-        "or an absolute path. It needs PyYAML, and lm_eval at the suite's version for lm-eval suites.",
+        "or an absolute path. It needs PyYAML, and lm_eval at the suite's version for lm-eval suites. "
+        "Unset (and no eval_environment): eval jobs of suites naming no environment run in the site's "
+        "built-in eval environment (site/lm-eval@N, eval/environments/lm-eval.lock), which the gateway "
+        "registers and builds by a Slurm job the first time an eval needs it.",
     )
     eval_environment: str | None = Field(
         default=None,

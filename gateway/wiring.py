@@ -42,6 +42,7 @@ from gateway.services.accounting.usage import UsageService
 from gateway.services.audit.log import AuditService
 from gateway.services.envs.catalog import EnvCatalog
 from gateway.services.envs.registry import EnvironmentService
+from gateway.services.envs.site_eval import SiteEvalEnvironment, builtin_lock
 from gateway.services.eval.gates import GateService, NoDefaultBaseline
 from gateway.services.eval.imports import EvalImportService
 from gateway.services.eval.ingest import EvalIngest
@@ -151,7 +152,7 @@ def build_services(
     environments = EnvironmentService(env_catalog.store, env_catalog, access, runs, host, settings)
     slurm_sync = _slurm_sync(settings, access, slurm_runner, clusters)
     lineage = LineageService(lineage_store, datasets, store, telemetry_store)
-    evals = _evals(settings, db, datasets, access, runs, store, lineage_store, lineage, host, files)
+    evals = _evals(settings, db, datasets, access, runs, store, lineage_store, lineage, files, environments)
     accounting = _accounting(settings, db, store, cluster, clusters)
     handoff = _handoff(settings, db, store, lineage_store)
     releases = _releases(db, evals, lineage, store, access, audit.store, accounting, settings, handoff)
@@ -397,10 +398,11 @@ def _evals(
     store: RunStore,
     lineage_store: LineageStore,
     lineage: LineageService,
-    host: RunHost,
     files: JobFiles,
+    environments: EnvironmentService,
 ) -> dict[str, Any]:
     """The evaluation services, by their field names in ``Services``."""
+    host = environments.host
     eval_store, results, review_store = EvalStore(db), EvalResultStore(db), ReviewStore(db)
     suites = EvalSuiteService(eval_store, datasets, access)
     suites.environments = runs.environments  # a suite's environment is checked when it is registered
@@ -408,13 +410,21 @@ def _evals(
     job = EvalJobSettings(
         python=settings.eval_python, eval_dir=str(eval_dir), environment=settings.eval_environment
     )
+    site_env = SiteEvalEnvironment(environments, builtin_lock(settings.eval_dir))
     reviews = ReviewService(review_store, results, lineage_store, store)
     gates = GateService(eval_store, results, review_store, reviews, NoDefaultBaseline())
     return {
         "eval_suites": suites,
-        "evals": EvalRunService(eval_store, suites, runs, store, lineage_store, job),
+        "evals": EvalRunService(eval_store, suites, runs, store, lineage_store, job, site_env),
         "eval_ingest": EvalIngest(
-            eval_store, results, store, lineage_store, host, files, max_bytes=settings.eval_results_max_bytes
+            eval_store,
+            results,
+            store,
+            lineage_store,
+            host,
+            files,
+            max_bytes=settings.eval_results_max_bytes,
+            environments=environments.catalog,
         ),
         "eval_imports": EvalImportService(
             suites, results, lineage_store, max_bytes=settings.eval_results_max_bytes

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from typing import Any
 
 MAX_LOCK_CHARS = 512 * 1024
 MAX_PACKAGES = 2000
@@ -91,3 +92,16 @@ def parse_lock(text: str) -> list[LockedPackage]:
 def lock_sha256(text: str) -> str:
     """sha256 (hex) of the lock's text as given."""
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def lock_content(text: str, *, pip_sources: bool = False) -> dict[str, Any]:
+    """A python version's content (what its digest covers): the lock, its sha256 and what it pins;
+    ``pip_sources`` when its build may build pinned source archives. ValueError as ``parse_lock``."""
+    content: dict[str, Any] = {
+        "lock": text,
+        "lock_sha256": lock_sha256(text),
+        "locked": {p.name: p.version for p in parse_lock(text)},
+    }
+    if pip_sources:
+        content["pip_sources"] = True
+    return content

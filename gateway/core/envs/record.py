@@ -25,6 +25,9 @@ from datetime import datetime
 from typing import Any
 
 KINDS = ("python", "image", "modules")
+# The site's own environments (the built-in eval environment, ``site/lm-eval@N``): every user reads
+# them and any run may name them; a project of this name cannot own environments of its own.
+SITE_PROJECT = "site"
 STATUSES = ("building", "ready", "failed")
 
 

@@ -56,6 +56,7 @@ def eval_run_spec(
     python: str,
     eval_dir: str,
     environment: str | None = None,
+    dependency: str | None = None,
 ) -> RunSpec:
     """The run spec of an eval of ``artifact`` on ``version``; SpecError if a value cannot be used.
 
@@ -64,7 +65,9 @@ def eval_run_spec(
     directory as the compute nodes see it. ``environment``: the registered
     environment version the job runs in (the suite's own, else the site's
     default eval environment), activated by the template as a run's is; the
-    job then runs the environment's ``python3`` (its venv's, or the image's).
+    job then runs the environment's ``python3`` (its venv's, or the image's). ``dependency``: a
+    Slurm dependency the job waits for (the site eval environment's build job, ``afterok``); Slurm
+    cancels the job when it can no longer be met (``--kill-on-invalid-dep=yes``).
     """
     suite = version.suite
     environment = suite.environment or environment
@@ -126,6 +129,9 @@ def eval_run_spec(
     }
     if environment is not None:
         data["environment"] = environment
+    if dependency is not None:
+        data["dependency"] = dependency
+        data["slurm_options"] = {"kill-on-invalid-dep": "yes"}
     return build_spec(data, source=f"eval of {artifact.sha256[:12]} on {version.ref}")
 
 

@@ -2,7 +2,9 @@
 back what each job found at its start.
 
 Access follows the owning project: its viewers read (``env.read``), members register
-(``env.register``); a reference to another project's environment answers NotFound. A python
+(``env.register``); a reference to another project's environment answers NotFound. The site's own
+environments (project ``SITE_PROJECT``: the built-in eval environment) are read by everyone and
+any run may name them. A python
 version's build is settled when it is next read: once its build run has ended, the installed set
 the job wrote beside the venv is recorded (``ready``), or why it failed (``failed``), audited.
 """
@@ -20,7 +22,14 @@ from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal, Run
 from gateway.core.envs.advisories import Finding
 from gateway.core.envs.diff import is_empty, package_diff
-from gateway.core.envs.record import Environment, EnvLaunch, EnvVersion, launch_of, packages_sha256
+from gateway.core.envs.record import (
+    SITE_PROJECT,
+    Environment,
+    EnvLaunch,
+    EnvVersion,
+    launch_of,
+    packages_sha256,
+)
 from gateway.core.slurm.states import TERMINAL, RunState
 from gateway.core.spec.lineage import parse_dataset_ref
 from gateway.errors import Conflict, NotFound, SpecError, SpecIssue
@@ -40,11 +49,13 @@ class RunEnvironment:
     version: EnvVersion | None
     observations: list[Observation]
     findings: list[Finding] = field(default_factory=list)  # the version's advisories (scan)
+    build: str | None = None  # the version's build, in words, while it keeps this run from starting
 
     @property
     def warnings(self) -> list[str]:
-        """Drift in words: one line per job that did not run what the version records."""
-        out = []
+        """The build a run waits for (or that failed under it), then drift in words: one line per job
+        that did not run what the version records."""
+        out = [self.build] if self.build else []
         for obs in self.observations:
             if obs.drift:
                 out.append(f"job {obs.job_id}: {drift_words(obs.drift)}")
@@ -83,6 +94,8 @@ class EnvCatalog:
     def list(self, *, principal: Principal, project: str | None = None) -> builtins.list[Environment]:
         """Environments of the caller's projects (of ``project`` only, when given)."""
         visible = visible_projects(principal)
+        if visible is not None:
+            visible = [*visible, SITE_PROJECT]
         if project is not None:
             if visible is not None and project not in visible:
                 return []
@@ -91,7 +104,7 @@ class EnvCatalog:
 
     def get(self, project: str, name: str, *, principal: Principal) -> Environment:
         """``project/name``; NotFound when there is none or the caller may not read it."""
-        if not allowed(principal, "env.read", project):
+        if not readable(principal, project):
             raise NotFound(f"no environment {project}/{name}")
         return self.store.environment(project, name)
 
@@ -125,11 +138,15 @@ class EnvCatalog:
         """Ids of runs whose jobs were seen in ``version`` (the caller may read it), newest first."""
         return self.store.runs_using(version.id, limit=limit)
 
-    def launch_for(self, text: str, *, project: str, principal: Principal) -> EnvLaunch:
+    def launch_for(
+        self, text: str, *, project: str, principal: Principal, dependency: str | None = None
+    ) -> EnvLaunch:
         """What a run of ``project`` naming ``text`` is given; ``latest`` is pinned to a number.
 
-        A run may name its own project's environments only (NotFound otherwise); a python version
-        still building, or whose build failed, is refused (Conflict) with what to do.
+        A run may name its own project's environments and the site's (NotFound otherwise); a python
+        version still building is refused (Conflict) with what to do unless the run waits for its
+        build job (``dependency`` holds ``afterok:<that job>``, all of it required); one whose build
+        failed is refused.
         """
         try:
             ref = parse_dataset_ref(text)
@@ -137,12 +154,13 @@ class EnvCatalog:
             raise SpecError(
                 [SpecIssue("environment", str(exc).replace("dataset", "environment"), text)]
             ) from exc
-        if ref.project not in (None, project):
+        if ref.project not in (None, project, SITE_PROJECT):
             raise NotFound(
-                f"no environment {text} for project {project}: a run names its own project's environments"
+                f"no environment {text} for project {project}: a run names its own project's environments "
+                f"or the site's ({SITE_PROJECT}/...)"
             )
         version = self.resolve(text, project=project, principal=principal)
-        if version.status == "building":
+        if version.status == "building" and not waits_for(dependency, self.build_job_id(version)):
             raise Conflict(
                 f"environment {version.ref} is still being built (run {version.build_run_id}); "
                 f"submit when it is ready: gw env show {version.ref}"
@@ -160,12 +178,39 @@ class EnvCatalog:
         version_id = record.get("version_id")
         if not version_id:
             return RunEnvironment(run.id, run.environment, None, [])
-        version = self.store.version(version_id)
+        # settled first: a job's drift is measured against the installed set its build recorded
+        version = self.settle(self.store.version(version_id))
         known = {o.job_id for o in self.store.observations(run.id)}
         for attempt in run.attempts:
             if attempt.job_id and attempt.job_id not in known and attempt.start_time is not None:
                 self._observe(run, attempt.job_id, version)
-        return RunEnvironment(run.id, run.environment, version, self.store.observations(run.id))
+        observations = self.store.observations(run.id)
+        return RunEnvironment(
+            run.id, run.environment, version, observations, build=self._build_words(run, version)
+        )
+
+    def build_note(self, run: Run) -> str | None:
+        """Why ``run`` has not started, or never will, in words, when its environment's build is the
+        reason (it waits for it, or it failed); None otherwise."""
+        version_id = (run.environment or {}).get("version_id")
+        if not version_id:
+            return None
+        try:
+            return self._build_words(run, self.store.version(version_id))
+        except NotFound:
+            return None
+
+    def _build_words(self, run: Run, version: EnvVersion) -> str | None:
+        """What a run that never started hears of its environment's build: it waits for it, or the
+        build failed (Slurm cancels a job whose afterok dependency can no longer be met)."""
+        if any(a.start_time is not None for a in run.attempts):
+            return None
+        version = self.settle(version)
+        if version.status == "building":
+            return f"waits for environment {version.ref} to be built (build run {version.build_run_id})"
+        if version.status == "failed":
+            return f"environment {version.ref} failed to build, so this run never started: {version.failure}"
+        return None
 
     def _observe(self, run: Run, job_id: str, version: EnvVersion) -> None:
         path = f"{run.run_dir}/{record_file(job_id)}"
@@ -183,6 +228,17 @@ class EnvCatalog:
         self.store.observe(Observation(run.id, job_id, version.id, observed, drift_of(version, observed)))
 
     # -- builds -----------------------------------------------------------------------------
+
+    def build_job_id(self, version: EnvVersion) -> str | None:
+        """The Slurm job id of a building version's build run (None: not submitted yet, or no build)."""
+        if not version.build_run_id:
+            return None
+        try:
+            run = self.runs.get_run(version.build_run_id)
+        except NotFound:
+            return None
+        jobs = [a.job_id for a in run.attempts if a.job_id]
+        return jobs[-1] if jobs else None
 
     def settle(self, version: EnvVersion) -> EnvVersion:
         """``version``, its build settled first when it is a python version whose build run ended."""
@@ -243,6 +299,23 @@ class EnvCatalog:
         except (ValueError, KeyError, TypeError) as exc:
             return None, f"{path} is not the installed set the build writes: {exc}"
         return {str(k): v for k, v in packages.items()}, None
+
+
+def readable(principal: Principal, project: str) -> bool:
+    """Whether ``principal`` reads ``project``'s environments: its viewers and up; everyone, the site's."""
+    return project == SITE_PROJECT or allowed(principal, "env.read", project)
+
+
+def waits_for(dependency: str | None, job_id: str | None) -> bool:
+    """Whether a Slurm ``dependency`` holds ``afterok`` on ``job_id`` as a condition all of which
+    must hold (joined by ',' only: with '?' another condition could start the job first)."""
+    if not dependency or not job_id or "?" in dependency:
+        return False
+    for item in dependency.split(","):
+        kind, _, jobs = item.partition(":")
+        if kind == "afterok" and job_id in jobs.split(":"):
+            return True
+    return False
 
 
 def record_file(job_id: str) -> str:

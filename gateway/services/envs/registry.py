@@ -20,18 +20,18 @@ from typing import Any
 from gateway.adapters.advisories import OsvDirectory
 from gateway.adapters.runhost import RunHost
 from gateway.core import names
-from gateway.core.access.policy import allowed, require
+from gateway.core.access.policy import require
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal
 from gateway.core.envs.advisories import Finding, scan, worst
 from gateway.core.envs.diff import package_diff
-from gateway.core.envs.lockfile import HEREDOC_END, lock_sha256, parse_lock
-from gateway.core.envs.record import KINDS, EnvVersion, content_digest
+from gateway.core.envs.lockfile import lock_content
+from gateway.core.envs.record import KINDS, SITE_PROJECT, EnvVersion, content_digest
 from gateway.core.releases.domain import AdvisoryCheck
 from gateway.core.spec.parts import MODULE_NAME
-from gateway.core.spec.run_spec import RunSpec, build_spec
 from gateway.errors import Conflict, GatewayError, NotFound, SpecError, SpecIssue
-from gateway.services.envs.catalog import INSTALLED_FILE, EnvCatalog, RunEnvironment
+from gateway.services.envs.build import build_run_spec
+from gateway.services.envs.catalog import EnvCatalog, RunEnvironment, readable
 from gateway.services.runs.run_service import RunService
 from gateway.settings import Settings
 from gateway.store.access import AccessStore
@@ -54,6 +54,7 @@ class EnvRegistration:
     modules: list[str] = field(default_factory=list)  # modules: names (name/version), loaded in order
     description: str = ""
     parent: str | None = None  # [project/]name@version it derives from; default the latest
+    pip_sources: bool = False  # python: pip may build pinned source archives (the gateway's own locks)
 
 
 @dataclass(frozen=True)
@@ -112,10 +113,38 @@ class EnvironmentService:
             raise SpecError(
                 [SpecIssue("name", f"not a valid environment name; use {names.NAME_HELP}", req.name)]
             )
+        if req.project == SITE_PROJECT:
+            raise SpecError(
+                [
+                    SpecIssue(
+                        "project",
+                        f"{SITE_PROJECT} holds the site's own environments, which the gateway registers "
+                        "itself (the built-in eval environment); register in your project",
+                        req.project,
+                    )
+                ]
+            )
         if principal.role(req.project) is None and not principal.is_admin:
             raise NotFound(f"no project {req.project!r} that {principal.user} is a member of")
         self.access.project(req.project)
         require(principal, "env.register", req.project)
+        return self._record(req, principal, build_project=req.project)
+
+    def register_site(
+        self, req: EnvRegistration, *, build_project: str, principal: Principal
+    ) -> tuple[EnvVersion, bool]:
+        """Record a site environment (project ``SITE_PROJECT``, which every user reads) on the
+        gateway's behalf, as ``register`` does: its build job is a run of ``build_project`` by
+        ``principal`` (admitted in that project's ``build_queue`` as any run of theirs is).
+
+        Used for the built-in eval environment on first need (``SiteEvalEnvironment``)."""
+        if req.project != SITE_PROJECT:
+            raise SpecError([SpecIssue("project", f"a site environment's project is {SITE_PROJECT}")])
+        return self._record(req, principal, build_project=build_project)
+
+    def _record(
+        self, req: EnvRegistration, principal: Principal, *, build_project: str
+    ) -> tuple[EnvVersion, bool]:
         if req.kind not in KINDS:
             raise SpecError([SpecIssue("kind", f"must be one of {', '.join(KINDS)}", req.kind)])
         if len(req.description) > MAX_DESCRIPTION:
@@ -126,7 +155,16 @@ class EnvironmentService:
         build = None
         if req.kind == "python":  # the build job is admitted before anything is written
             assert req.build_queue is not None and req.lock is not None and location is not None
-            build = self._build_spec(req.project, req.name, location, req.lock, req.build_queue)
+            build = build_run_spec(
+                self.settings,
+                project=build_project,
+                name=req.name,
+                location=location,
+                lock=req.lock,
+                queue=req.build_queue,
+                env_project=req.project,
+                sources=req.pip_sources,
+            )
             self.runs.admission.admit(build, principal)
         parent_diff = None
         mine = content.get("locked") or _module_set(content.get("modules", []))
@@ -208,17 +246,12 @@ class EnvironmentService:
             if not req.build_queue:
                 raise SpecError([SpecIssue("build_queue", "name the project's queue the build job runs in")])
             try:
-                locked = parse_lock(req.lock)
+                content = lock_content(req.lock, pip_sources=req.pip_sources)
             except ValueError as exc:
                 raise SpecError([SpecIssue("lock", str(exc))]) from exc
             location = f"{self.settings.environments_dir}/{req.project}/{req.name}/{uuid.uuid4().hex[:12]}"
             if not names.SAFE_PATH.fullmatch(location):
                 raise SpecError([SpecIssue("envs_dir", names.SAFE_PATH_HELP, location)])
-            content = {
-                "lock": req.lock,
-                "lock_sha256": lock_sha256(req.lock),
-                "locked": {p.name: p.version for p in locked},
-            }
             return content, location, None, "building"
         if req.kind == "image":
             if not req.archive or not names.SAFE_PATH.fullmatch(req.archive):
@@ -245,42 +278,6 @@ class EnvironmentService:
             if not MODULE_NAME.fullmatch(module):
                 raise SpecError([SpecIssue("modules", "not a module name (name or name/version)", module)])
         return {"modules": list(req.modules)}, None, _module_set(req.modules), "ready"
-
-    def _build_spec(self, project: str, name: str, location: str, lock: str, queue: str) -> RunSpec:
-        """The run that builds a venv at ``location`` from ``lock`` (an ordinary run of ``project``)."""
-        settings = self.settings
-        pip = [
-            "--no-input",
-            "--disable-pip-version-check",
-            "--require-hashes",
-            "--no-deps",
-            "--only-binary=:all:",
-        ]
-        if settings.env_pip_find_links:
-            pip += ["--no-index", "--find-links", str(settings.env_pip_find_links)]
-        elif settings.env_pip_index_url:
-            pip += ["--index-url", settings.env_pip_index_url]
-        assert HEREDOC_END not in lock
-        script = BUILD_SCRIPT.format(
-            location=location,
-            python=settings.env_build_python,
-            pip=" ".join(_shq(a) for a in pip),
-            installed=INSTALLED_FILE,
-            end=HEREDOC_END,
-            lock=lock if lock.endswith("\n") else lock + "\n",
-        )
-        return build_spec(
-            {
-                "name": f"env-build-{name}"[:63],
-                "project": project,
-                "queue": queue,
-                "script": script,
-                "tags": ["env-build"],
-                "resources": {"walltime_min": 60},
-                "requeue": False,
-            },
-            source=f"build of environment {project}/{name}",
-        )
 
     # -- comparing --------------------------------------------------------------------------
 
@@ -355,8 +352,9 @@ class EnvironmentService:
         )
 
     def readable(self, version: EnvVersion, principal: Principal) -> bool:
-        """True when ``principal`` may read ``version`` (its project's viewers and up)."""
-        return allowed(principal, "env.read", version.project)
+        """True when ``principal`` may read ``version`` (its project's viewers and up; anyone, a site
+        environment)."""
+        return readable(principal, version.project)
 
 
 def _packages(version: EnvVersion) -> dict[str, str]:
@@ -371,31 +369,3 @@ def _module_set(modules: list[str]) -> dict[str, str]:
         name, _, version = module.partition("/")
         out[name] = version
     return out
-
-
-def _shq(word: str) -> str:
-    return "'" + word.replace("'", "'\\''") + "'"
-
-
-# The build job: make the venv, install the lock with its hashes checked, record the installed set.
-BUILD_SCRIPT = """#!/bin/bash
-set -euo pipefail
-dir='{location}'
-if [ -e "$dir" ]; then
-  echo "gw: environment directory $dir exists already; a build never reuses one" >&2
-  exit 1
-fi
-mkdir -p -- "$(dirname -- "$dir")"
-cat > "$GW_RUN_DIR/requirements.lock" <<'{end}'
-{lock}{end}
-'{python}' -m venv -- "$dir"
-"$dir/bin/python" -m pip install {pip} -r "$GW_RUN_DIR/requirements.lock"
-"$dir/bin/python" -I -c 'import importlib.metadata as m, json, re, sys
-names = {{re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower(): d.version
-         for d in m.distributions() if d.metadata["Name"]}}
-print(json.dumps({{"python": sys.version.split()[0], "packages": names}}, sort_keys=True))' \\
-  > "$dir/{installed}.tmp"
-mv -- "$dir/{installed}.tmp" "$dir/{installed}"
-chmod -R go-w -- "$dir"
-echo "gw: built $dir"
-"""

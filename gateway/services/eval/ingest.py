@@ -43,6 +43,7 @@ from gateway.core.eval.read_native import parse_native
 from gateway.core.eval.results import MAX_RESULTS_BYTES, EvalResults, refuse
 from gateway.core.slurm.states import TERMINAL, RunState
 from gateway.errors import GatewayError, RunHostUnavailable, SpecError
+from gateway.services.envs.catalog import EnvCatalog
 from gateway.services.eval.result_files import RemoteFile
 from gateway.services.runs.logs import JobFiles
 from gateway.store.eval_results import EvalResultStore
@@ -73,7 +74,9 @@ class EvalIngest:
         files: JobFiles,
         *,
         max_bytes: int,
+        environments: EnvCatalog | None = None,
     ) -> None:
+        self.environments = environments  # says when a run never started because its environment failed
         self.store = store
         self.results = results
         self.runs = runs
@@ -122,7 +125,9 @@ class EvalIngest:
                 f" (failure class {failure})" if failure else ""
             )
             summary = (latest.failure or {}).get("summary")
-            note = why + (f": {summary}" if summary else "") + "; there are no results to read"
+            note = why + (f": {summary}" if summary else "")
+            build = self.environments.build_note(run) if self.environments else None
+            note += (f"; {build}" if build else "") + "; there are no results to read"
             return self._settle(eval_run, "failed", note)
         try:
             results, files = self._read(run, eval_run, version)

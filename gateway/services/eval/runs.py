@@ -19,6 +19,7 @@ from gateway.core.domain import Artifact, Principal, Run
 from gateway.core.eval.domain import EvalRun, SuiteVersionRecord
 from gateway.core.eval.job import ArtifactInput, eval_run_spec
 from gateway.errors import NotFound, SpecError, SpecIssue, SubmitRejected
+from gateway.services.envs.site_eval import SiteEvalEnvironment
 from gateway.services.eval.suites import EvalSuiteService
 from gateway.services.runs.run_service import RunService
 from gateway.store.evals import EvalStore, NewEvalRun
@@ -28,7 +29,7 @@ from gateway.store.runs import RunStore
 
 @dataclass(frozen=True)
 class EvalJobSettings:
-    python: str  # the interpreter of run_eval.py in the job
+    python: str | None  # the interpreter of run_eval.py in the job; None: the built-in environment
     eval_dir: str  # the site's eval/ directory, as compute nodes see it
     environment: str | None = None  # the site's default eval environment (PROJECT/NAME@N); None: python
 
@@ -58,7 +59,9 @@ class EvalRunService:
         run_store: RunStore,
         lineage: LineageStore,
         job: EvalJobSettings,
+        site_env: SiteEvalEnvironment | None = None,
     ) -> None:
+        self.site_env = site_env  # built on first need when neither job.environment nor job.python is set
         self.store = store
         self.suites = suites
         self.runs = runs
@@ -91,13 +94,15 @@ class EvalRunService:
                 [SpecIssue("queue", f"suite {version.ref} names no queue; give one for its jobs")]
             )
         abs_path = f"{training.run_dir}/{found.path}"
+        environment, dependency = self._environment(version, target, principal)
         spec = eval_run_spec(
             version,
             ArtifactInput(abs_path, found.sha256),
             queue=target,
-            python=self.job.python,
+            python=self.job.python or "python3",
             eval_dir=self.job.eval_dir,
-            environment=self.job.environment,
+            environment=environment,
+            dependency=dependency,
         )
         try:
             submitted = self.runs.submit_keyed(spec, principal=principal, idempotency_key=idempotency_key)
@@ -108,6 +113,18 @@ class EvalRunService:
             raise
         eval_run = self._link(submitted.run.id, version, found, abs_path, training, principal)
         return StartedEval(eval_run, submitted.run, submitted.replayed)
+
+    def _environment(
+        self, version: SuiteVersionRecord, queue: str, principal: Principal
+    ) -> tuple[str | None, str | None]:
+        """(environment, dependency) of the eval job: the suite's environment, else the site's
+        default (GATEWAY_EVAL_ENVIRONMENT), else, with no GATEWAY_EVAL_PYTHON either, the built-in
+        one, registered and built on first need (the job then waits for its build job)."""
+        named = version.suite.environment or self.job.environment
+        if named is not None or self.job.python is not None or self.site_env is None:
+            return named, None
+        site = self.site_env.ensure(project=version.project, queue=queue, principal=principal)
+        return site.ref, self.site_env.dependency(site)
 
     def _link(
         self,

@@ -93,12 +93,15 @@ def resolve_environment(
     spec: RunSpec, *, principal: Principal, catalog: EnvCatalog | None
 ) -> EnvLaunch | None:
     """The registered environment ``spec`` names, pinned (``latest`` becomes a number); None when it
-    names none. SpecError/NotFound/Conflict as ``EnvCatalog.launch_for``."""
+    names none. SpecError/NotFound/Conflict as ``EnvCatalog.launch_for`` (a version still building
+    is taken when the spec's ``dependency`` waits for its build job)."""
     if spec.environment is None:
         return None
     if catalog is None:
         raise SpecError([SpecIssue("environment", "this gateway has no environment registry configured")])
-    return catalog.launch_for(spec.environment, project=spec.project, principal=principal)
+    return catalog.launch_for(
+        spec.environment, project=spec.project, principal=principal, dependency=spec.dependency
+    )
 
 
 def write_manifests(
