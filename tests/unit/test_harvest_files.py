@@ -13,7 +13,7 @@ import pytest
 
 from gateway.adapters.runhost_local import LocalRunHost
 from gateway.adapters.runner import LocalRunner
-from gateway.services.lineage.outputs import read_metrics
+from gateway.services.lineage.metrics_files import read_metrics
 
 ME = getpass.getuser()
 

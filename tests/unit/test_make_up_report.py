@@ -31,6 +31,7 @@ def _copy(tmp_path: Path, *, failing: str | None = None) -> tuple[Path, dict[str
     shutil.copy(REPO / "scripts" / "make-up", scripts / "make-up")
     _stand_in(bin_dir / "make", 'sleep 0.2; [ "$2" != "' + (failing or "-") + '" ] || exit 3')
     _stand_in(bin_dir / "sinfo", "true")
+    _stand_in(scripts / "cluster-ready", "true")
     _stand_in(scripts / "chromium-ready", "true")
     _stand_in(scripts / "gw-up", "sleep 0.1")
     return scripts / "make-up", {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
@@ -44,8 +45,8 @@ def test_each_part_is_named_timed_and_summed_up(tmp_path):
     parts = re.findall(r"^==> (.+)$", out, re.M)
     assert [p.split(":")[0].split(" (")[0] for p in parts] == [
         "Python venv",
-        "Slurm 22.05 cluster",
-        "the cluster answers",
+        "Slurm 22.05 clusters gwlocal and gwlocal2",
+        "the clusters answer",
         "chromium, for the web tests and make poc's summary page",
         "gw serve on 127.0.0.1",
     ]
@@ -61,7 +62,7 @@ def test_a_failing_part_is_named_with_its_time(tmp_path):
     script, env = _copy(tmp_path, failing="cluster")
     done = subprocess.run([str(script)], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
-    assert re.search(r"^==> Slurm 22\.05 cluster: .+: FAILED after \d+\.\d s$", done.stderr, re.M), (
+    assert re.search(r"^==> Slurm 22\.05 clusters .+: FAILED after \d+\.\d s$", done.stderr, re.M), (
         done.stderr
     )
     assert "make up took" not in done.stdout and "chromium" not in done.stdout

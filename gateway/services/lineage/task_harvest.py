@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from gateway.adapters.runhost import RunHost
 from gateway.core.runs.tasks import task_dir
 from gateway.errors import GatewayError, RunHostUnavailable
-from gateway.services.lineage.outputs import read_metrics
+from gateway.services.lineage.metrics_files import read_metrics
 from gateway.services.runs.logs import JobFiles
 from gateway.store.task_metrics import TaskMetricsStore, TaskResult
 
