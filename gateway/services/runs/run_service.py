@@ -272,7 +272,7 @@ class RunService:
         try:
             sent = submission.send(run.attempts[0], run.script, source="gateway")
         except SubmitRejected as exc:
-            exc.run_id = run.id  # type: ignore[attr-defined]
+            exc.run_id = run.id  # type: ignore[attr-defined]  # the interfaces read it (getattr) to name the run
             raise
         if sent.event is None:  # Slurm did not answer: still SUBMITTING, with the note
             return self.store.get_run(run.id)
@@ -293,13 +293,13 @@ class RunService:
                 submission.give_up(
                     run.attempts[0], f"cannot prepare the run directory: {exc}", source="gateway"
                 )
-                exc.run_id = run.id  # type: ignore[attr-defined]
+                exc.run_id = run.id  # type: ignore[attr-defined]  # the interfaces read it (getattr) to name the run
                 raise
             except SpecError as exc:  # a held secret vanished since admission: nothing is queued
                 submission.give_up(
                     run.attempts[0], f"cannot deliver the run's secrets: {exc}", source="gateway"
                 )
-                exc.run_id = run.id  # type: ignore[attr-defined]
+                exc.run_id = run.id  # type: ignore[attr-defined]  # the interfaces read it (getattr) to name the run
                 raise
 
     def _queued(self, run: Run, sent: Sent) -> Run:
