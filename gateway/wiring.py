@@ -6,6 +6,7 @@ Interfaces (``gw serve``, ``gw admin``, tests, benchmarks) call
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from gateway import resources
@@ -36,6 +37,7 @@ from gateway.services.accounting.telemetry import TelemetryHarvester, TelemetryS
 from gateway.services.accounting.usage import UsageService
 from gateway.services.audit import AuditService
 from gateway.services.envs.catalog import EnvCatalog
+from gateway.services.envs.evidence import environment_evidence
 from gateway.services.envs.registry import EnvironmentService
 from gateway.services.envs.site_eval import SiteEvalEnvironment, builtin_lock
 from gateway.services.eval.gates import GateService, NoDefaultBaseline
@@ -140,7 +142,9 @@ def build_services(
     )
     environments = EnvironmentService(env_catalog.store, env_catalog, access, runs, host, settings)
     slurm_sync = SlurmSync(access, SlurmAccounts(slurm_runner, timeout_s=settings.slurm_query_timeout_s))
-    lineage = LineageService(lineage_store, datasets, store, telemetry_store)
+    lineage = LineageService(
+        lineage_store, datasets, store, telemetry_store, functools.partial(environment_evidence, environments)
+    )
     evals = _evals(settings, db, datasets, access, runs, store, lineage_store, lineage, files, environments)
     accounting = _accounting(settings, db, store, cluster)
     releases = _releases(db, evals, lineage, store, access, audit.store, accounting, settings)

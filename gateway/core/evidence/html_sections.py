@@ -10,6 +10,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from gateway.core.evidence.html_env import environments
 from gateway.core.evidence.html_parts import (
     Page,
     badge,
@@ -30,6 +31,7 @@ def sections(doc: dict[str, Any], page: Page) -> list[tuple[str, str, str]]:
     out = [
         ("datasets", "Dataset versions", _datasets(page)),
         ("runs", "Runs", "".join(_run(r, page) for r in doc.get("runs") or []) or _none("no run")),
+        ("environments", "Environments", environments(doc)),
         ("artifacts-list", "Artifacts", _artifacts(page)),
         ("evaluations", "Eval results", _evaluations(ev, page)),
         ("gates", "Gate decisions", _gates(ev, page)),
