@@ -6,6 +6,7 @@ Interfaces (``gw serve``, ``gw admin``, tests, benchmarks) call
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from gateway.services.accounting.telemetry import TelemetryHarvester, TelemetryS
 from gateway.services.accounting.usage import UsageService
 from gateway.services.audit.log import AuditService
 from gateway.services.envs.catalog import EnvCatalog
+from gateway.services.envs.evidence import environment_evidence
 from gateway.services.envs.registry import EnvironmentService
 from gateway.services.envs.site_eval import SiteEvalEnvironment, builtin_lock
 from gateway.services.eval.gates import GateService, NoDefaultBaseline
@@ -151,7 +153,9 @@ def build_services(
     )
     environments = EnvironmentService(env_catalog.store, env_catalog, access, runs, host, settings)
     slurm_sync = _slurm_sync(settings, access, slurm_runner, clusters)
-    lineage = LineageService(lineage_store, datasets, store, telemetry_store)
+    lineage = LineageService(
+        lineage_store, datasets, store, telemetry_store, functools.partial(environment_evidence, environments)
+    )
     evals = _evals(settings, db, datasets, access, runs, store, lineage_store, lineage, files, environments)
     accounting = _accounting(settings, db, store, cluster, clusters)
     handoff = _handoff(settings, db, store, lineage_store)

@@ -196,7 +196,10 @@ class RunEnvironmentPublic(BaseModel):
     record: dict[str, Any] | None = Field(description="The run's environment record at submission")
     version: EnvVersionPublic | None
     observations: list[EnvObservationPublic]
-    warnings: list[str] = Field(description="Drift in words, one line per job")
+    warnings: list[str] = Field(
+        description="The build the run waits for (or that failed under it), then drift in words, one line "
+        "per job"
+    )
     findings: list[FindingPublic] = Field(description="Known advisories in the version's packages")
 
     @classmethod

@@ -386,6 +386,9 @@ class EvalComparePublic(BaseModel):
 
 class EvalRunTracePublic(EvalRunPublic):
     result: EvalResultPublic | None
+    environment_record: dict[str, Any] | None = Field(
+        None, description="The environment its eval job ran in, as a run's lineage record carries it"
+    )
 
 
 class ArtifactEvalsPublic(BaseModel):

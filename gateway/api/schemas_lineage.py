@@ -221,6 +221,12 @@ class LineageRunPublic(BaseModel):
     environment: dict[str, Any] | None = Field(
         description="container image and digest, venv packages, modules"
     )
+    environment_record: dict[str, Any] | None = Field(
+        None,
+        description="The registered environment version the run named (null: none): ref, digest, status, "
+        "installed packages and their sha256, what each job found at its start with its drift, warnings, "
+        "and the site's advisory scan (source, packages checked, findings)",
+    )
     datasets: list[LineageInputPublic]
     attempts: list[LineageAttemptPublic]
     artifacts: list[ArtifactPublic]

@@ -64,6 +64,29 @@ def code_text(code: dict[str, Any] | None) -> str:
     return text
 
 
+def add_environment_record(node: Tree, env: dict[str, Any]) -> None:
+    """The registered environment version a run ran in: digest, installed set, advisories, drift."""
+    packages = env.get("packages") or {}
+    sub = node.add(
+        f"environment version {escape(str(env.get('ref')))} ({escape(str(env.get('status')))}) "
+        f"digest {short(env.get('digest'))}"
+        + (f"  {len(packages)} packages sha256 {short(env.get('packages_sha256'))}" if packages else "")
+    )
+    adv = env.get("advisories") or {}
+    findings = adv.get("findings") or []
+    if not adv.get("source"):
+        sub.add("[dim]advisories not scanned (the site keeps no advisory directory)[/dim]")
+    elif findings:
+        listed = ", ".join(
+            escape(f"{f['advisory']} {f['severity']} {f['package']} {f['version']}") for f in findings
+        )
+        sub.add(f"[yellow]advisories[/yellow] {listed}")
+    else:
+        sub.add(f"advisories none among {adv.get('packages_checked')} packages")
+    for warning in env.get("warnings") or []:
+        sub.add(f"[yellow]{escape(warning)}[/yellow]")
+
+
 def environment_text(env: dict[str, Any] | None) -> str:
     """A run's recorded environment (kind, image and digest, venv and its packages, modules) as
     markup; ``unknown`` when none was recorded.
@@ -144,6 +167,8 @@ def run_tree(run: dict[str, Any], tree: Tree | None = None) -> Tree:
     )
     node.add(f"code {code_text(run.get('code'))}")
     node.add(f"environment {environment_text(run.get('environment'))}")
+    if run.get("environment_record"):
+        add_environment_record(node, run["environment_record"])
     node.add(f"params {params_text(run.get('params') or {})}")
     if run["datasets"]:
         inputs = node.add("datasets")

@@ -6,6 +6,7 @@ has none); the releases' runs are store-written ended runs recording that they r
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 
@@ -197,3 +198,40 @@ def test_the_promote_page_shows_the_findings_and_offers_a_lead_the_override(serv
             page_checks.check_screen(page, errors, page_checks.SCREENSHOTS / "promote-advisory.png")
         finally:
             page.context.close()
+
+
+def test_the_release_snapshot_evidence_and_gw_trace_carry_the_training_environment(services, world, gw):  # noqa: F811
+    lead, model, bad = world["lead"], world["model"], world["versions"]["bad"]
+    release = services.releases.release(PROJECT, model, 1, principal=lead)
+    record = release.snapshot["run"]["environment_record"]
+    assert record["ref"] == bad.ref and record["digest"] == bad.digest and record["status"] == "ready"
+    assert record["packages"] == bad.packages and record["packages_sha256"] == bad.packages_sha256
+    assert record["locked"] == {"gwtoy": "1.0"} and record["lock_sha256"] == bad.content["lock_sha256"]
+    advisories = record["advisories"]
+    assert [(f["advisory"], f["severity"], f["package"]) for f in advisories["findings"]] == [
+        ("GHSA-gwt0-0000-0001", "CRITICAL", "gwtoy")
+    ]
+    assert advisories["packages_checked"] == len(bad.packages) and advisories["advisories"] == 3
+    assert (
+        services.releases.release(PROJECT, model, 3, principal=lead).snapshot["run"]["environment_record"]
+        is None
+    )
+
+    bundle = services.evidence.bundle(f"{PROJECT}/{model}@1", principal=lead)
+    (run,) = json.loads(bundle.files["evidence.json"])["runs"]
+    dumped = run["environment_record"]
+    assert {k: dumped[k] for k in ("ref", "digest", "packages", "packages_sha256")} == {
+        k: record[k] for k in ("ref", "digest", "packages", "packages_sha256")
+    }
+    assert [f["advisory"] for f in dumped["advisories"]["findings"]] == ["GHSA-gwt0-0000-0001"]
+    page = bundle.files["index.html"].decode()
+    assert f"id='env-{bad.id}'" in page and bad.ref in page and bad.digest in page
+    assert "GHSA-gwt0-0000-0001" in page and f"{len(bad.packages)} packages" in page
+    clean = services.evidence.bundle(f"{PROJECT}/{model}@3", principal=lead).files["index.html"].decode()
+    assert "no run of this chain named a registered environment" in clean
+
+    traced = ok(gw("trace", world["runs"]["bad"]))
+    assert f"environment version {bad.ref} (ready) digest {bad.digest[:12]}" in traced
+    assert "GHSA-gwt0-0000-0001 CRITICAL gwtoy 1.0" in traced
+    as_json = json.loads(ok(gw("trace", world["runs"]["bad"], "--json")))
+    assert as_json["environment_record"]["digest"] == bad.digest

@@ -28,7 +28,8 @@ import yaml
 from gateway.adapters.files import scan
 from gateway.core.domain import RunFilter
 from gateway.core.slurm.states import RunState
-from gateway.errors import Conflict
+from gateway.errors import Conflict, SpecError
+from gateway.services.envs.registry import EnvRegistration
 from gateway.services.envs.site_eval import SiteEvalEnvironment, builtin_lock
 from gateway.services.eval.runs import ArtifactChoice, EvalRunService
 from gateway.services.lineage.datasets import Registration
@@ -94,6 +95,14 @@ def test_first_evals_register_and_build_the_site_environment_once_and_wait_for_i
         assert done.latest.start_time >= built.latest.end_time  # it waited for the build
         (obs,) = services.environments.of_run(s.run.id, principal=lead).observations
         assert obs.drift is None and obs.observed["packages"]["gwtoy"] == "1.0"  # it ran in the venv
+    # the artifact's evidence carries the environment each eval job ran in
+    bundle = services.evidence.bundle(sha, principal=lead)
+    doc = json.loads(bundle.files["evidence.json"])
+    records = {e["run_id"]: e["environment_record"] for e in doc["evaluations"]["eval_runs"]}
+    for s in started:
+        assert records[s.run.id]["ref"] == version.ref and records[s.run.id]["packages"]["gwtoy"] == "1.0"
+        assert records[s.run.id]["observations"][0]["drift"] is None
+    assert f"id='env-{version.id}'" in bundle.files["index.html"].decode()
     again = evals.start(suite, ArtifactChoice(sha256=sha), principal=lead)  # built: no wait
     assert again.run.spec.dependency is None and again.run.environment["ref"] == version.ref
     assert len(catalog.versions("site", site.name, principal=lead)) == 1
@@ -127,6 +136,12 @@ def test_a_failed_build_of_the_site_environment_says_why_on_the_evals(services, 
     assert found.status == "failed" and f"site/{site.name}@1 failed to build" in found.note, found.note
     with pytest.raises(Conflict, match="failed to build"):
         evals.start(suite, ArtifactChoice(sha256=sha), principal=lead)
+    # the site's project is the gateway's: users register in their own
+    with pytest.raises(SpecError, match="site's own environments"):
+        services.environments.register(
+            EnvRegistration(project="site", name=site.name, kind="modules", modules=["gcc/12"]),
+            principal=lead,
+        )
 
 
 def test_the_shipped_lock_pins_lm_eval_as_the_venv_has_it():
@@ -184,7 +199,7 @@ def test_a_fresh_gw_serve_evaluates_in_the_lm_eval_environment_it_builds_on_firs
         )
         versions = json.loads(_gw(serve, "env", "versions", "site/lm-eval", "--json"))
         (version,) = versions if isinstance(versions, list) else versions["versions"]
-        assert version["status"] in ("building", "ready") and version["number"] == 1
+        assert version["status"] in ("building", "ready") and version["version"] == 1
         _gw(serve, "wait", first["run_id"], "--timeout", "900", timeout=960)
         deadline = time.monotonic() + 120
         while True:

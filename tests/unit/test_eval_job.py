@@ -234,3 +234,19 @@ def test_a_suites_environment_is_one_exact_version_and_a_suite_without_one_hashe
     for bad in ("demo/lm-eval@latest", "lm-eval@3", "demo/lm-eval", "demo/lm eval@3"):
         with pytest.raises(SpecError, match="environment"):
             build_suite(data | {"environment": bad})
+
+
+def test_an_eval_job_waiting_for_its_environments_build_depends_on_it_and_dies_with_it():
+    artifact = ArtifactInput("/runs/r-1/outputs/model.json", SHA)
+    waits = eval_run_spec(
+        _version(),
+        artifact,
+        queue="cpu",
+        python="python3",
+        eval_dir="/e",
+        environment="site/lm-eval@1",
+        dependency="afterok:4242",
+    )
+    assert waits.dependency == "afterok:4242" and waits.slurm_options == {"kill-on-invalid-dep": "yes"}
+    ready = eval_run_spec(_version(), artifact, queue="cpu", python="python3", eval_dir="/e")
+    assert ready.dependency is None and ready.slurm_options == {}

@@ -52,6 +52,7 @@ def test_wheel_contains_templates_migrations_eval_and_the_sampler(wheel):
         "jobs/tiny_lm_scorer.py",
         "jobs/native_format.py",
         "jobs/tiny_lm_native.py",
+        "environments/lm-eval.lock",  # the site's default eval environment, built on first need
     ):
         assert f"gateway/_builtin/eval/{path}" in names, path
     # accounting/: the GPU sampler and its fake NVML, run inside jobs from the installed copy.

@@ -10,6 +10,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from gateway.core.evidence.html_env import environments
 from gateway.core.evidence.html_eval import eval_results_section, gates_section
 from gateway.core.evidence.html_parts import (
     Page,
@@ -34,6 +35,7 @@ def sections(doc: dict[str, Any], page: Page) -> list[tuple[str, str, str]]:
     out = [
         ("datasets", "Dataset versions", _datasets(page)),
         ("runs", "Runs", "".join(_run(r, page) for r in doc.get("runs") or []) or nothing_of("no run")),
+        ("environments", "Environments", environments(doc)),
         ("artifacts-list", "Artifacts", _artifacts(page)),
         ("evaluations", "Eval results", eval_results_section(ev, page)),
         ("gates", "Gate decisions", gates_section(ev, page)),

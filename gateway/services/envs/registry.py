@@ -309,13 +309,14 @@ class EnvironmentService:
         found = self.catalog.of_run(self.runs.get(run_id, principal=principal))
         if found.version is None:
             return found
-        return replace(found, findings=self._scan(found.version).findings)
+        return replace(found, findings=self.scan_version(found.version).findings)
 
     def scan(self, text: str, *, project: str, principal: Principal) -> ScanReport:
         """The packages of version ``text`` checked against the site's OSV directory (advisory_dir)."""
-        return self._scan(self.catalog.resolve(text, project=project, principal=principal))
+        return self.scan_version(self.catalog.resolve(text, project=project, principal=principal))
 
-    def _scan(self, version: EnvVersion) -> ScanReport:
+    def scan_version(self, version: EnvVersion) -> ScanReport:
+        """``version``'s packages checked against the site's advisory directory (none for images, modules)."""
         loaded = self.advisories.load()
         packages = _packages(version) if version.kind == "python" else {}
         findings = scan(packages, loaded.advisories)
@@ -337,7 +338,7 @@ class EnvironmentService:
             version = self.catalog.settle(self.store.version(version_id))
         except NotFound:
             return AdvisoryCheck(None, unchecked=f"run {run_id}'s environment {version_id} is gone")
-        report = self._scan(version)
+        report = self.scan_version(version)
         if report.source is None:
             return AdvisoryCheck(
                 version.ref, unchecked="the site keeps no advisory directory (advisory_dir) to check against"

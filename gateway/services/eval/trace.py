@@ -98,12 +98,21 @@ class EvalTraceService:
             "sha256": sha,
             "eval_runs": [
                 eval_run_dict(e)
-                | {"result": result_dict(results[e.result_id]) if e.result_id in results else None}
+                | {
+                    "result": result_dict(results[e.result_id]) if e.result_id in results else None,
+                    "environment_record": self._environment_record(e.run_id),
+                }
                 for e in found
             ],
             "gates": [gate_dict(g) for g in gates],
             "reviews": [review_dict(r) for r in reviews],
         }
+
+    def _environment_record(self, run_id: str | None) -> dict[str, Any] | None:
+        """The environment its eval job ran in (version, packages, what the job found, advisories)."""
+        if run_id is None or self.lineage.environments is None:
+            return None
+        return self.lineage.environments(self.runs.get_run(run_id))
 
     def _readable_artifact(self, sha: str, principal: Principal) -> bool:
         return any(

@@ -15,6 +15,7 @@ of other projects are left out, and not counted: a non-member learns nothing of 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -35,7 +36,10 @@ class LineageService:
         datasets: DatasetService,
         runs: RunStore,
         telemetry: TelemetryStore | None = None,
+        environments: Callable[[Run], dict[str, Any] | None] | None = None,
     ) -> None:
+        # a run's environment record: its version, packages, what its jobs found, advisories (services.envs)
+        self.environments = environments
         self.store = store
         self.datasets = datasets
         self.runs = runs
@@ -107,6 +111,7 @@ class LineageService:
             "params": run.spec.params,
             "code": run.code,
             "environment": run.environment,
+            "environment_record": self.environments(run) if self.environments else None,
             "datasets": [
                 {
                     "ref": i.ref,
