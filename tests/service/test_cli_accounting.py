@@ -63,7 +63,7 @@ def test_ingest_then_a_failed_runs_cost(serve, tmp_path):
         assert time.monotonic() < deadline, (ingested.stdout, cost)
         time.sleep(2)
     counts = json.loads(ingested.stdout)
-    assert counts["read"] >= 1 and set(counts) == {"read", "new", "updated", "linked", "priced"}
+    assert counts["read"] >= 1 and set(counts) == {"read", "new", "updated", "linked", "priced", "clusters"}
     (attempt,) = cost["attempts"]
     assert attempt["attempt"] == 1 and attempt["failed"] and attempt["elapsed_s"] >= 1
     assert (

@@ -43,7 +43,7 @@ def spec(command: str, **extra):
 
 
 def test_a_run_goes_through_the_users_own_daemon_and_is_followed_to_its_end(rest_services):
-    backend = rest_services.refresher.slurm
+    backend = rest_services.clusters.get().backend
     assert isinstance(backend, SlurmRest)
     alice = rest_services.access.principal("alice", source="pytest")
     run = rest_services.runs.submit(spec('id -un; touch "$GW_RUN_DIR/made-by-job"; exit 4'), principal=alice)
@@ -81,7 +81,7 @@ def test_a_batch_goes_through_the_users_daemon_over_kept_alive_connections(rest_
         for o in outcome.items:
             assert rest_services.slurm.find_by_tag(o.run.latest.tag) == [o.run.latest.job_id]
             assert o.run.latest.events[-1].to_state is RunState.QUEUED
-        assert "gwtalice" in rest_services.refresher.slurm.daemons.running()
+        assert "gwtalice" in rest_services.clusters.get().backend.daemons.running()
     finally:
         for o in outcome.items:
             if o.run and o.run.latest.job_id:

@@ -59,6 +59,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Collection, Sequence
+from pathlib import Path
 
 from gateway.adapters.runner import CommandResult, CommandRunner
 from gateway.adapters.slurm.associations import (
@@ -132,6 +133,7 @@ class SlurmAccounts:
         self._cluster = cluster
         self._named = cluster is not None and slurm_conf is None  # reach its squeue with -M
         self.env = {**SLURM_ENV, **({"SLURM_CONF": slurm_conf} if slurm_conf else {})}
+        self._conf = slurm_conf
 
     @property
     def cluster(self) -> str:
@@ -139,6 +141,13 @@ class SlurmAccounts:
 
         SlurmOutputError when scontrol prints no ClusterName.
         """
+        if self._cluster is None and self._conf:
+            # the file names it: sacctmgr talks to slurmdbd, so a controller that is down stops nothing here
+            try:
+                named = re.search(r"^\s*ClusterName\s*=\s*(\S+)", Path(self._conf).read_text(), re.M | re.I)
+            except OSError:
+                named = None
+            self._cluster = named.group(1) if named else None
         if self._cluster is None:
             config = self._run(["scontrol", "show", "config"]).stdout
             match = re.search(r"^ClusterName\s*=\s*(\S+)", config, re.M)

@@ -79,7 +79,8 @@ class HealthService:
         listing, each timed; never raises a GatewayError (a failing dependency is reported in its
         ``Check``). Open to anyone: it reveals no data."""
         database = _timed(self.db.ping)
-        if self.clusters is not None and self.clusters.listed():
+        # the clusters are a site option in the database: with the database down, the one cluster is asked
+        if database.ok and self.clusters is not None and self.clusters.listed():
             return self._clusters(database)
         if self.hop is None:
             return Health(database=database, slurm=_timed(self.slurm.partitions))
