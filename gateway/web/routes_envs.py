@@ -88,4 +88,5 @@ def diff_context(found: EnvDiff) -> dict[str, Any]:
         "lines": diff_lines(found.packages),
         "unchanged": found.packages["unchanged"],
         "image": found.image,
+        "missing": None,  # why there is no record (the compare page's two runs)
     }

@@ -155,8 +155,8 @@ def test_gw_env_locked_versions_diff_exactly_and_the_scan_finds_the_planted_advi
     diff = ok(gw(server, "env", "diff", refs[0], refs[1]))
     assert "^ gwtoy 1.0 -> 2.0" in diff and "1 changed, " in diff and "gwdep" not in diff
     exact = json.loads(ok(gw(server, "env", "diff", refs[0], refs[1], "--json")))
-    assert exact["packages"]["upgraded"] == [{"name": "gwtoy", "from": "1.0", "to": "2.0"}]
-    assert [exact["packages"][k] for k in ("added", "removed", "downgraded", "changed")] == [[], [], [], []]
+    assert exact["upgraded"] == [{"name": "gwtoy", "from": "1.0", "to": "2.0"}]
+    assert [exact[k] for k in ("added", "removed", "downgraded", "changed")] == [[], [], [], []]
 
     found = gw(server, "env", "scan", refs[0])
     assert found.returncode == 1, found.stderr  # something found
