@@ -13,9 +13,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
+from gateway.core.domain import Principal
 from gateway.errors import GatewayError, NotFound, SpecError
 from gateway.services.lineage.metric_plots import MAX_COMPARED, compare, eval_difference_svg
 from gateway.web.deps import PagesDep, PrincipalDep, services_of
+from gateway.web.routes_envs import diff_context
 
 router = APIRouter()
 Text = Annotated[str | None, Query(max_length=2000)]
@@ -50,6 +52,7 @@ def compare_runs(
         "error": None,
         "compared": None,
         "src": None,
+        "env_diff": None,
     }
     status = 200
     if ids:
@@ -65,7 +68,20 @@ def compare_runs(
             status = 404
         else:
             context.update(compared=compared, src=data_uri(compared.figure.svg if compared.figure else None))
+            context["env_diff"] = _environment_diff(request, ids, principal)
     return pages.render(request, "compare.html", principal, status_code=status, **context)
+
+
+def _environment_diff(request: Request, ids: list[str], principal: Principal) -> dict[str, Any] | None:
+    """Two runs' dependency change record (the environment versions they ran in); None for other counts
+    of runs, or when either named no registered environment (the reason is shown instead)."""
+    if len(ids) != 2:
+        return None
+    try:
+        found = services_of(request).environments.diff(ids[0], ids[1], project=None, principal=principal)
+    except (SpecError, NotFound) as exc:
+        return {"missing": "; ".join(str(i) for i in exc.issues) if isinstance(exc, SpecError) else str(exc)}
+    return diff_context(found)
 
 
 @router.get("/evals/compare")

@@ -3,13 +3,14 @@ page (its packages, lock file, the change from its parent and the runs that used
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
 
 from gateway.core import names
 from gateway.core.envs.diff import diff_lines
+from gateway.services.envs.registry import EnvDiff
 from gateway.web.deps import PagesDep, PrincipalDep, services_of
 
 router = APIRouter()
@@ -45,12 +46,7 @@ def environment_page(
         found = services.environments.diff(
             f"{name}@{old}", f"{name}@{new}", project=project, principal=principal
         )
-        diff = {
-            "old": found.old,
-            "new": found.new,
-            "lines": diff_lines(found.packages),
-            "unchanged": found.packages["unchanged"],
-        }
+        diff = diff_context(found)
     return pages.render(
         request, "environment.html", principal, env=env, versions=versions, diff=diff, old=old, new=new
     )
@@ -82,3 +78,15 @@ def version_page(
         runs=runs,
         report=report,
     )
+
+
+def diff_context(found: EnvDiff) -> dict[str, Any]:
+    """A dependency change record as the pages show it: both sides, one line per change, the count kept."""
+    return {
+        "old": found.old,
+        "new": found.new,
+        "lines": diff_lines(found.packages),
+        "unchanged": found.packages["unchanged"],
+        "image": found.image,
+        "missing": None,  # why there is no record (the compare page's two runs)
+    }

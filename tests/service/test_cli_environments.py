@@ -11,13 +11,15 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.conftest import JOB_ROOT, wait_for
-from tests.envs_world import WHEELHOUSE, busybox_image, podman_rmi
+from tests.envs_world import WHEELHOUSE, busybox_image, lock_text, podman_rmi, wheel
 from tests.service.gw_serve import GW, gw_serve
 
 pytestmark = pytest.mark.slurm
+OSV = Path(__file__).resolve().parents[1] / "data" / "osv"
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +28,10 @@ def server(tmp_path_factory, slurm) -> Iterator[dict[str, str]]:
         tmp_path_factory.mktemp("serve-envs"),
         prefix="env",
         users=("tester", "outsider"),
-        settings={"GATEWAY_ENV_PIP_FIND_LINKS": str(WHEELHOUSE)},
+        settings={
+            "GATEWAY_ENV_PIP_FIND_LINKS": str(WHEELHOUSE),
+            "GATEWAY_ADVISORY_DIR": str(OSV),  # the tests' three advisories
+        },
     ) as serve:
         yield {
             "GW_URL": serve.url,
@@ -125,3 +130,44 @@ def test_gw_env_image_runs_under_gw_sbatch_and_modules_diff(server):
     hidden = gw(server, "env", "show", f"test/mods-{tag}", token=server["OUTSIDER"])
     assert hidden.returncode != 0 and "no environment" in hidden.stderr
     podman_rmi(image_id)
+
+
+def test_gw_env_locked_versions_diff_exactly_and_the_scan_finds_the_planted_advisory_only(server, tmp_path):
+    tag = uuid.uuid4().hex[:8]
+    env = f"test/py-{tag}"
+    refs = []
+    for version in ("1.0", "2.0"):
+        lock = tmp_path / f"{version}.lock"
+        lock.write_text(lock_text(wheel("gwtoy", version), wheel("gwdep", "0.3"), comment=tag))
+        made = json.loads(
+            ok(gw(server, "env", "register", env, "--lock", str(lock), "--build-queue", "cpu", "--json"))
+        )
+        assert made["status"] == "building" and made["locked"] == {"gwdep": "0.3", "gwtoy": version}
+
+        def built(ref: str = made["ref"]) -> dict | None:
+            shown = json.loads(ok(gw(server, "env", "show", ref, "--json")))
+            return shown if shown["status"] != "building" else None
+
+        shown = wait_for(built, timeout_s=150, what=f"the build of {made['ref']}")
+        assert shown["status"] == "ready", shown
+        refs.append(made["ref"])
+
+    diff = ok(gw(server, "env", "diff", refs[0], refs[1]))
+    assert "^ gwtoy 1.0 -> 2.0" in diff and "1 changed, " in diff and "gwdep" not in diff
+    exact = json.loads(ok(gw(server, "env", "diff", refs[0], refs[1], "--json")))
+    assert exact["upgraded"] == [{"name": "gwtoy", "from": "1.0", "to": "2.0"}]
+    assert [exact[k] for k in ("added", "removed", "downgraded", "changed")] == [[], [], [], []]
+
+    found = gw(server, "env", "scan", refs[0])
+    assert found.returncode == 1, found.stderr  # something found
+    assert "CRITICAL gwtoy 1.0: GHSA-gwt0-0000-0001" in " ".join(found.stdout.split())
+    assert "GHSA-gwt0-0000-0002" not in found.stdout and "PYSEC-gwt-0003" not in found.stdout
+    assert "3 advisories" in found.stdout
+    clean = gw(server, "env", "scan", refs[1])
+    assert clean.returncode == 0 and "GHSA" not in clean.stdout, clean.stdout
+    via_api = httpx.get(
+        f"{server['GW_URL']}/environments/test/py-{tag}/versions/1/advisories",
+        headers={"Authorization": f"Bearer {server['GW_TOKEN']}"},
+        timeout=30,
+    ).json()
+    assert [f["advisory"] for f in via_api["findings"]] == ["GHSA-gwt0-0000-0001"]

@@ -235,3 +235,25 @@ def test_the_release_snapshot_evidence_and_gw_trace_carry_the_training_environme
     assert "GHSA-gwt0-0000-0001 CRITICAL gwtoy 1.0" in traced
     as_json = json.loads(ok(gw("trace", world["runs"]["bad"], "--json")))
     assert as_json["environment_record"]["digest"] == bad.digest
+
+
+def test_the_run_compare_page_shows_the_two_runs_dependency_change(services, tokens, world, browser):  # noqa: F811
+    bad, clean = world["runs"]["bad"], world["runs"]["clean"]
+    with serve_in_thread(mount_web(create_app(services=services))) as web:
+        page, errors = page_checks.open_page(browser, f"{web}/ui/login")
+        try:
+            page.set_default_timeout(20_000)
+            page.fill("#token", tokens["tester"])
+            page.click("#sign-in")
+            page.wait_for_selector("#signed-in-as")
+            page.goto(f"{web}/ui/compare?run={bad}&run={clean}")
+            section = page.locator("#run-env-diff")
+            expect(section).to_contain_text(f"{bad} ({world['versions']['bad'].ref})")
+            expect(section).to_contain_text("^ gwtoy 1.0 -> 2.0")
+            expect(section).to_contain_text("1 changed")
+            bare = world["runs"][None]
+            page.goto(f"{web}/ui/compare?run={bad}&run={bare}")
+            expect(page.locator("#run-env-diff")).to_contain_text("named no registered environment")
+            page_checks.check_screen(page, errors, page_checks.SCREENSHOTS / "compare-environment.png")
+        finally:
+            page.context.close()

@@ -29,6 +29,7 @@ from gateway.core.envs.lockfile import lock_content
 from gateway.core.envs.record import KINDS, SITE_PROJECT, EnvVersion, content_digest
 from gateway.core.releases.domain import AdvisoryCheck
 from gateway.core.spec.parts import MODULE_NAME
+from gateway.core.spec.run_spec import RunSpec
 from gateway.errors import Conflict, GatewayError, NotFound, SpecError, SpecIssue
 from gateway.services.envs.build import build_run_spec
 from gateway.services.envs.catalog import EnvCatalog, RunEnvironment, readable
@@ -205,27 +206,31 @@ class EnvironmentService:
                 )
             return self.catalog.settle(version), False
         if build is not None:
-            try:
-                run = self.runs.submit(build, principal=principal)
-            except GatewayError as exc:  # Slurm refused it: the version says so, and the caller hears it
-                self.store.finish_build(
-                    version.id,
-                    status="failed",
-                    failure=f"the build job was not submitted: {exc}",
-                    audit=AuditEntry(
-                        actor=principal.user,
-                        action="env.build",
-                        target_type="environment_version",
-                        target_id=version.id,
-                        project=version.project,
-                        source=principal.source,
-                        after={"environment": version.ref, "status": "failed", "failure": str(exc)},
-                    ),
-                )
-                raise
-            self.store.set_build_run(version.id, run.id)
-            version = self.store.version(version.id)
+            version = self._submit_build(version, build, principal)
         return version, True
+
+    def _submit_build(self, version: EnvVersion, build: RunSpec, principal: Principal) -> EnvVersion:
+        """Submit ``version``'s build job and record it; a refusal marks the version failed, and raises."""
+        try:
+            run = self.runs.submit(build, principal=principal)
+        except GatewayError as exc:  # Slurm refused it: the version says so, and the caller hears it
+            self.store.finish_build(
+                version.id,
+                status="failed",
+                failure=f"the build job was not submitted: {exc}",
+                audit=AuditEntry(
+                    actor=principal.user,
+                    action="env.build",
+                    target_type="environment_version",
+                    target_id=version.id,
+                    project=version.project,
+                    source=principal.source,
+                    after={"environment": version.ref, "status": "failed", "failure": str(exc)},
+                ),
+            )
+            raise
+        self.store.set_build_run(version.id, run.id)
+        return self.store.version(version.id)
 
     def _parent(self, req: EnvRegistration, principal: Principal) -> EnvVersion | None:
         if req.parent is not None:
