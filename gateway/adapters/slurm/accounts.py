@@ -59,7 +59,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Collection, Sequence
-from pathlib import Path
 
 from gateway.adapters.runner import CommandResult, CommandRunner
 from gateway.adapters.slurm.associations import (
@@ -86,6 +85,7 @@ from gateway.adapters.slurm.associations import (
     settings,
 )
 from gateway.adapters.slurm.cli import _UNAVAILABLE, SLURM_ENV
+from gateway.adapters.slurm.clusters import configured_cluster_name
 from gateway.adapters.slurm.writelock import sacctmgr_writes
 from gateway.core import names
 from gateway.errors import (
@@ -143,11 +143,7 @@ class SlurmAccounts:
         """
         if self._cluster is None and self._conf:
             # the file names it: sacctmgr talks to slurmdbd, so a controller that is down stops nothing here
-            try:
-                named = re.search(r"^\s*ClusterName\s*=\s*(\S+)", Path(self._conf).read_text(), re.M | re.I)
-            except OSError:
-                named = None
-            self._cluster = named.group(1) if named else None
+            self._cluster = configured_cluster_name(self._conf)
         if self._cluster is None:
             config = self._run(["scontrol", "show", "config"]).stdout
             match = re.search(r"^ClusterName\s*=\s*(\S+)", config, re.M)
