@@ -79,7 +79,8 @@ def watch(services, principal, run_ids: list[str], watchers: int) -> Counter:
         time.sleep(1.0)
     for thread in threads:
         thread.join(timeout=30)
-    assert sum(reads.values()) >= watchers * 5  # they really watched, many times each
+    # they really watched, each several times (a loaded machine slows a read to a second or more)
+    assert all(reads[i] >= 3 for i in range(watchers)), reads
     return commands(runner.calls)
 
 
