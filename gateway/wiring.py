@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +32,9 @@ from gateway.adapters.slurm.restd import RestDaemons
 from gateway.adapters.ssh import SshPool
 from gateway.adapters.ssh_hop import SubmitHop
 from gateway.adapters.ssh_login import SshTarget
-from gateway.core.domain import Cluster
+from gateway.core.domain import Cluster, ClusterSubmitHost
 from gateway.core.sbatch.render import build_template_env
-from gateway.core.site.schema import CLUSTERS
+from gateway.core.site.schema import CLUSTERS, ClusterSpec
 from gateway.errors import StoreError
 from gateway.services import Services
 from gateway.services.accounting.ledger import AccountingService, LedgerSource
@@ -132,7 +133,8 @@ def build_services(
     access = AccessStore(db)
     backend = slurm or _slurm_backend(settings, slurm_runner)
     cluster = CachedSlurm(backend, ttl_s=settings.cluster_facts_ttl_s)
-    clusters = build_clusters(settings, access, cluster, slurm_runner)
+    cluster_runners = ClusterRunners(settings, slurm_runner)
+    clusters = build_clusters(settings, access, cluster, cluster_runners)
     metrics.local_cluster = clusters.default_name  # a Slurm command that names no cluster: the one
     files = JobFiles(host, access)
     usage = UsageService(access, cluster, clusters)
@@ -152,7 +154,7 @@ def build_services(
         store, admission, clusters, host, templates, settings, datasets, waiting, metrics, env_catalog
     )
     environments = EnvironmentService(env_catalog.store, env_catalog, access, runs, host, settings)
-    slurm_sync = _slurm_sync(settings, access, slurm_runner, clusters)
+    slurm_sync = _slurm_sync(settings, access, cluster_runners, clusters)
     lineage = LineageService(
         lineage_store, datasets, store, telemetry_store, functools.partial(environment_evidence, environments)
     )
@@ -214,7 +216,10 @@ def build_services(
         metrics=MetricsService(metrics, store, access, usage, settings, retention["storage"], clusters),
         submit_form=SubmitFormService(runs, usage),
         reports=ReportService(ReportStore(db), access),
-        closers=[c.close for c in (runner, backend) if isinstance(c, SshRunner | SlurmRest)],
+        closers=[
+            *(c.close for c in (runner, backend) if isinstance(c, SshRunner | SlurmRest)),
+            clusters.close,
+        ],
         telemetry=TelemetryService(telemetry_store, store, cluster_of=clusters.name_of),
     )
 
@@ -358,23 +363,23 @@ def _sacct_cluster(cluster: Cluster | None) -> str | None:
 
 
 def _slurm_sync(
-    settings: Settings, access: AccessStore, runner: CommandRunner, clusters: SlurmClusters
+    settings: Settings, access: AccessStore, runners: ClusterRunners, clusters: SlurmClusters
 ) -> SlurmSync:
-    """Quotas pushed to each cluster's associations (``sacctmgr ... cluster=NAME``): one SlurmAccounts
-    per cluster."""
+    """Quotas pushed to each cluster's associations (``sacctmgr ... cluster=NAME``, on the cluster's own
+    submit host when it has one): one SlurmAccounts per cluster."""
     built: dict[Cluster, SlurmAccounts] = {}
 
     def accounts_for(cluster: Cluster) -> SlurmAccounts:
         if cluster not in built:
             built[cluster] = SlurmAccounts(
-                runner,
+                runners.of(cluster),
                 cluster=cluster.m_name,
                 slurm_conf=cluster.slurm_conf,
                 timeout_s=settings.slurm_query_timeout_s,
             )
         return built[cluster]
 
-    one = SlurmAccounts(runner, timeout_s=settings.slurm_query_timeout_s)
+    one = SlurmAccounts(runners.runner, timeout_s=settings.slurm_query_timeout_s)
     return SlurmSync(access, one, accounts_for=accounts_for, clusters=clusters.listed)
 
 
@@ -498,11 +503,29 @@ def build_machine(settings: Settings) -> tuple[CommandRunner, RunHost, SubmitHop
     assert (
         settings.ssh_service_user is not None and settings.ssh_service_key is not None
     )  # the settings insist
+    ssh = _ssh_runner(
+        settings,
+        ClusterSubmitHost(
+            host=settings.submit_host,
+            known_hosts=str(settings.ssh_known_hosts),
+            service_user=settings.ssh_service_user,
+            service_key=str(settings.ssh_service_key),
+            port=settings.ssh_port,
+            login=settings.ssh_login,
+            user_keys=settings.ssh_user_keys,
+        ),
+    )
+    return ssh, SshRunHost(ssh, python=settings.run_host_python, timeout_s=settings.run_host_timeout_s), ssh
+
+
+def _ssh_runner(settings: Settings, host: ClusterSubmitHost) -> SshRunner:
+    """The SSH command runner to ``host`` (the server's submit host or a cluster's own), its pool sized and
+    timed by the server's ``ssh_*`` settings."""
     pool = SshPool(
         SshTarget(
-            host=settings.submit_host,
-            port=settings.ssh_port,
-            known_hosts=settings.ssh_known_hosts,
+            host=host.host,
+            port=host.port,
+            known_hosts=Path(host.known_hosts),
             connect_timeout_s=settings.ssh_connect_timeout_s,
             keepalive_s=settings.ssh_keepalive_s,
             idle_close_s=settings.ssh_idle_close_s,
@@ -510,24 +533,53 @@ def build_machine(settings: Settings) -> tuple[CommandRunner, RunHost, SubmitHop
         max_connections=settings.ssh_pool_size,
         sessions_per_connection=settings.ssh_sessions_per_connection,
     )
-    ssh = SshRunner(
+    return SshRunner(
         pool,
-        login_mode=settings.ssh_login,
-        service_user=settings.ssh_service_user,
-        service_key=settings.ssh_service_key,
-        user_keys=settings.ssh_user_keys,
+        login_mode="sudo" if host.login == "sudo" else "per_user_key",
+        service_user=host.service_user,
+        service_key=Path(host.service_key),
+        user_keys=host.user_keys,
     )
-    return ssh, SshRunHost(ssh, python=settings.run_host_python, timeout_s=settings.run_host_timeout_s), ssh
+
+
+class ClusterRunners:
+    """The runner of each cluster's Slurm commands: the server's metered ``runner``, or for a cluster with
+    its own submit host an SSH runner to that host (metered alike), one per host, kept for reuse."""
+
+    def __init__(self, settings: Settings, runner: MeteredRunner) -> None:
+        self.settings = settings
+        self.runner = runner
+        self._ssh: dict[ClusterSubmitHost, SshRunner] = {}
+        self._lock = threading.Lock()
+
+    def of(self, cluster: Cluster) -> CommandRunner:
+        """The runner ``cluster``'s commands (sbatch ... sacctmgr) go through."""
+        if cluster.submit_host is None:
+            return self.runner
+        with self._lock:
+            ssh = self._ssh.get(cluster.submit_host)
+            if ssh is None:
+                ssh = self._ssh[cluster.submit_host] = _ssh_runner(self.settings, cluster.submit_host)
+        return MeteredRunner(ssh, self.runner.metrics)
+
+    def close(self) -> None:
+        """Close every submit host's SSH connections (a later command opens new ones)."""
+        with self._lock:
+            opened = list(self._ssh.values())
+        for ssh in opened:
+            ssh.close()
 
 
 def build_clusters(
-    settings: Settings, access: AccessStore, default: CachedSlurm, runner: CommandRunner
+    settings: Settings, access: AccessStore, default: CachedSlurm, runners: ClusterRunners
 ) -> SlurmClusters:
     """The clusters registry (docs/clusters.md): the site file's clusters (the ``clusters`` site
-    option), each backend built once over the metered ``runner`` and cached as ``default`` is; with none
-    listed, ``default`` is the one cluster, named by the setting, slurm.conf's ClusterName or
-    ``default``."""
+    option), each backend built once over its cluster's runner (``runners``: the server's, or an SSH
+    runner to the cluster's own submit host) and cached as ``default`` is; with none listed, ``default`` is
+    the one cluster, named by the setting, slurm.conf's ClusterName or ``default``. The registry's
+    ``close`` stops what the built backends hold (SSH connections, slurmrestd daemons)."""
     named: list[str] = []
+    started: list[SlurmRest] = []
 
     def default_name() -> str:
         if not named:
@@ -536,12 +588,22 @@ def build_clusters(
         return named[0]
 
     def definitions() -> list[Cluster]:
-        return [Cluster(**c) for c in access.option(CLUSTERS, []) or []]
+        return [ClusterSpec.model_validate(c).domain() for c in access.option(CLUSTERS, []) or []]
 
     def build(cluster: Cluster) -> CachedSlurm:
-        return CachedSlurm(_slurm_backend(settings, runner, cluster), ttl_s=settings.cluster_facts_ttl_s)
+        backend = _slurm_backend(settings, runners.of(cluster), cluster)
+        if isinstance(backend, SlurmRest):
+            started.append(backend)
+        return CachedSlurm(backend, ttl_s=settings.cluster_facts_ttl_s)
 
-    return SlurmClusters(default, definitions=definitions, build=build, default_name=default_name)
+    def close() -> None:
+        for rest in started:
+            rest.close()
+        runners.close()
+
+    return SlurmClusters(
+        default, definitions=definitions, build=build, default_name=default_name, close=close
+    )
 
 
 def _socket_dir(settings: Settings, cluster: Cluster | None) -> Path:
@@ -567,7 +629,7 @@ def _slurm_backend(settings: Settings, runner: CommandRunner, cluster: Cluster |
     (None: the cluster this host's Slurm configuration names)."""
     cli = _slurm_cli(settings, runner, cluster)
     kind = (cluster.backend if cluster else None) or settings.slurm_backend
-    if kind == "cli":
+    if kind == "cli" or (cluster is not None and cluster.submit_host is not None):  # its host: the CLI
         return cli
     daemons = RestDaemons(
         _socket_dir(settings, cluster),

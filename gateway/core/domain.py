@@ -268,12 +268,32 @@ class Queue:
 
 
 @dataclass(frozen=True)
+class ClusterSubmitHost:
+    """The SSH submit host (login node) of one cluster: where its Slurm commands run (docs/clusters.md).
+
+    The same settings the server's own ``GATEWAY_SUBMIT_HOST`` and ``GATEWAY_SSH_*`` give, for this
+    cluster alone: ``login`` is ``per_user_key`` (each job user's key, ``user_keys`` with ``{user}``) or
+    ``sudo`` (``service_user`` runs ``sudo -n -u USER``); paths are on the gateway's host.
+    """
+
+    host: str
+    known_hosts: str
+    service_user: str
+    service_key: str
+    port: int = 22
+    login: str = "per_user_key"
+    user_keys: str = "/etc/gateway/ssh/users/{user}"
+
+
+@dataclass(frozen=True)
 class Cluster:
     """One Slurm cluster behind the gateway, as the site file lists it (docs/clusters.md).
 
     The CLI backend reaches it with ``SLURM_CONF=slurm_conf`` when that is given, else with
-    ``-M slurm_name`` (default: ``name``), Slurm's multi-cluster option on one slurmdbd. ``backend``
-    None means the server's ``slurm_backend``; ``rest`` needs ``restd_socket_dir`` (its daemons').
+    ``-M slurm_name`` (default: ``name``), Slurm's multi-cluster option on one slurmdbd; with a
+    ``submit_host`` its commands run there over SSH. ``backend`` None means the server's
+    ``slurm_backend``; ``rest`` starts its slurmrestd daemons with ``SLURM_CONF=slurm_conf``, their
+    sockets in ``restd_socket_dir`` (None: the server's socket directory / the cluster's name).
     """
 
     name: str
@@ -281,6 +301,7 @@ class Cluster:
     slurm_conf: str | None = None
     backend: str | None = None  # "cli" or "rest"; None: the server's slurm_backend
     restd_socket_dir: str | None = None
+    submit_host: ClusterSubmitHost | None = None  # its Slurm commands over SSH (None: the server's runner)
 
     @property
     def m_name(self) -> str | None:

@@ -52,11 +52,13 @@ class SlurmClusters:
         definitions: Callable[[], Sequence[Cluster]] = lambda: (),
         build: Callable[[Cluster], ClusterSlurm] | None = None,
         default_name: Callable[[], str] = lambda: DEFAULT_NAME,
+        close: Callable[[], None] = lambda: None,
     ) -> None:
         self.default = default  # the one cluster's backend when the site file lists none
         self.definitions = definitions
         self.build = build
         self.default_name = default_name
+        self._close = close  # stops what the built backends hold (SSH connections, slurmrestd daemons)
         self._built: dict[Cluster, ClusterSlurm] = {}
         self._down: dict[str, ClusterDown] = {}
         self._lock = threading.Lock()
@@ -115,6 +117,12 @@ class SlurmClusters:
     def backends(self) -> list[tuple[str, ClusterSlurm]]:
         """Every cluster's name and backend, the first first."""
         return [(name, self.get(name)) for name in self.names()]
+
+    def close(self) -> None:
+        """Stop what the clusters' backends hold: their SSH connections, their slurmrestd daemons."""
+        with self._lock:
+            self._built.clear()
+        self._close()
 
     # -- health as this process saw it --------------------------------------------------
 
