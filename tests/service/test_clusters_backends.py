@@ -1,0 +1,255 @@
+"""A cluster reached through its own backend (docs/clusters.md): gwlocal2 on slurmrestd, and gwlocal2 through
+an SSH submit host of its own, each beside gwlocal on the CLI.
+
+Each way (``rest``, ``ssh``) gets its own database and site: cluster gwlocal (``-M gwlocal``, the server's
+runner) and gwlocal2, either ``backend: rest`` with gwlocal2's ``slurm_conf`` (the gateway starts one
+slurmrestd per user for that cluster, ``SLURM_CONF`` its slurm.conf) or with a ``submit_host`` (a real sshd on
+loopback, tests/sshd.py: the commands log in as the job's user with its key and carry ``-M gwlocal2``).
+alice is mapped to the OS user gwtalice: slurmrestd will not run as root. What is checked against Slurm's own
+multi-cluster commands: the job is in ``squeue -M gwlocal2``/``sacct -M gwlocal2`` with its tag, as
+gwtalice, and never in gwlocal's; submission, refresh, cancel and accounting reads went through that cluster's
+daemon or host.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from gateway.adapters.runner_metered import MeteredRunner
+from gateway.adapters.runner_ssh import SshRunner
+from gateway.adapters.slurm.rest import SlurmRest
+from gateway.api.app import create_app
+from gateway.core.domain import Principal
+from gateway.core.site.schema import parse_site
+from gateway.core.slurm.states import RunState
+from gateway.store.accounting import RecordFilter
+from gateway.wiring import build_services
+from tests.conftest import JOB_ROOT
+from tests.service.conftest import (
+    TEARDOWN_SITE,
+    drain_accounts,
+    ensure_os_users,
+    fresh_database,
+    refresh_until,
+    unique_tag,
+)
+from tests.service.test_clusters import C2_CONF, _c2_up
+from tests.sshd import SshServer
+
+pytestmark = pytest.mark.slurm
+
+OPERATOR = Principal.operator()
+SITE = """
+allow_root_mapping: true
+clusters:
+  - {{name: gwlocal}}
+  - {c2}
+users:
+  - {{name: tester, os_user: root, admin: true}}
+  - {{name: alice, os_user: gwtalice}}
+projects:
+  - name: mcb
+    slurm_account: {account}
+    members: [{{user: tester, role: lead}}, {{user: alice, role: member}}]
+    queues:
+      - {{name: one, partition: cpu}}
+      - {{name: two, partition: cpu, cluster: gwlocal2}}
+"""
+
+
+def c2_entry(way: str, server: SshServer) -> str:
+    """gwlocal2's cluster entry for ``way``: slurmrestd with its slurm.conf, or its own submit host."""
+    if way == "rest":
+        return json.dumps({"name": "gwlocal2", "backend": "rest", "slurm_conf": str(C2_CONF)})
+    host = {
+        "host": "127.0.0.1",
+        "port": server.port,
+        "known_hosts": str(server.known_hosts),
+        "service_user": "root",
+        "service_key": str(server.keys / "root"),
+        "user_keys": f"{server.keys}/{{user}}",
+    }
+    return json.dumps({"name": "gwlocal2", "submit_host": host})
+
+
+def _sacctmgr(*args: str) -> None:
+    subprocess.run(["sacctmgr", "-i", *args], capture_output=True, text=True, check=False, timeout=60)
+
+
+@pytest.fixture(scope="module", params=["rest", "ssh"])
+def world(request, backend, settings, ssh_server, tmp_path_factory) -> Iterator[dict]:
+    """The gateway on its own database with gwlocal2 reached the ``request.param`` way."""
+    if not _c2_up():
+        pytest.skip("the second local cluster gwlocal2 is not up (make cluster)")
+    ensure_os_users()
+    runs_dir = JOB_ROOT / f"mcb-runs-{uuid.uuid4().hex[:8]}"
+    runs_dir.mkdir(parents=True)
+    runs_dir.chmod(0o1777)  # gwtalice makes her run directories there
+    sockets = Path(f"/tmp/gw-restd-mcb-{uuid.uuid4().hex[:8]}")
+    with ExitStack() as stack:
+        stack.callback(shutil.rmtree, sockets, True)  # last: after the daemons were stopped
+        url = stack.enter_context(fresh_database(backend, tmp_path_factory.mktemp("mcb-db")))
+        own = settings.model_copy(
+            update={
+                "database_url": url,
+                "runs_dir": runs_dir,
+                "audit_anchor_path": tmp_path_factory.mktemp("mcb-anchor") / "anchors.jsonl",
+                "slurm_query_timeout_s": 20.0,
+                "slurm_submit_timeout_s": 20.0,
+                "slurmrestd_socket_dir": sockets,
+                "ssh_connect_timeout_s": 5.0,
+            }
+        )
+        built = build_services(own)
+        stack.callback(built.close)
+        account = f"gwt{uuid.uuid4().hex[:10]}"
+        site = SITE.format(c2=c2_entry(request.param, ssh_server), account=account)
+        built.site.apply(OPERATOR, parse_site(site))
+        stack.callback(built.site.apply, OPERATOR, parse_site(TEARDOWN_SITE), prune=True)
+        stack.callback(drain_accounts, [account])
+        # as test_clusters does: the account and gwtalice on gwlocal2 whatever the apply pushed there
+        _sacctmgr("add", "account", account, "cluster=gwlocal2", "description=gateway-test")
+        _sacctmgr("add", "user", "gwtalice", f"account={account}", "cluster=gwlocal2")
+        stack.callback(_sacctmgr, "delete", "account", f"name={account}", "cluster=gwlocal2")
+        stack.callback(_sacctmgr, "delete", "user", "gwtalice", f"account={account}", "cluster=gwlocal2")
+        stack.callback(_scancel, account)
+        token = built.auth.issue_token(OPERATOR, "alice", name="pytest")[0]
+        with TestClient(create_app(services=built)) as api:
+            api.headers["Authorization"] = f"Bearer {token}"
+            yield {"way": request.param, "services": built, "api": api, "account": account}
+
+
+def _scancel(account: str) -> None:
+    for cluster in ("gwlocal", "gwlocal2"):
+        subprocess.run(["scancel", "-M", cluster, f"--account={account}"], capture_output=True, check=False)
+
+
+def spec(command: str, queue: str = "two") -> dict:
+    return {
+        "name": "mcb",
+        "project": "mcb",
+        "queue": queue,
+        "command": command,
+        "workdir": "/tmp",
+        "tags": [unique_tag()],
+        "resources": {"mem_gb": 0.1, "walltime_min": 5},
+    }
+
+
+def squeue_tags(cluster: str, account: str) -> dict[str, str]:
+    """{job id: comment} of ``account``'s live jobs in ``squeue -M cluster``."""
+    out = subprocess.run(
+        ["squeue", "-M", cluster, "-h", f"--account={account}", "-o", "%i|%k"],
+        capture_output=True, text=True, check=True, timeout=30,
+    ).stdout  # fmt: skip
+    return dict(line.split("|", 1) for line in out.splitlines() if "|" in line)
+
+
+def sacct_lines(cluster: str, account: str, since: datetime) -> list[dict[str, str]]:
+    """``account``'s allocations in ``sacct -M cluster`` since ``since``."""
+    fields = ["JobID", "Cluster", "User", "State", "Comment"]
+    out = subprocess.run(
+        ["sacct", "-M", cluster, "-X", "-n", "-P", f"--accounts={account}",
+         "-S", f"{since:%Y-%m-%dT%H:%M:%S}", "-o", ",".join(fields)],
+        capture_output=True, text=True, check=True, timeout=30, env={"TZ": "UTC", "PATH": "/usr/bin:/bin"},
+    ).stdout  # fmt: skip
+    return [dict(zip(fields, line.split("|"), strict=False)) for line in out.splitlines() if line]
+
+
+def settled(cluster: str, account: str, since: datetime, job_id: str, state: str) -> dict[str, str]:
+    """The sacct line of ``job_id`` on ``cluster`` once it reads ``state`` (slurmdbd writes a moment late)."""
+    deadline = time.monotonic() + 60
+    while True:
+        lines = [row for row in sacct_lines(cluster, account, since) if row["JobID"] == job_id]
+        if lines and lines[-1]["State"].startswith(state):
+            return lines[-1]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"sacct -M {cluster} -j {job_id}: {lines}, not {state}")
+        time.sleep(1)
+
+
+def assert_through_its_way(world: dict) -> None:
+    """gwlocal2's commands went through its own daemon (with its slurm.conf) or its own submit host."""
+    backend = world["services"].clusters.get("gwlocal2").backend
+    if world["way"] == "rest":
+        assert isinstance(backend, SlurmRest)
+        pid = backend.daemons.running()["gwtalice"]
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        assert f"SLURM_CONF={C2_CONF}".encode() in environ  # this daemon talks to gwlocal2's slurmctld
+        gwlocal = world["services"].clusters.get("gwlocal").backend
+        assert not isinstance(gwlocal, SlurmRest) or "gwtalice" not in gwlocal.daemons.running()
+    else:
+        runner = backend.runner
+        assert isinstance(runner, MeteredRunner) and isinstance(runner.inner, SshRunner)
+        assert runner.inner.pool.target.port == world["services"].clusters.listed()[1].submit_host.port
+        assert "gwtalice" in runner.inner.pool.logins()  # she logged in there with her own key
+        assert not isinstance(world["services"].clusters.get("gwlocal").backend.runner, SshRunner)
+
+
+def test_a_run_on_gwlocal2_goes_through_its_own_backend_and_only_there(world):
+    services, api, account = world["services"], world["api"], world["account"]
+    since = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=5)
+    answer = api.post("/runs", json=spec('echo "on $SLURM_CLUSTER_NAME as $(id -un)"; sleep 4'))
+    assert answer.status_code == 201, answer.text
+    body = answer.json()
+    assert body["attempts"][0]["cluster"] == "gwlocal2"
+    run = services.runs.store.get_run(body["id"])
+    job_id, tag = run.latest.job_id, run.latest.tag
+    assert job_id and tag
+    live = squeue_tags("gwlocal2", account)
+    assert job_id in live and tag in live[job_id], live  # squeue -M gwlocal2 has it, with its tag
+    assert not any(tag in comment for comment in squeue_tags("gwlocal", account).values())
+    assert_through_its_way(world)
+    ended = refresh_until(services, run.id, timeout_s=120)
+    assert ended.state is RunState.SUCCEEDED, ended.latest
+    assert "on gwlocal2 as gwtalice" in api.get(f"/runs/{run.id}/logs").json()["text"]
+    line = settled("gwlocal2", account, since, job_id, "COMPLETED")
+    assert line["Cluster"] == "gwlocal2" and line["User"] == "gwtalice" and tag in line["Comment"]
+    assert not any(tag in row["Comment"] for row in sacct_lines("gwlocal", account, since))
+    # the accounting read goes to gwlocal2 too: its record, as gwtalice, exit 0
+    (record,) = [r for r in services.clusters.get("gwlocal2").accounting([job_id]) if r.job_id == job_id]
+    assert record.user == "gwtalice" and record.exit_code == 0 and record.state is RunState.SUCCEEDED
+    assert {step.node_list for step in record.steps} <= {"e1", "e2"}  # gwlocal2's cpu nodes
+    # and the ingest keys it by gwlocal2
+    counts = services.accounting.ingest(since=since)
+    assert not any(c.error for c in counts.clusters), counts
+    mine = [r.record for r in services.accounting.store.records(RecordFilter(job_ids=[job_id]))]
+    assert [r.cluster for r in mine if r.user == "gwtalice" and r.account == account] == ["gwlocal2"]
+
+
+def test_a_run_on_gwlocal2_is_cancelled_there(world):
+    services, api, account = world["services"], world["api"], world["account"]
+    since = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=5)
+    answer = api.post("/runs", json=spec("sleep 300"))
+    assert answer.status_code == 201, answer.text
+    run_id = answer.json()["id"]
+    refresh_until(services, run_id, states={RunState.RUNNING, RunState.QUEUED})
+    cancelled = api.post(f"/runs/{run_id}/cancel")
+    assert cancelled.status_code in (200, 202), cancelled.text
+    ended = refresh_until(services, run_id, timeout_s=120)
+    assert ended.state is RunState.CANCELLED, ended.latest
+    assert settled("gwlocal2", account, since, ended.latest.job_id, "CANCELLED")["User"] == "gwtalice"
+
+
+def test_a_run_on_gwlocal_beside_it_stays_on_gwlocal(world):
+    """The first cluster's queue is untouched by gwlocal2's way: the server's CLI, -M gwlocal."""
+    services, api, account = world["services"], world["api"], world["account"]
+    answer = api.post("/runs", json=spec("echo on $SLURM_CLUSTER_NAME", queue="one"))
+    assert answer.status_code == 201, answer.text
+    run = services.runs.store.get_run(answer.json()["id"])
+    assert run.latest.cluster == "gwlocal"
+    ended = refresh_until(services, run.id, timeout_s=120)
+    assert ended.state is RunState.SUCCEEDED, ended.latest
+    assert "on gwlocal\n" in api.get(f"/runs/{run.id}/logs").json()["text"]
+    assert ended.latest.tag not in "".join(squeue_tags("gwlocal2", account).values())
