@@ -253,3 +253,33 @@ def test_a_run_on_gwlocal_beside_it_stays_on_gwlocal(world):
     assert ended.state is RunState.SUCCEEDED, ended.latest
     assert "on gwlocal\n" in api.get(f"/runs/{run.id}/logs").json()["text"]
     assert ended.latest.tag not in "".join(squeue_tags("gwlocal2", account).values())
+
+
+def test_a_submit_host_whose_key_is_unknown_is_down_and_refuses_only_its_queue(world, tmp_path):
+    """A cluster entry whose submit host's key is not in its known_hosts: the health check marks that
+    cluster down with the SSH refusal (its SHA256 fingerprint), a submission to its queue is a 503 naming
+    it, never a 500; the other clusters' queues submit."""
+    if world["way"] != "ssh":
+        pytest.skip("a submit host's own check")
+    services, api = world["services"], world["api"]
+    real = services.site.export(OPERATOR).model_dump(mode="json")
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    bad = {**real["clusters"][1], "name": "gwbadkey", "slurm_name": "gwlocal2"}
+    bad["submit_host"] = {**bad["submit_host"], "host": "localhost", "known_hosts": str(empty)}
+    broken = json.loads(json.dumps(real))
+    broken["clusters"].append(bad)
+    broken["projects"][0]["queues"].append({"name": "bad", "partition": "cpu", "cluster": "gwbadkey"})
+    services.site.apply(OPERATOR, parse_site(json.dumps(broken)), sync_slurm=False)
+    try:
+        health = api.get("/healthz").json()
+        check = health["clusters"]["gwbadkey"]
+        assert check["ok"] is False and "SHA256:" in json.dumps(check), check
+        assert health["clusters"]["gwlocal2"]["ok"] is True
+        refused = api.post("/runs", json=spec("true", queue="bad"))
+        assert refused.status_code == 503, refused.text
+        assert "cluster gwbadkey is not answering" in refused.json()["detail"]
+        ok = api.post("/runs", json=spec("true"))
+        assert ok.status_code == 201, ok.text
+    finally:
+        services.site.apply(OPERATOR, parse_site(json.dumps(real)), sync_slurm=False)

@@ -100,3 +100,13 @@ def test_a_wrong_submit_host_field_is_named_with_what_is_valid(change, field, sa
 def test_sudo_login_needs_no_user_key_pattern():
     config = parse_site(site("{name: a, submit_host: " + host(login="sudo", user_keys="/etc/gw/keys") + "}"))
     assert config.clusters[0].domain().submit_host.login == "sudo"
+
+
+def test_one_name_twice_is_refused_unless_on_another_submit_host():
+    assert "reached the same way" in error("{name: a, slurm_name: x}", "{name: b, slurm_name: x}")
+    config = parse_site(
+        site("{name: a, slurm_name: x}", "{name: b, slurm_name: x, submit_host: " + host() + "}")
+    )
+    assert [c.name for c in config.clusters] == ["a", "b"]
+    same = "{name: c, slurm_name: x, submit_host: " + host() + "}"
+    assert "reached the same way" in error("{name: b, slurm_name: x, submit_host: " + host() + "}", same)

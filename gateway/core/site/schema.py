@@ -363,9 +363,14 @@ def _check_clusters(config: SiteConfig) -> None:
     clusters = [c.name for c in config.clusters]
     if len(set(clusters)) != len(clusters):
         raise ValueError("a cluster is listed twice")
-    reached = [c.slurm_conf or f"-M {c.slurm_name or c.name}" for c in config.clusters]
+    reached = [
+        (c.submit_host and (c.submit_host.host, c.submit_host.port), c.slurm_conf or c.slurm_name or c.name)
+        for c in config.clusters
+    ]  # a -M name or slurm.conf is another cluster's on another submit host
     if len(set(reached)) != len(reached):
-        raise ValueError("two clusters are reached the same way (the same slurm_conf or -M name)")
+        raise ValueError(
+            "two clusters are reached the same way (the same slurm_conf or -M name, on the same submit host)"
+        )
     for project in config.projects:
         for queue in project.queues:
             if queue.cluster is not None and queue.cluster not in clusters:
