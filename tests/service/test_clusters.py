@@ -1,15 +1,9 @@
 """Several Slurm clusters behind one gateway (docs/clusters.md), on the two real local clusters.
 
-gwlocal (reached with ``-M gwlocal``) and gwlocal2 (reached with its ``SLURM_CONF``,
-``/etc/slurm-gwlocal2/slurm.conf``: the second cluster of the local set-up, docs/cluster.md) share
-one slurmdbd. This module has a database and a site of its own (three clusters: the two, and
-``gwdead``, a copy of gwlocal2's configuration whose controller port nothing listens on), so the
-shared test site is left as it is. It adds its project's account to gwlocal2 by hand (the site
-apply pushes associations to the local cluster only) and removes it afterwards.
-
-Where gwlocal2 is not set up (no ``/etc/slurm-gwlocal2/slurm.conf``) the module is skipped; where it
-is set up but its controller does not answer within a bounded few seconds (polled, short timeouts:
-a loaded host answers late), every test fails saying so (``require_c2``), never a silent skip.
+The gateway, its own database and site (gwlocal, gwlocal2 and the dead gwdead) and gwlocal2's check
+are in ``tests/service/clusters_setup.py``: where gwlocal2 is not set up the tests are skipped, where
+it is set up but does not answer they fail saying so. Health and usage gauges per cluster are in
+``test_clusters_ops.py``.
 
 The "stop gwlocal2's slurmctld for a minute" check is ``test_stopped_controller`` at the end,
 marked ``exclusive``: it stops a real daemon.
@@ -17,206 +11,53 @@ marked ``exclusive``: it stops a real daemon.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import shutil
-import socket
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack
-from datetime import UTC
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
-from gateway.api.app import create_app
 from gateway.core.domain import Principal
 from gateway.core.site.schema import parse_site
 from gateway.core.slurm.states import TERMINAL, RunState
 from gateway.errors import SlurmUnavailable
 from gateway.services import Services
-from gateway.wiring import build_services
-from tests.service.conftest import TEARDOWN_SITE, drain_accounts, fresh_database, unique_tag
+from tests.service.clusters_setup import (
+    C2_CONF,
+    C2_ENV,
+    OPERATOR,
+    api_client,
+    dead_copy,
+    multi_gateway,
+    refresh_until,
+    refresh_until_running,
+    sacct_state,
+    spec,
+)
 
 pytestmark = pytest.mark.slurm
-
-C2_CONF = Path("/etc/slurm-gwlocal2/slurm.conf")
-C2_ENV = {**os.environ, "SLURM_CONF": str(C2_CONF)}
-OPERATOR = Principal.operator()
-SITE = """
-allow_root_mapping: true
-clusters:
-  - {{name: gwlocal}}
-  - {{name: gwlocal2, slurm_conf: {c2}}}
-  - {{name: gwdead, slurm_conf: {dead}}}
-users: [{{name: tester, os_user: root, admin: true}}]
-projects:
-  - name: mc
-    slurm_account: {account}
-    members: [{{user: tester, role: lead}}]
-    queues:
-      - {{name: one, partition: cpu}}
-      - {{name: two, partition: cpu, cluster: gwlocal2}}
-      - {{name: dead, partition: cpu, cluster: gwdead}}
-      - {{name: gpu2, partition: gpu, cluster: gwlocal2, gpu_types: [fake]}}
-"""
-
-
-C2_WITHIN_S = 15.0  # how long gwlocal2's controller may take to answer under load before the module fails
-C2_POLL_S = 0.5
-
-
-@functools.cache
-def _c2_silent() -> str | None:
-    """None when gwlocal2's controller answers (``sinfo`` with its SLURM_CONF lists partitions) within
-    ``C2_WITHIN_S``, polled every ``C2_POLL_S`` with short timeouts (a loaded host answers late, not
-    never); else what the last try said. Asked once per test process."""
-    deadline = time.monotonic() + C2_WITHIN_S
-    while True:
-        left = max(1.0, deadline - time.monotonic())
-        try:
-            done = subprocess.run(
-                ["sinfo", "-h", "-o", "%P"],
-                capture_output=True,
-                text=True,
-                env=C2_ENV,
-                timeout=min(5.0, left),
-            )
-            if done.returncode == 0 and done.stdout.strip():
-                return None
-            said = (done.stderr or done.stdout).strip() or "no partitions listed"
-            last = f"sinfo exited {done.returncode}: {said}"
-        except subprocess.TimeoutExpired:
-            last = f"sinfo did not answer within {min(5.0, left):g} s"
-        if time.monotonic() + C2_POLL_S >= deadline:
-            return last
-        time.sleep(C2_POLL_S)
-
-
-def require_c2() -> None:
-    """Skip where the second local cluster is not set up at all; fail, saying why, where it is set up
-    (its slurm.conf is there) but its controller does not answer: that is a broken set-up, not an
-    absent one."""
-    if not C2_CONF.exists():
-        pytest.skip(f"the second local cluster gwlocal2 is not set up here (no {C2_CONF}; make cluster)")
-    silent = _c2_silent()
-    if silent is not None:
-        pytest.fail(
-            f"gwlocal2 is set up ({C2_CONF}) but its slurmctld did not answer within {C2_WITHIN_S:g} s: "
-            f"{silent}. Start it again (make cluster, docs/cluster.md), or remove gwlocal2 from this host "
-            "(slurm_second_cluster: false) to leave these tests out",
-            pytrace=False,
-        )
-
-
-@pytest.fixture(scope="module")
-def c2() -> None:
-    """gwlocal2 answers (``require_c2``)."""
-    require_c2()
-
-
-needs_c2 = pytest.mark.usefixtures("c2")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def dead_copy(directory: Path) -> Path:
-    """gwlocal2's configuration directory copied, its controller's port one nothing listens on."""
-    for item in C2_CONF.parent.iterdir():
-        if item.is_file():
-            shutil.copy(item, directory / item.name)
-    conf = directory / "slurm.conf"
-    lines = [
-        f"SlurmctldPort={_free_port()}" if line.startswith("SlurmctldPort=") else line
-        for line in conf.read_text().splitlines()
-    ]
-    conf.write_text("\n".join(lines) + "\n")
-    return conf
-
-
-def _sacctmgr(*args: str) -> None:
-    subprocess.run(["sacctmgr", "-i", *args], capture_output=True, text=True, check=False, timeout=60)
 
 
 @pytest.fixture(scope="module")
 def multi(backend, settings, tmp_path_factory) -> Iterator[Services]:
-    """The gateway on its own database, with the three clusters and project mc."""
-    require_c2()
-    with ExitStack() as stack:
-        url = stack.enter_context(fresh_database(backend, tmp_path_factory.mktemp("clusters-db")))
-        own = settings.model_copy(
-            update={
-                "database_url": url,
-                "audit_anchor_path": tmp_path_factory.mktemp("clusters-anchor") / "anchors.jsonl",
-                "slurm_query_timeout_s": 20.0,
-            }
-        )
-        built = build_services(own)
-        stack.callback(built.close)
-        account = f"gwt{uuid.uuid4().hex[:10]}"
-        dead = dead_copy(tmp_path_factory.mktemp("gwdead"))
-        site = SITE.format(c2=C2_CONF, dead=dead, account=account)
-        built.site.apply(OPERATOR, parse_site(site))
-        stack.callback(built.site.apply, OPERATOR, parse_site(TEARDOWN_SITE), prune=True)
-        stack.callback(drain_accounts, [account])
-        _sacctmgr("add", "account", account, "cluster=gwlocal2", "description=gateway-test")
-        _sacctmgr("add", "user", "root", f"account={account}", "cluster=gwlocal2")
-        stack.callback(_sacctmgr, "delete", "account", f"name={account}", "cluster=gwlocal2")
-        stack.callback(_sacctmgr, "delete", "user", "root", f"account={account}", "cluster=gwlocal2")
-        stack.callback(_cancel_on_c2, account)
+    """The gateway of ``clusters_setup`` on a database of this module's own (gwlocal2 answering)."""
+    with multi_gateway(backend, settings, tmp_path_factory) as built:
         yield built
-
-
-def _cancel_on_c2(account: str) -> None:
-    subprocess.run(["scancel", f"--account={account}"], env=C2_ENV, capture_output=True, check=False)
 
 
 @pytest.fixture(scope="module")
 def api(multi) -> Iterator[TestClient]:
-    token = multi.auth.issue_token(OPERATOR, "tester", name="pytest")[0]
-    with TestClient(create_app(services=multi)) as client:
-        client.headers["Authorization"] = f"Bearer {token}"
+    with api_client(multi) as client:
         yield client
 
 
-def spec(queue: str, command: str, tag: str | None = None) -> dict:
-    return {
-        "name": f"mc-{queue}",
-        "project": "mc",
-        "queue": queue,
-        "command": command,
-        "workdir": "/tmp",
-        "tags": [tag or unique_tag()],
-        "resources": {"mem_gb": 0.1, "walltime_min": 5},
-    }
-
-
-def refresh_until(services: Services, run_ids: list[str], timeout_s: float = 120.0) -> dict[str, dict]:
-    """Refresh cycles until every run has ended; each run as the store has it."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        services.refresher.refresh()
-        runs = {r: services.runs.store.get_run(r) for r in run_ids}
-        if all(run.state in TERMINAL for run in runs.values()):
-            return runs
-        time.sleep(1)
-    raise AssertionError(f"runs did not end: {[(r, services.runs.store.get_run(r).state) for r in run_ids]}")
-
-
-def sacct_state(job_id: str, env: dict[str, str] | None = None) -> str:
-    out = subprocess.run(
-        ["sacct", "-X", "-n", "-P", "-o", "State", "-j", job_id],
-        capture_output=True, text=True, env=env, check=True,
-    ).stdout.split()  # fmt: skip
-    return out[-1] if out else ""
+@pytest.fixture(scope="module")
+def principal_mc(multi) -> Principal:
+    return multi.access.principal("tester", source="pytest")
 
 
 def test_site_file_names_clusters(multi):
@@ -227,7 +68,6 @@ def test_site_file_names_clusters(multi):
     assert queues == {"dead": "gwdead", "one": None, "two": "gwlocal2", "gpu2": "gwlocal2"}
 
 
-@needs_c2
 def test_a_run_on_each_cluster_end_to_end(api, multi):
     """Each run's job is on its queue's cluster, runs there, succeeds, and its log reads back."""
     runs = {}
@@ -257,7 +97,6 @@ def test_a_run_on_each_cluster_end_to_end(api, multi):
     assert "e1" in {n["name"] for p in view["partitions"] for n in p["nodes"]}
 
 
-@needs_c2
 def test_same_job_id_on_both_clusters_never_confused(multi, principal_mc):
     """A gateway run on one cluster and a held raw job on the other carry the same job id: the refresh
     keeps the run's own state (succeeded), never the other job's (pending)."""
@@ -317,11 +156,6 @@ def _local_job_with_id(job_id: str, most: int = 400) -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def principal_mc(multi) -> Principal:
-    return multi.access.principal("tester", source="pytest")
-
-
 def test_dead_cluster_refuses_its_queue_and_no_other(multi, principal_mc, api):
     """gwdead's controller does not answer: the health check marks it down, its queue refuses with a
     message naming it, its queue, and the open ones; health degrades without failing; other queues
@@ -345,7 +179,6 @@ def test_dead_cluster_refuses_its_queue_and_no_other(multi, principal_mc, api):
     assert ok.status_code == 201, ok.text
 
 
-@needs_c2
 def test_unreachable_controller_marks_only_its_runs_stale(multi, principal_mc, tmp_path):
     """A run queued on gwlocal2, then gwlocal2's entry pointed at a controller that does not answer
     (the site file applied again): its run goes stale, never failed, while a gwlocal run ends; pointed
@@ -380,7 +213,6 @@ def test_unreachable_controller_marks_only_its_runs_stale(multi, principal_mc, t
 SLURMCTLD2 = "slurmctld -f /etc/slurm-gwlocal2/slurm.conf"
 
 
-@needs_c2
 @pytest.mark.exclusive
 def test_stopped_controller(multi, principal_mc):
     """gwlocal2's real slurmctld stopped for a minute (only gwlocal2's: gwlocal is never touched): its
@@ -414,17 +246,6 @@ def test_stopped_controller(multi, principal_mc):
     assert ended.state is RunState.SUCCEEDED, ended.latest
 
 
-def refresh_until_running(services: Services, run_id: str, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        services.refresher.refresh()
-        if services.runs.store.get_run(run_id).state is RunState.RUNNING:
-            return
-        time.sleep(1)
-    raise AssertionError(f"run {run_id} did not start")
-
-
-@needs_c2
 def test_web_pages_name_the_clusters(multi, api):
     """The queue page shows each cluster's partitions by name (a dead one by its error); the project page
     has a Cluster column; a run's row names its job's cluster."""
@@ -439,77 +260,3 @@ def test_web_pages_name_the_clusters(multi, api):
         assert "<th>Cluster</th>" in project and "<td>gwlocal2</td>" in project
         runs = web.get("/ui/runs").text
         assert "on gwlocal2" in runs
-
-
-def _scrape(services: Services) -> dict[tuple[str, tuple], float]:
-    from prometheus_client.parser import text_string_to_metric_families
-
-    text = services.metrics.metrics.render().decode()
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
-
-
-def _use(project: str, cluster: str) -> tuple[tuple[str, str], ...]:
-    return (("cluster", cluster), ("project", project))
-
-
-@needs_c2
-def test_usage_gauges_per_cluster_in_a_scrape(multi, principal_mc):
-    """A scrape has project mc's GPU use per cluster it has queues on: a GPU run on gwlocal2 counts there
-    and not on gwlocal; gwdead, known down, has no usage series (no scrape waits on it); the set of
-    series is the same before and after runs."""
-    from gateway.core.spec.run_spec import build_spec
-
-    multi.health.check()  # marks gwdead down
-    before = _scrape(multi)
-    assert ("gateway_project_gpus_used", _use("mc", "gwlocal")) in before
-    assert ("gateway_project_gpu_hours_used", _use("mc", "gwlocal2")) in before
-    assert not [k for k in before if k[0].startswith("gateway_project_") and ("cluster", "gwdead") in k[1]]
-    gpu = {"gpus_per_node": 1, "gpu_type": "fake", "mem_gb": 0.1, "walltime_min": 2}
-    run = multi.runs.submit(
-        build_spec({**spec("gpu2", "sleep 60"), "resources": gpu}), principal=principal_mc
-    )
-    try:
-        refresh_until_running(multi, run.id, timeout_s=90)
-        multi.clusters.get("gwlocal2").forget()  # the cached squeue may predate the start
-        during = _scrape(multi)
-        assert during[("gateway_project_gpus_used", _use("mc", "gwlocal2"))] == 1
-        assert during[("gateway_project_gpus_used", _use("mc", "gwlocal"))] == 0
-        usage = multi.usage.usage(multi.access.project("mc"), slurm=multi.clusters.get("gwlocal2"))
-        assert usage.gpus.used == 1
-    finally:
-        multi.runs.cancel(run.id, principal=principal_mc)
-    multi.runs.submit(build_spec(spec("one", "true")), principal=principal_mc)
-    after = _scrape(multi)
-    project_series = {k for k in before if k[0].startswith(("gateway_project_", "gateway_cluster_"))}
-    assert project_series == {k for k in after if k[0].startswith(("gateway_project_", "gateway_cluster_"))}
-
-
-def test_health_says_per_cluster_whether_and_when_its_controller_answered(multi, api):
-    """/healthz: each cluster's check with when it last answered this process; gwdead's since when it has
-    not; gw health's lines say the same, the headline says degraded (the gateway serves)."""
-    from datetime import datetime
-
-    from gateway.cli.output import health_headline, health_lines
-
-    started = datetime.now(UTC)
-    body = api.get("/healthz").json()
-    up, dead = body["clusters"]["gwlocal"], body["clusters"]["gwdead"]
-    assert up["ok"] and datetime.fromisoformat(up["last_answered_at"]) >= started
-    assert up["down_since"] is None
-    assert not dead["ok"] and dead["down_since"] is not None
-    assert dead["last_answered_at"] is None  # its controller never answered this process
-    assert body["slurm"] == {**up, "latency_ms": body["slurm"]["latency_ms"]}  # the first cluster's
-    since = datetime.fromisoformat(dead["down_since"])
-    again = api.get("/healthz").json()["clusters"]["gwdead"]
-    assert datetime.fromisoformat(again["down_since"]) == since  # down since the first time it failed
-    headline = health_headline("http://gw", body)
-    assert "degraded: cluster gwdead not answering" in headline and "each cluster" in headline
-    lines = health_lines(body)
-    (dead_line,) = [line for line in lines if line.startswith("  cluster gwdead: FAILED")]
-    assert f"not answering since {since:%Y-%m-%d %H:%M:%S} UTC" in dead_line
-    assert "has not answered this gateway process yet" in dead_line
-    assert any(line.startswith("  cluster gwlocal: ok in ") for line in lines)
