@@ -66,10 +66,15 @@ C2_POLL_S = 0.5
 
 @functools.cache
 def _c2_silent() -> str | None:
-    """None when gwlocal2's controller answers (``sinfo`` with its SLURM_CONF lists partitions) within
-    ``C2_WITHIN_S``, polled every ``C2_POLL_S`` with short timeouts (a loaded host answers late, not
-    never); else what the last try said. Asked once per test process."""
-    deadline = time.monotonic() + C2_WITHIN_S
+    """``controller_silent`` of gwlocal2, asked once per test process."""
+    return controller_silent(C2_ENV, C2_WITHIN_S)
+
+
+def controller_silent(env: dict[str, str], within_s: float) -> str | None:
+    """None when the controller of the cluster ``env``'s SLURM_CONF names answers (``sinfo`` lists
+    partitions) within ``within_s``, polled every ``C2_POLL_S`` with short timeouts (a loaded host
+    answers late, not never); else what the last try said."""
+    deadline = time.monotonic() + within_s
     while True:
         left = max(1.0, deadline - time.monotonic())
         try:
@@ -77,7 +82,7 @@ def _c2_silent() -> str | None:
                 ["sinfo", "-h", "-o", "%P"],
                 capture_output=True,
                 text=True,
-                env=C2_ENV,
+                env=env,
                 timeout=min(5.0, left),
             )
             if done.returncode == 0 and done.stdout.strip():

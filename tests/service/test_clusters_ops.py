@@ -14,7 +14,10 @@ from fastapi.testclient import TestClient
 from gateway.core.domain import Principal
 from gateway.services import Services
 from tests.service.clusters_setup import (
+    C2_ENV,
     api_client,
+    controller_silent,
+    dead_copy,
     multi_gateway,
     refresh_until_running,
     spec,
@@ -112,3 +115,16 @@ def test_health_says_per_cluster_whether_and_when_its_controller_answered(multi,
     assert f"not answering since {since:%Y-%m-%d %H:%M:%S} UTC" in dead_line
     assert "has not answered this gateway process yet" in dead_line
     assert any(line.startswith("  cluster gwlocal: ok in ") for line in lines)
+
+
+def test_the_controller_check_waits_a_bounded_time_and_says_what_it_saw(multi, tmp_path):
+    """The check ``require_c2`` fails the tests by: gwlocal2 answers at once; a copy of its configuration
+    whose controller port nothing listens on is given up on within the bound, with sinfo's own words."""
+    import time
+
+    assert controller_silent(C2_ENV, 15.0) is None
+    dead = {**C2_ENV, "SLURM_CONF": str(dead_copy(tmp_path))}
+    started = time.monotonic()
+    said = controller_silent(dead, 3.0)
+    assert said is not None and said.startswith("sinfo "), said
+    assert time.monotonic() - started < 3.0 + 5.0 + 1.0  # the bound, plus at most one poll's timeout
