@@ -320,6 +320,8 @@ def test_equal_runs_on_the_two_clusters_cost_what_each_clusters_rates_say(two):
     runs = _equal_runs(services)
     site = SITE.format(account=two["account"], first=FIRST, second=SECOND) + RATES
     services.site.apply(OPERATOR, parse_site(site))
+    exported = services.site.export(OPERATOR).accounting
+    assert exported is not None and exported.clusters[SECOND].rates[0].cpu_core_hour == SECOND_CPU_RATE
     deadline = time.monotonic() + SACCT_WAIT_S
     while True:
         services.accounting.ingest(since=since)
