@@ -94,15 +94,25 @@ STORAGE_GAUGES = (
     ),
 )
 USAGE_GAUGES = (
-    Gauge("gateway_project_gpus_used", "GPUs held now by the project's running jobs (squeue).", ("project",)),
     Gauge(
-        "gateway_project_gpus_cap", "The project's cap on GPUs at once (capped projects only).", ("project",)
+        "gateway_project_gpus_used",
+        "GPUs held now by the project's running jobs on the cluster (squeue).",
+        ("project", "cluster"),
     ),
     Gauge(
-        "gateway_project_gpu_hours_used", "GPU-hours the project used this month, UTC (sacct).", ("project",)
+        "gateway_project_gpus_cap",
+        "The project's cap on GPUs at once, as pushed to the cluster's association (capped only).",
+        ("project", "cluster"),
     ),
     Gauge(
-        "gateway_project_gpu_hours_cap", "The project's cap on GPU-hours a month (capped only).", ("project",)
+        "gateway_project_gpu_hours_used",
+        "GPU-hours the project used this month on the cluster, UTC (sacct).",
+        ("project", "cluster"),
+    ),
+    Gauge(
+        "gateway_project_gpu_hours_cap",
+        "The project's cap on GPU-hours a month, as pushed to the cluster's association (capped only).",
+        ("project", "cluster"),
     ),
 )
 

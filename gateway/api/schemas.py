@@ -309,6 +309,16 @@ class CheckPublic(BaseModel):
         default=None,
         description="Slurm only: the SSH hop its commands go through; null on the login node itself",
     )
+    last_answered_at: datetime | None = Field(
+        default=None,
+        description="Slurm only: when its controller last answered this gateway process (this check, the "
+        "refresh cycle); null when it has not yet",
+    )
+    down_since: datetime | None = Field(
+        default=None,
+        description="Slurm only: since when its controller has not answered (null while it answers); its "
+        "queues refuse submissions meanwhile (docs/clusters.md)",
+    )
 
 
 class HealthPublic(BaseModel):

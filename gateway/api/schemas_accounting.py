@@ -27,6 +27,12 @@ class AttemptCostPublic(BaseModel):
         default=False,
         description="It ended CANCELLED: someone asked for that, which is counted apart from failures",
     )
+    cluster: str = Field(default="", description="The Slurm cluster it ran on, as sacct names it (Cluster)")
+    rates: list[str] = Field(
+        default_factory=list,
+        description="The rates that priced it, by id: [cluster:]partition/gpu type@valid from; a cluster's "
+        "own rate names its cluster (docs/clusters.md)",
+    )
 
 
 class RunCostPublic(BaseModel):
@@ -50,7 +56,7 @@ class RunCostPublic(BaseModel):
             total=cost.total,
             failed_total=cost.failed_total,
             cancelled_total=cost.cancelled_total,
-            attempts=[AttemptCostPublic(**a.__dict__) for a in cost.attempts],
+            attempts=[AttemptCostPublic(**{**a.__dict__, "rates": list(a.rates)}) for a in cost.attempts],
             priced=cost.priced,
             note=cost.note,
         )

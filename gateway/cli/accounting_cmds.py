@@ -17,13 +17,15 @@ def register(app: typer.Typer) -> None:
 
 
 def cost(run_id: Annotated[str, typer.Argument(help="Run id.")], as_json: JsonOpt = False) -> None:
-    """A run's cost: each accounting record of its attempts (a Slurm requeue is one), and the totals."""
+    """A run's cost: each accounting record of its attempts (a Slurm requeue is one), its cluster and the
+    rates that priced it (a cluster's own rate named ``CLUSTER:partition/...``), and the totals."""
     body = call("run_cost", run_id)
     if as_json:
         print_json(body)
         return
     table = Table(show_edge=False, header_style="bold")
-    for column in ("ATTEMPT", "JOB", "STATE", "ELAPSED S", "GPU-H", "CPU-H", "COST", "RATE VERSION"):
+    columns = ("ATTEMPT", "JOB", "STATE", "ELAPSED S", "GPU-H", "CPU-H", "COST", "RATE VERSION")
+    for column in (*columns, "CLUSTER", "RATES"):
         table.add_column(column)
     for a in body["attempts"]:
         table.add_row(
@@ -35,6 +37,8 @@ def cost(run_id: Annotated[str, typer.Argument(help="Run id.")], as_json: JsonOp
             f"{a['cpu_hours']:.3f}",
             "-" if a["cost"] is None else f"{a['cost']:.4f}",
             "-" if a["rate_version"] is None else str(a["rate_version"]),
+            a.get("cluster") or "-",
+            ", ".join(a.get("rates") or []) or "-",
         )
     console.print(table)
     currency = body["currency"] or ""

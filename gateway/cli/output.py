@@ -280,12 +280,24 @@ def _time(value: str | None) -> str:
 
 
 def health_headline(url: str, report: dict) -> str:
-    """``gw health``'s first line: healthy or not, and what was checked (``GET /healthz``)."""
-    verdict = "healthy" if report.get("status") == "ok" else "NOT healthy"
-    return (
-        f"gateway at {url}: {verdict} (checked: it answers, its database takes a query, "
-        "Slurm lists its partitions)"
-    )
+    """``gw health``'s first line: healthy, degraded (a cluster of several does not answer, the others
+    and the database do: the gateway serves) or not, and what was checked (``GET /healthz``)."""
+    found = report.get("clusters")
+    clusters: dict = found if isinstance(found, dict) else {}
+    silent = [n for n, c in clusters.items() if isinstance(c, dict) and not c.get("ok")]
+    serving = _ok(report.get("database")) and len(silent) < len(clusters)
+    if report.get("status") == "ok":
+        verdict = "healthy"
+    elif silent and serving:
+        verdict = f"degraded: cluster {', '.join(silent)} not answering (its queues refuse submissions)"
+    else:
+        verdict = "NOT healthy"
+    checked = "each cluster lists its partitions" if clusters else "Slurm lists its partitions"
+    return f"gateway at {url}: {verdict} (checked: it answers, its database takes a query, {checked})"
+
+
+def _ok(check: object) -> bool:
+    return isinstance(check, dict) and bool(check.get("ok"))
 
 
 def health_lines(report: dict) -> list[str]:
@@ -295,21 +307,32 @@ def health_lines(report: dict) -> list[str]:
         check = report.get(name)
         if not isinstance(check, dict):
             continue
-        lines.append(f"  {name}: {_check_text(check)}")
+        lines.append(f"  {name}: {_check_text(check, slurm=name == 'slurm')}")
         via = check.get("via")
         if isinstance(via, dict):
             lines.append(f"    via {via.get('hop')}: {_check_text(via)}")
     clusters = report.get("clusters")
     if isinstance(clusters, dict):
         lines += [
-            f"  cluster {name}: {_check_text(c)}" for name, c in clusters.items() if isinstance(c, dict)
+            f"  cluster {name}: {_check_text(c, slurm=True)}"
+            for name, c in clusters.items()
+            if isinstance(c, dict)
         ]
     if not lines and report.get("detail"):
         lines.append(f"  {report['detail']}")
     return lines
 
 
-def _check_text(check: dict) -> str:
+def _check_text(check: dict, *, slurm: bool = False) -> str:
+    """A check's answer; a failed Slurm check (``slurm``) also says since when and when it last answered."""
     if check.get("ok"):
         return f"ok in {check.get('latency_ms')} ms"
-    return f"FAILED: {check.get('error')}"
+    text = f"FAILED: {check.get('error')}"
+    if slurm:
+        last = check.get("last_answered_at")
+        since = f"not answering since {_time(check['down_since'])} UTC; " if check.get("down_since") else ""
+        answered = (
+            f"last answered {_time(last)} UTC" if last else "it has not answered this gateway process yet"
+        )
+        text += f" ({since}{answered})"
+    return text

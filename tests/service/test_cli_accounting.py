@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from gateway.adapters.slurm.clusters import configured_cluster_name
 from tests.service.gw_serve import GW, gw_serve
 
 pytestmark = pytest.mark.slurm
@@ -71,8 +72,11 @@ def test_ingest_then_a_failed_runs_cost(serve, tmp_path):
         and attempt["cpu_hours"] > 0
     )
     assert not cost["priced"] and "no rate table" in cost["note"]  # this site has none
+    local = configured_cluster_name(None)  # sacct's Cluster of the one local cluster
+    assert attempt["cluster"] == local and attempt["rates"] == []  # nothing priced it
     table = gw(serve, "cost", run["id"])
     assert table.returncode == 0 and "FAILED (failed)" in table.stdout and "not priced" in table.stdout
+    assert "CLUSTER" in table.stdout and f" {local} " in table.stdout
     again = gw_admin(serve, "accounting", "ingest", "--since", since, "--json")
     assert again.returncode == 0 and json.loads(gw(serve, "cost", run["id"], "--json").stdout) == cost
     bad = gw_admin(serve, "accounting", "ingest", "--since", "yesterday")

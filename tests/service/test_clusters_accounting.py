@@ -273,3 +273,86 @@ def test_report_totals_per_cluster_equal_a_hand_sum_from_sacct(two, collided):
     assert unreconciled(report) == []
     table = services.reports.render(report, "table").text
     assert FIRST in table and SECOND in table
+
+
+FIRST_CPU_RATE, SECOND_CPU_RATE = 1.0, 3.0  # currency per core-hour: the site's, and gwlocal2's own
+RATES = f"""
+accounting:
+  currency: EUR
+  rates: [{{partition: '*', valid_from: 2020-01-01, cpu_core_hour: {FIRST_CPU_RATE}}}]
+  clusters:
+    {SECOND}:
+      rates: [{{partition: cpu, valid_from: 2020-01-01, cpu_core_hour: {SECOND_CPU_RATE}}}]
+"""
+
+
+def _equal_runs(services: Services) -> dict[str, str]:
+    """One run of the same spec on each cluster (two cores, three seconds), followed to its end; run id
+    by cluster."""
+    from gateway.core.slurm.states import TERMINAL, RunState
+    from gateway.core.spec.run_spec import build_spec
+
+    carla = services.access.principal("carla", source="pytest")
+    runs = {}
+    for cluster, queue in ((FIRST, "here"), (SECOND, "there")):
+        spec = {
+            "name": f"equal-{queue}", "project": "multi", "queue": queue, "command": "sleep 3",
+            "workdir": "/tmp", "resources": {"cpus_per_task": 2, "mem_gb": 0.1, "walltime_min": 5},
+        }  # fmt: skip
+        runs[cluster] = services.runs.submit(build_spec(spec), principal=carla).id
+    deadline = time.monotonic() + SACCT_WAIT_S
+    while time.monotonic() < deadline:
+        services.refresher.refresh()
+        states = {c: services.runs.store.get_run(r).state for c, r in runs.items()}
+        if all(s in TERMINAL for s in states.values()):
+            assert set(states.values()) == {RunState.SUCCEEDED}, states
+            return runs
+        time.sleep(1)
+    raise AssertionError(f"the two runs did not end: {runs}")
+
+
+def test_equal_runs_on_the_two_clusters_cost_what_each_clusters_rates_say(two):
+    """The site prices core-hours at 1, gwlocal2 at 3 of its own: a run on each of the same use costs
+    its records' core-hours at its cluster's rate, in the run's cost, on its page and in the cost
+    report by cluster (a hand sum from sacct -M at each cluster's rate)."""
+    services = two["services"]
+    since = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=5)
+    runs = _equal_runs(services)
+    site = SITE.format(account=two["account"], first=FIRST, second=SECOND) + RATES
+    services.site.apply(OPERATOR, parse_site(site))
+    exported = services.site.export(OPERATOR).accounting
+    assert exported is not None and exported.clusters[SECOND].rates[0].cpu_core_hour == SECOND_CPU_RATE
+    deadline = time.monotonic() + SACCT_WAIT_S
+    while True:
+        services.accounting.ingest(since=since)
+        costs = {c: services.accounting.run_cost(OPERATOR, r) for c, r in runs.items()}
+        if all(c.priced and all(a.state == "COMPLETED" for a in c.attempts) for c in costs.values()):
+            break
+        assert time.monotonic() < deadline, f"runs not priced from sacct: {costs}"
+        time.sleep(2)
+    rate = {FIRST: FIRST_CPU_RATE, SECOND: SECOND_CPU_RATE}
+    for cluster, cost in costs.items():
+        (record,) = cost.attempts
+        assert record.cluster == cluster and record.cpu_hours > 0
+        assert cost.total == pytest.approx(record.cpu_hours * rate[cluster], rel=1e-9), (cluster, cost)
+    assert costs[SECOND].attempts[0].rates == (f"{SECOND}:cpu/*@2020-01-01",)
+    assert costs[FIRST].attempts[0].rates == ("*/*@2020-01-01",)  # gwlocal has none of its own
+    per_core_hour = {c: cost.total / cost.attempts[0].cpu_hours for c, cost in costs.items()}
+    assert per_core_hour[SECOND] == pytest.approx(3 * per_core_hour[FIRST])
+
+    token = services.auth.issue_token(OPERATOR, "admin", name="pytest-cost")[0]
+    from tests.service.web_client import web_client
+
+    with web_client(services, token) as web:
+        page = web.get(f"/ui/runs/{runs[SECOND]}").text
+    assert f"{SECOND}:cpu/*@2020-01-01" in page and f"{costs[SECOND].total:.6f}" in page
+
+    today = datetime.now(UTC).date()
+    start = datetime.combine(today - timedelta(days=1), datetime.min.time(), tzinfo=UTC)
+    services.accounting.ingest(since=start)
+    period = f"{today - timedelta(days=1)}..{today}"
+    report = services.reports.report(OPERATOR, "cost", by="cluster", period=period, project="multi")
+    rows = {r.key: r.values for r in report.rows}
+    for cluster in (FIRST, SECOND):
+        _records, cpu_h = hand_sum(cluster, two["account"], start, start + timedelta(days=2))
+        assert rows[cluster]["cost"] == pytest.approx(cpu_h * rate[cluster], abs=1e-9), cluster

@@ -180,16 +180,18 @@ def test_gpu_use_against_caps_per_project(services, principal):
         refresh_until(services, run.id, states={RunState.RUNNING})
         services.slurm.forget()  # the cached squeue may predate the start
         samples = scrape(services)
+        # the one cluster of the shared test site (no clusters listed): its name labels the use
+        here = (("cluster", services.clusters.first()),)
         usage = services.usage.usage(services.access.project("capped"))
-        assert samples[("gateway_project_gpus_used", (("project", "capped"),))] == usage.gpus.used == 1
-        assert samples[("gateway_project_gpus_cap", (("project", "capped"),))] == 2
+        assert samples[("gateway_project_gpus_used", (*here, ("project", "capped")))] == usage.gpus.used == 1
+        assert samples[("gateway_project_gpus_cap", (*here, ("project", "capped")))] == 2
         # GPU-hours grow while the job runs: the scrape and the usage read a few seconds apart may
         # differ by the hours accrued between them (one GPU, rounded to 0.001), never by more
-        accrued = samples[("gateway_project_gpu_hours_used", (("project", "capped"),))]
+        accrued = samples[("gateway_project_gpu_hours_used", (*here, ("project", "capped")))]
         assert accrued == pytest.approx(usage.gpu_hours.used, abs=0.002)
         # Project test has no caps: its usage is there, no cap series.
-        assert ("gateway_project_gpus_used", (("project", PROJECT),)) in samples
-        assert ("gateway_project_gpus_cap", (("project", PROJECT),)) not in samples
+        assert ("gateway_project_gpus_used", (*here, ("project", PROJECT))) in samples
+        assert ("gateway_project_gpus_cap", (*here, ("project", PROJECT))) not in samples
     finally:
         services.runs.cancel(run.id, principal=principal)
 

@@ -187,6 +187,9 @@ def test_healthz(api):
     body = api.get("/healthz").json()
     assert body["status"] == "ok" and body["database"]["ok"] and body["slurm"]["ok"]
     assert body["database"]["latency_ms"] >= 0
+    # the one cluster answered just now, and is not down; the database check carries neither
+    assert body["slurm"]["last_answered_at"] is not None and body["slurm"]["down_since"] is None
+    assert body["database"]["last_answered_at"] is None and "clusters" not in body
 
 
 def test_not_found_and_conflict(api):

@@ -108,3 +108,24 @@ def test_table_json_round_trip():
         charge={"gpu": "max"},
     )
     assert table_from_json(3, "EUR", table_to_json(t)) == t
+
+
+def test_a_clusters_own_rates_come_before_the_sites_and_fall_back_to_them():
+    """gwlocal2 prices CPU-hours at 3 and GPU-hours of partition gpu at 5; the site prices CPU at 1:
+    the same use costs what each cluster's rates say, and what gwlocal2 leaves out the site prices."""
+    from gateway.core.accounting.cost import ClusterRates, price_all
+
+    day = midnight(START.date())
+    own = ClusterRates((Rate("cpu", "*", day, 0, 3.0, 0, "gwlocal2"),), charge={"cpu": "max"})
+    t = RateTable(3, "EUR", (Rate("*", "*", day, 2.0, 1.0, 0),), {}, {"gwlocal2": own})
+    one = replace(record(cpus=4, mem_mb=0), cluster="gwlocal")
+    two = replace(record(cpus=4, mem_mb=0), cluster="c2")  # sacct's Cluster; gwlocal2 to the gateway
+    gpu_two = replace(record(partition="gpu", cpus=1, mem_mb=0, gpus=1), cluster="c2")
+    priced = price_all([one, two, gpu_two], t, {"c2": "gwlocal2"})
+    assert [p.cost for p in priced] == pytest.approx([4 * 1.0, 4 * 3.0, 2.0 + 1.0])
+    assert priced[1].parts[0].rate_id == f"gwlocal2:cpu/*@{day.date()}"
+    assert priced[2].parts[0].rate_id == f"*/*@{day.date()}"  # partition gpu: gwlocal2 has none, the site's
+    assert t.rule("cpu", "gwlocal2") == "max" and t.rule("cpu", "gwlocal") == "sum"
+    assert price(two, t).cost == pytest.approx(4.0)  # no cluster given: the site's alone
+    assert table_from_json(3, "EUR", table_to_json(t)) == t
+    assert "clusters" not in table_to_json(table(Rate("cpu", "*", day, 0, 1.0, 0)))  # as it always was

@@ -53,3 +53,43 @@ def test_bad_sections_are_refused_with_the_reason(section, word):
     with pytest.raises(SpecError) as caught:
         parse_site(f"accounting: {section}\n")
     assert word in str(caught.value)
+
+
+CLUSTER_RATES = """
+clusters: [{name: gwlocal}, {name: gwlocal2, slurm_conf: /etc/slurm-gwlocal2/slurm.conf}]
+accounting:
+  currency: EUR
+  rates: [{partition: cpu, valid_from: 2026-11-01, cpu_core_hour: 0.02}]
+  clusters:
+    gwlocal2:
+      charge: {gpu: max}
+      rates: [{partition: cpu, valid_from: 2026-11-01, cpu_core_hour: 0.05}]
+"""
+
+
+def test_cluster_rates_parse_export_and_change_the_tables_digest():
+    config = parse_site(CLUSTER_RATES)
+    table = config.accounting.table(version=2)
+    assert [r.rate_id for r in table.clusters["gwlocal2"].rates] == ["gwlocal2:cpu/*@2026-11-01"]
+    assert table.rule("gpu", "gwlocal2") == "max"
+    assert spec_of(table).sha256 == config.accounting.sha256
+    site_only = parse_site(CLUSTER_RATES.split("  clusters:\n")[0])
+    assert site_only.accounting.sha256 != config.accounting.sha256
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        (
+            CLUSTER_RATES.replace("    gwlocal2:", "    nosuch:"),
+            "cluster 'nosuch', which the site file does not",
+        ),
+        (CLUSTER_RATES.split("\n", 2)[2].replace("accounting:", "accounting:", 1), "lists no clusters"),
+        (CLUSTER_RATES.replace("0.05}]", "0.05}, {partition: cpu, valid_from: 2026-11-01}]"), "two rates"),
+        (CLUSTER_RATES.replace("charge: {gpu: max}", "charge: {gpu: min}"), "sum"),
+    ],
+)
+def test_bad_cluster_rates_are_refused_with_the_reason(text, word):
+    with pytest.raises(SpecError) as caught:
+        parse_site(text)
+    assert word in str(caught.value)

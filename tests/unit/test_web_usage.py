@@ -30,9 +30,11 @@ def test_the_utilisation_plot_is_drawn_on_0_to_100_and_escapes_the_node():
 def test_the_cost_section_says_why_nothing_is_priced_and_escapes():
     template = build_templates().get_template("_run_cost.html")
     attempt = {"attempt": 1, "job_id": "<i>7", "state": "FAILED", "elapsed_s": 3, "gpu_hours": 0.0,
-               "cpu_hours": 0.001, "cost": None, "rate_version": None, "failed": True}  # fmt: skip
+               "cpu_hours": 0.001, "cost": None, "rate_version": None, "failed": True,
+               "cluster": "<b>c2", "rates": []}  # fmt: skip
     cost = {"priced": False, "attempts": [attempt], "currency": None, "note": "not priced yet: no rate table"}
     html = template.render(cost=cost)
     assert "not priced yet: no rate table" in html and "not priced<" in html and "&lt;i&gt;7" in html
     assert "FAILED (failed)" in html and "<i>" not in html
+    assert '<td class="cluster">&lt;b&gt;c2</td><td class="rates">-</td>' in html  # no rates: not priced
     assert set(STATUS_WORDS) >= {"ok", "no_nvml", "no_gpus", "mismatch", "crashed", "no_telemetry"}

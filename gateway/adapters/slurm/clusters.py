@@ -12,7 +12,8 @@ the registry holds the one cluster the server reaches as it always did (the
 
 It also keeps each cluster's health as this process saw it: a cluster whose
 Slurm did not answer (the refresh cycle's squeue, an sbatch) is down since
-then until it answers again. Submissions to a down cluster's queues are
+then until it answers again, and when it last answered (``last_answered``,
+for ``/healthz`` and ``gw health``). Submissions to a down cluster's queues are
 refused with a message naming it (``gateway.services.runs.admission``);
 its runs are marked stale, never failed; the other clusters go on.
 """
@@ -61,6 +62,7 @@ class SlurmClusters:
         self._close = close  # stops what the built backends hold (SSH connections, slurmrestd daemons)
         self._built: dict[Cluster, ClusterSlurm] = {}
         self._down: dict[str, ClusterDown] = {}
+        self._answered: dict[str, datetime] = {}  # when each cluster last answered this process
         self._lock = threading.Lock()
 
     # -- which clusters -----------------------------------------------------------------
@@ -134,9 +136,15 @@ class SlurmClusters:
                 self._down[name] = ClusterDown(name, utcnow(), error)
 
     def mark_up(self, name: str) -> None:
-        """Cluster ``name`` answered."""
+        """Cluster ``name`` answered (now)."""
         with self._lock:
             self._down.pop(name, None)
+            self._answered[name] = utcnow()
+
+    def last_answered(self, name: str) -> datetime | None:
+        """When cluster ``name`` last answered this process (a refresh, a health check); None: not yet."""
+        with self._lock:
+            return self._answered.get(name)
 
     def down(self, name: str) -> ClusterDown | None:
         """Since when cluster ``name`` has not answered; None when it answers."""

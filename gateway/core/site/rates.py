@@ -7,7 +7,16 @@ accounting:
   rates:
     - {partition: cpu, valid_from: 2026-11-01, cpu_core_hour: 0.02, mem_gb_hour: 0.002}
     - {partition: gpu, gpu_type: a100, valid_from: 2026-11-01, gpu_hour: 2.5, cpu_core_hour: 0.02}
+  clusters:                     # a cluster's own rates (by its name in clusters:), before the site's
+    gwlocal2:
+      charge: {gpu: sum}
+      rates:
+        - {partition: gpu, valid_from: 2026-11-01, gpu_hour: 4.0, cpu_core_hour: 0.03}
 ```
+
+A record of a cluster that has rates of its own for its partition and GPU
+type is priced by them; any other record (and every record of a cluster
+without its own rates) by the site's (``gateway.core.accounting.cost``).
 
 ``AccountingSpec.table`` turns it into the core's ``RateTable``; its
 ``sha256`` says whether an apply changes anything (the same table again
@@ -24,7 +33,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gateway.core import names
-from gateway.core.accounting.cost import ANY, Rate, RateTable, midnight, table_to_json
+from gateway.core.accounting.cost import ANY, ClusterRates, Rate, RateTable, midnight, table_to_json
 from gateway.core.described import documented
 
 PRICE = Annotated[float, Field(ge=0, le=1_000_000)]
@@ -86,14 +95,75 @@ class RateSpec(_Strict):
         return value
 
 
+Charge = Annotated[dict[str, Literal["sum", "max"]], documented(propertyNames={"pattern": PARTITION})]
+
+
+def _unique_rates(rates: list[RateSpec], where: str = "") -> None:
+    seen = set()
+    for rate in rates:
+        key = (rate.partition, rate.gpu_type, rate.starts)
+        if key in seen:
+            at = f"{where}partition {rate.partition}, GPU type {rate.gpu_type}"
+            raise ValueError(f"two rates for {at} from {rate.valid_from}; give each once")
+        seen.add(key)
+
+
+def _core_rates(rates: list[RateSpec], cluster: str | None = None) -> tuple[Rate, ...]:
+    return tuple(
+        sorted(
+            (
+                Rate(r.partition, r.gpu_type, r.starts, r.gpu_hour, r.cpu_core_hour, r.mem_gb_hour, cluster)
+                for r in rates
+            ),
+            key=lambda r: (r.partition, r.gpu_type, r.valid_from),
+        )
+    )
+
+
+def _rate_specs(rates: tuple[Rate, ...]) -> list[RateSpec]:
+    return [
+        RateSpec(
+            partition=r.partition,
+            gpu_type=r.gpu_type,
+            valid_from=_day_or_moment(r.valid_from),
+            gpu_hour=r.gpu_hour,
+            cpu_core_hour=r.cpu_core_hour,
+            mem_gb_hour=r.mem_gb_hour,
+        )
+        for r in rates
+    ]
+
+
+class ClusterRatesSpec(_Strict):
+    """One cluster's own rates and charge rules (docs/clusters.md): they price that cluster's records
+    before the site's, which price whatever they leave out."""
+
+    rates: list[RateSpec] = Field(default_factory=list, max_length=1000)
+    charge: Charge = Field(default_factory=dict)
+
+    @field_validator("charge")
+    @classmethod
+    def _charge(cls, value: dict[str, str]) -> dict[str, str]:
+        for partition in value:
+            _partition(partition)
+        return value
+
+    @model_validator(mode="after")
+    def _unique(self) -> ClusterRatesSpec:
+        _unique_rates(self.rates)
+        return self
+
+
 class AccountingSpec(_Strict):
-    """The rate table: currency, rates, and a charge rule per partition."""
+    """The rate table: currency, rates, and a charge rule per partition; and clusters' own rates."""
 
     currency: Annotated[str, documented(pattern=CURRENCY)] = "EUR"
     rates: list[RateSpec] = Field(default_factory=list, max_length=1000)
-    charge: Annotated[dict[str, Literal["sum", "max"]], documented(propertyNames={"pattern": PARTITION})] = (
-        Field(default_factory=dict)
-    )
+    charge: Charge = Field(default_factory=dict)
+    # by the cluster's name in the site file's clusters: (one it lists); in the same currency
+    clusters: Annotated[
+        dict[str, ClusterRatesSpec], documented(propertyNames={"pattern": names.NAME.pattern})
+    ] = Field(default_factory=dict, max_length=100)
 
     @field_validator("currency")
     @classmethod
@@ -109,29 +179,26 @@ class AccountingSpec(_Strict):
             _partition(partition)
         return value
 
+    @field_validator("clusters")
+    @classmethod
+    def _cluster_names(cls, value: dict[str, ClusterRatesSpec]) -> dict[str, ClusterRatesSpec]:
+        for name in value:
+            if not names.NAME.fullmatch(name):
+                raise ValueError(f"cluster {name!r} is not a valid cluster name; use {names.NAME_HELP}")
+        return value
+
     @model_validator(mode="after")
     def _unique(self) -> AccountingSpec:
-        seen = set()
-        for rate in self.rates:
-            key = (rate.partition, rate.gpu_type, rate.starts)
-            if key in seen:
-                where = f"partition {rate.partition}, GPU type {rate.gpu_type}"
-                raise ValueError(f"two rates for {where} from {rate.valid_from}; give each once")
-            seen.add(key)
+        _unique_rates(self.rates)
         return self
 
     def table(self, version: int = 0) -> RateTable:
         """This section as the core's ``RateTable`` (rates sorted by partition, GPU type, date)."""
-        rates = tuple(
-            sorted(
-                (
-                    Rate(r.partition, r.gpu_type, r.starts, r.gpu_hour, r.cpu_core_hour, r.mem_gb_hour)
-                    for r in self.rates
-                ),
-                key=lambda r: (r.partition, r.gpu_type, r.valid_from),
-            )
-        )
-        return RateTable(version, self.currency, rates, dict(self.charge))
+        clusters = {
+            name: ClusterRates(_core_rates(own.rates, name), dict(own.charge))
+            for name, own in self.clusters.items()
+        }
+        return RateTable(version, self.currency, _core_rates(self.rates), dict(self.charge), clusters)
 
     @property
     def sha256(self) -> str:
@@ -144,18 +211,12 @@ def spec_of(table: RateTable) -> AccountingSpec:
     """A stored rate table back as the site file's section (for ``gw admin export``)."""
     return AccountingSpec(
         currency=table.currency,
-        rates=[
-            RateSpec(
-                partition=r.partition,
-                gpu_type=r.gpu_type,
-                valid_from=_day_or_moment(r.valid_from),
-                gpu_hour=r.gpu_hour,
-                cpu_core_hour=r.cpu_core_hour,
-                mem_gb_hour=r.mem_gb_hour,
-            )
-            for r in table.rates
-        ],
+        rates=_rate_specs(table.rates),
         charge=dict(table.charge),  # type: ignore[arg-type]  # stored from a validated spec
+        clusters={
+            name: ClusterRatesSpec(rates=_rate_specs(own.rates), charge=dict(own.charge))  # type: ignore[arg-type]
+            for name, own in table.clusters.items()
+        },
     )
 
 

@@ -359,7 +359,8 @@ class SiteConfig(_Strict):
 
 
 def _check_clusters(config: SiteConfig) -> None:
-    """Cluster names unique; every queue's cluster one of them (none may be named when none is listed)."""
+    """Cluster names unique; every queue's cluster, and every cluster with rates of its own, one of them
+    (none may be named when none is listed)."""
     clusters = [c.name for c in config.clusters]
     if len(set(clusters)) != len(clusters):
         raise ValueError("a cluster is listed twice")
@@ -379,6 +380,14 @@ def _check_clusters(config: SiteConfig) -> None:
                     f"project {project.name} queue {queue.name} names cluster {queue.cluster!r}, which the "
                     f"site file does not list; clusters are: {valid}"
                 )
+    priced = sorted(config.accounting.clusters) if config.accounting else []
+    for name in priced:
+        if name not in clusters:
+            valid = ", ".join(clusters) if clusters else "none: the site file lists no clusters"
+            raise ValueError(
+                f"accounting.clusters has rates for cluster {name!r}, which the site file does not list; "
+                f"clusters are: {valid} (the site's own rates price a site without clusters)"
+            )
 
 
 def parse_site(text: str, *, source: str | None = None) -> SiteConfig:

@@ -11,7 +11,8 @@ cluster that does not answer named in the counts while the others are read.
 Records are keyed by (cluster, job id, submit): job ids are unique per
 cluster only. Each record is linked to its gateway attempt on the same
 cluster (``core/accounting/link.py``), else to the project whose Slurm account
-it ran under, priced by the newest rate table (``core/accounting/cost.py``) and saved
+it ran under, priced by the newest rate table (``core/accounting/cost.py``: its
+cluster's own rates first, then the site's) and saved
 by its slurmdbd identity, so a re-read changes nothing and a record that
 changed (a job that ended since) is updated in place. ``reprice`` brings
 every record to the newest rate table (after ``gw admin apply`` changed it).
@@ -55,6 +56,8 @@ class AttemptCost:
     rate_version: int | None
     failed: bool
     cancelled: bool = False  # ended CANCELLED: someone asked for it, which is no failure
+    cluster: str = ""  # the Slurm cluster it ran on (sacct's Cluster)
+    rates: tuple[str, ...] = ()  # the ids of the rates that priced it ("gwlocal2:cpu/*@2026-11-01")
 
 
 @dataclass(frozen=True)
@@ -184,12 +187,13 @@ class AccountingService:
         table = self._table()
         if table is None:
             return 0
+        names = self._gateway_names() if table.clusters else {}
         done, after = 0, 0
         while True:
             batch = self.store.priced_with(table.version, after_id=after, limit=REPRICE_BATCH)
             if not batch:
                 return done
-            prices = price_all([r.record for r in batch], table)
+            prices = price_all([r.record for r in batch], table, names)
             done += self.store.set_prices([(r.id, p) for r, p in zip(batch, prices, strict=True)])
             after = batch[-1].id
 
@@ -262,8 +266,18 @@ class AccountingService:
         for r in mine:
             siblings.setdefault((r.cluster, r.job_id), []).append((r.submit_time, r.comment))
         links = link_records(records, attempts, siblings, self.store.projects_by_account())
-        prices = price_all(records, table) if table is not None else [None] * len(records)
+        names = {name: source.cluster} if source.cluster else {}
+        prices = price_all(records, table, names) if table is not None else [None] * len(records)
         return [Entry(r, link, p) for r, link, p in zip(records, links, prices, strict=True)]
+
+    def _gateway_names(self) -> dict[str, str]:
+        """The gateway's name of each cluster by the Cluster its sacct prints (given, or learned from a
+        read; a cluster not known either way is taken to print its gateway name)."""
+        return {
+            (s.slurm_name or self._slurm_names.get(s.cluster) or s.cluster): s.cluster
+            for s in self.sources()
+            if s.cluster
+        }
 
     def _slurm_name(self, source: LedgerSource, records: list[SacctRecord]) -> str:
         """The Cluster sacct prints for ``source`` (given, learned, or the one its records carry)."""
@@ -298,6 +312,8 @@ def run_cost(run_id: str, records: list[LedgerRecord]) -> RunCost:
             rate_version=r.price.rate_version if r.price else None,
             failed=r.record.failed,
             cancelled=r.record.cancelled,
+            cluster=r.record.cluster,
+            rates=tuple(dict.fromkeys(p.rate_id for p in r.price.parts)) if r.price else (),
         )
         for r in records
     ]

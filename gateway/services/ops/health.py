@@ -5,8 +5,12 @@ check then carries the hop's own check (``via``): where it goes, whether a
 trivial command came back over it, and how long that took.
 
 With several clusters listed in the site file (docs/clusters.md), each one is
-checked (one partition listing each) and reported by name; what the check
-saw marks the cluster up or down in the registry, as the refresh does. The
+checked (one partition listing each, which its slurmctld answers; the
+clusters at once, so a dead one costs its timeout, not the sum) and reported
+by name; what the check saw marks the cluster up or down in the registry, as
+the refresh does. Each Slurm check also says when that cluster last answered
+this process and, when it does not, since when it has not (the refresh may
+have found it first). The
 gateway is then ``ok`` while the database and at least one cluster answer:
 one cluster being down degrades it (its queues refuse submissions), it does
 not take the others' work down with it.
@@ -16,11 +20,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from functools import partial
 
 from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.adapters.slurm.protocol import SlurmBackend
 from gateway.adapters.ssh_hop import SubmitHop
+from gateway.core.clock import utcnow
 from gateway.errors import GatewayError
 from gateway.store import Database
 
@@ -39,6 +47,8 @@ class Check:
     latency_ms: float | None  # None when it did not answer
     error: str | None = None
     via: HopCheck | None = None  # the SSH hop Slurm is reached through; None on the login node itself
+    last_answered_at: datetime | None = None  # Slurm checks: when it last answered this process
+    down_since: datetime | None = None  # Slurm checks: since when it has not answered (None: it answers)
 
 
 @dataclass(frozen=True)
@@ -82,8 +92,9 @@ class HealthService:
         # the clusters are a site option in the database: with the database down, the one cluster is asked
         if database.ok and self.clusters is not None and self.clusters.listed():
             return self._clusters(database)
+        seen = partial(self._seen, None, record=database.ok)  # the registry's clusters are in the database
         if self.hop is None:
-            return Health(database=database, slurm=_timed(self.slurm.partitions))
+            return Health(database=database, slurm=seen(_timed(self.slurm.partitions)))
         probe = _timed(self.hop.probe)
         via = HopCheck(self.hop.describe(), probe.ok, probe.latency_ms, probe.error)
         if not probe.ok:
@@ -92,20 +103,33 @@ class HealthService:
             )
         else:
             slurm = Check(**{**_timed(self.slurm.partitions).__dict__, "via": via})
-        return Health(database=database, slurm=slurm)
+        return Health(database=database, slurm=seen(slurm))
 
     def _clusters(self, database: Check) -> Health:
-        """Each listed cluster checked, and marked up or down in the registry by what it said."""
+        """Each listed cluster checked (all at once), and marked up or down in the registry by what it
+        said."""
         assert self.clusters is not None
-        checks = {}
-        for name, backend in self.clusters.backends():
-            check = _timed(backend.backend.partitions)
-            if check.ok:
-                self.clusters.mark_up(name)
-            else:
-                self.clusters.mark_down(name, check.error or "no answer")
-            checks[name] = check
+        backends = self.clusters.backends()
+        with ThreadPoolExecutor(max_workers=min(8, len(backends)), thread_name_prefix="health") as pool:
+            timed = list(pool.map(lambda item: _timed(item[1].backend.partitions), backends))
+        checks = {name: self._seen(name, check) for (name, _), check in zip(backends, timed, strict=True)}
         return Health(database=database, slurm=checks[self.clusters.first()], clusters=checks)
+
+    def _seen(self, name: str | None, check: Check, *, record: bool = True) -> Check:
+        """``check`` of cluster ``name`` (None: the first) recorded in the registry (up or down), with when
+        it last answered and since when it has not; without ``record`` (or a registry), only its own
+        answer's time."""
+        if self.clusters is None or not record:
+            return replace(check, last_answered_at=utcnow()) if check.ok else check
+        name = name or self.clusters.first()
+        if check.ok:
+            self.clusters.mark_up(name)
+        else:
+            self.clusters.mark_down(name, check.error or "no answer")
+        down = self.clusters.down(name)
+        return replace(
+            check, last_answered_at=self.clusters.last_answered(name), down_since=down.since if down else None
+        )
 
 
 def _timed(probe: Callable[[], object]) -> Check:

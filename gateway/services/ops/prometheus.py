@@ -3,9 +3,12 @@
 The counters and histograms live in ``gateway.adapters.prometheus`` (the one
 module that imports prometheus-client); this service adds the gauges that
 are read when Prometheus scrapes: runs by state per project (one grouped
-query), and per project the GPUs in use and this month's GPU-hours with
-their caps (``UsageService.usage``: one squeue shared by all projects, one
-sacct per project, both behind the cluster-facts cache).
+query), and per project and cluster the GPUs in use and this month's
+GPU-hours with their caps (``UsageService.usage`` on each cluster the project
+has a queue on: Slurm keeps each cluster's associations apart; one squeue
+per cluster shared by all projects, one sacct per project and cluster, all
+behind the cluster-facts cache). Their labels are projects and clusters of
+the site file: the series do not grow with runs.
 
 A scraper has no user token: it reads with ``Settings.metrics_token``, or with
 a metrics-scope token (``gw admin token USER --scope metrics``: one per
@@ -35,6 +38,8 @@ from gateway.adapters.prometheus import (
     Sample,
 )
 from gateway.adapters.slurm.clusters import SlurmClusters
+from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.core.domain import Project
 from gateway.core.slurm.states import RunState
 from gateway.errors import Forbidden, GatewayError
 from gateway.services.accounting.usage import UsageService
@@ -174,16 +179,31 @@ class MetricsService:
         }
 
     def _usage(self) -> dict[str, list[Sample]]:
-        """Each project's usage read once per scrape; a cap only where the project has one."""
+        """Each project's usage on each of its clusters, read once per scrape; a cap only where the
+        project has one."""
         samples: dict[str, list[Sample]] = {g.name: [] for g in USAGE_GAUGES}
         for project in self.access.projects():
-            try:
-                usage = self.usage.usage(project)
-            except GatewayError as exc:  # Slurm down: this scrape has no usage for the project
-                log.warning("no usage of project %s for /metrics: %s", project.name, exc)
-                continue
-            for name, use in (("gpus", usage.gpus), ("gpu_hours", usage.gpu_hours)):
-                samples[f"gateway_project_{name}_used"].append(Sample((project.name,), float(use.used)))
-                if use.cap is not None:
-                    samples[f"gateway_project_{name}_cap"].append(Sample((project.name,), float(use.cap)))
+            for cluster, slurm in self._clusters_of(project):
+                try:
+                    usage = self.usage.usage(project, slurm=slurm)
+                except GatewayError as exc:  # Slurm down: this scrape has no usage for the project there
+                    log.warning("no usage of project %s on %s for /metrics: %s", project.name, cluster, exc)
+                    continue
+                labels = (project.name, cluster)
+                for name, use in (("gpus", usage.gpus), ("gpu_hours", usage.gpu_hours)):
+                    samples[f"gateway_project_{name}_used"].append(Sample(labels, float(use.used)))
+                    if use.cap is not None:
+                        samples[f"gateway_project_{name}_cap"].append(Sample(labels, float(use.cap)))
         return samples
+
+    def _clusters_of(self, project: Project) -> list[tuple[str, SlurmBackend | None]]:
+        """The clusters ``project`` has a queue on (the first cluster when it has none), in the site
+        file's order, each with its backend (None: the usage service's own, the one cluster). A listed
+        cluster known not to answer is left out: no scrape waits on it (``gateway_cluster_up`` is 0)."""
+        if self.clusters is None:
+            return [(self.metrics.local_cluster(), None)]
+        if not self.clusters.listed():
+            return [(self.clusters.first(), None)]
+        used = {self.clusters.of_queue(q) for q in project.queues} or {self.clusters.first()}
+        down = self.clusters.all_down()
+        return [(n, self.clusters.get(n)) for n in self.clusters.names() if n in used and n not in down]

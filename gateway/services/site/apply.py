@@ -292,6 +292,9 @@ class SiteService:
         after = {"version": version, "sha256": wanted.sha256, "currency": wanted.currency}
         entry = audit_entry(actor, "accounting.rates", "rate_table", str(version), before, after)
         line = f"set rate table version {version}: {len(wanted.rates)} rates in {wanted.currency}"
+        if wanted.clusters:
+            own = ", ".join(f"{name} {len(c.rates)}" for name, c in sorted(wanted.clusters.items()))
+            line += f"; clusters' own rates: {own}"
         write = partial(self.accounting.set_rates, actor.user, wanted.table(), wanted.sha256, entry)
         return [_Step(line, write)]
 
