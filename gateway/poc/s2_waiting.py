@@ -110,7 +110,7 @@ def cap(world: World, sc: Scenario) -> None:
         "the holder's job id in the explanation",
         words,
     )
-    usage = world.client.usage(world.project)
+    usage = world.client.usage(world.project, cluster=placement.cluster_of(world, "gpu"))
     sc.check(
         "cap: usage view",
         usage["gpus"] == {"used": limit, "cap": limit},
