@@ -2,7 +2,8 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-POC_SITE ?= examples/poc-site.yaml
+# Both local clusters when the second is set up (the playbook's slurm_second_cluster), else one (docs/poc.md)
+POC_SITE ?= $(if $(wildcard /etc/slurm-gwlocal2/slurm.conf),examples/poc-site-two-clusters.yaml,examples/poc-site.yaml)
 STAMP  := $(VENV)/.installed
 
 .PHONY: up down poc venv cluster cluster-if-down test test-unit lint bench openapi clean
@@ -16,6 +17,7 @@ down: ## stop the `gw serve` that `make up` started (the cluster keeps running)
 
 poc: ## the five acceptance scenarios against the gateway `make up` started (docs/poc.md); evidence in var/poc
 	@scripts/poc-ready
+	@echo "POC site file: $(POC_SITE)"
 	$(BIN)/gw poc run --site $(POC_SITE) --out var/poc
 
 venv: $(STAMP)

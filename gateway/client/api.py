@@ -377,9 +377,11 @@ class GatewayClient:
         """``GET /projects/{name}``: one project, its caps, members and queues."""
         return self._call("GET", f"/projects/{name}")
 
-    def usage(self, project: str) -> dict:
-        """``GET /projects/{project}/usage``: GPUs now, GPU-hours this month, jobs in queue, per user."""
-        return self._call("GET", f"/projects/{project}/usage")
+    def usage(self, project: str, *, cluster: str | None = None) -> dict:
+        """``GET /projects/{project}/usage``: GPUs now, GPU-hours this month, jobs in queue, per user (on
+        ``cluster``; default the first)."""
+        params = {"cluster": cluster} if cluster else None
+        return self._call("GET", f"/projects/{project}/usage", params=params)
 
     def queue(self, *, cluster: str | None = None) -> dict:
         """``GET /queue`` (admins): partitions with their nodes and jobs (of ``cluster`` alone when given),

@@ -45,6 +45,7 @@ class Scenario:
     shown: list[tuple[str, str]] = field(default_factory=list)  # (what, the platform's own words)
     costs: list[dict[str, Any]] = field(default_factory=list)  # each run's cost answer, in brief
     links: dict[str, str] = field(default_factory=dict)  # an id -> its anchor in the scenario's bundle
+    clusters: dict[str, str | None] = field(default_factory=dict)  # run id -> its cluster (None: the one)
     evidence: str | None = None  # the bundle's path, relative to the output folder
     error: str | None = None  # what ended it early (a failed fatal check, an API error)
     started: float = field(default_factory=time.monotonic)
@@ -103,6 +104,7 @@ class Scenario:
             "costs": self.costs,
             "cost_total": self.cost_total,
             "links": self.links,
+            "clusters": self.clusters,
             "evidence": self.evidence,
             "checks": [asdict(c) for c in self.checks],
         }

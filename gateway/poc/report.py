@@ -64,8 +64,15 @@ def anchors(doc: dict[str, Any]) -> dict[str, str]:
     return found
 
 
-def summary(world: World, scenarios: list[Scenario], cleanup: list[str], seconds: float) -> dict[str, Any]:
-    """The summary as JSON-ready data."""
+def summary(
+    world: World,
+    scenarios: list[Scenario],
+    cleanup: list[str],
+    seconds: float,
+    accounting: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The summary as JSON-ready data (``accounting``: the checks per cluster, ``by_cluster.check``)."""
+    counted = (accounting or {}).get("checks", [])
     failed_cost = [
         {"scenario": s.number, "step": c.step, "seen": c.seen}
         for s in scenarios
@@ -78,11 +85,13 @@ def summary(world: World, scenarios: list[Scenario], cleanup: list[str], seconds
         "gateway": world.client.settings.url,
         "project": world.project,
         "tag": world.tag,
-        "passed": all(s.passed for s in scenarios) and len(scenarios) > 0,
+        "passed": all(s.passed for s in scenarios) and len(scenarios) > 0 and all(c["ok"] for c in counted),
         "seconds": round(seconds, 1),
         "scenarios": [s.as_dict() for s in scenarios],
         "failed_cost_steps": failed_cost,
         "rates": world.site.cost.rates,
+        "clusters": {q: world.placed.get(q) for q in ("cpu", "gpu")},  # the POC's queue -> its cluster
+        "accounting": accounting,
         "cleanup": cleanup,
     }
 

@@ -72,6 +72,8 @@ def render(data: dict[str, Any]) -> str:
         _overview(scenarios),
     ]
     parts += [_scenario(sc) for sc in scenarios]
+    if data.get("accounting"):
+        parts.append(_accounting(data["accounting"]))
     if data.get("failed_cost_steps"):
         parts.append(
             "<h2 id=failed-cost>Cost steps that failed</h2><ul>"
@@ -106,13 +108,15 @@ def _overview(scenarios: list[dict[str, Any]]) -> str:
         passed = sum(1 for c in checks if c["ok"])
         cost = money(sc.get("cost_total"), _currency([sc])) if sc.get("costs") else "-"
         evidence = f"<a href='{e(sc['evidence'])}'>bundle</a>" if sc.get("evidence") else "-"
+        on = ", ".join(sorted({c for c in (sc.get("clusters") or {}).values() if c})) or "-"
         rows.append(
             f"<tr><td><a href='#s{sc['number']}'>{sc['number']}. {e(sc['title'])}</a></td>"
-            f"<td>{_mark(sc['passed'])}</td><td>{passed} of {len(checks)}</td>"
+            f"<td>{_mark(sc['passed'])}</td><td>{passed} of {len(checks)}</td><td>{e(on)}</td>"
             f"<td>{e(duration(sc['seconds']))}</td><td>{e(cost)}</td><td>{evidence}</td></tr>"
         )
     head = (
-        "<tr><th>scenario</th><th>verdict</th><th>checks</th><th>time</th><th>cost</th><th>evidence</th></tr>"
+        "<tr><th>scenario</th><th>verdict</th><th>checks</th><th>runs on</th><th>time</th><th>cost</th>"
+        "<th>evidence</th></tr>"
     )
     return f"<table class=overview><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
 
@@ -155,14 +159,17 @@ def _scenario(sc: dict[str, Any]) -> str:
     )
     parts.append(f"<h3>Key records</h3><ul class=ids>{ids}</ul>")
     if sc.get("costs"):
+        on = sc.get("clusters") or {}
         rows = "".join(
-            f"<tr><td>{_id(c['run_id'], links)}</td><td>{e(c['step'])}</td>"
+            f"<tr><td>{_id(c['run_id'], links)}</td><td>{e(on.get(c['run_id']) or '-')}</td>"
+            f"<td>{e(c['step'])}</td>"
             f"<td>{e(money(c.get('total'), c.get('currency')))}</td>"
             f"<td>{e(money(c.get('failed_total'), c.get('currency')))}</td></tr>"
             for c in sc["costs"]
         )
         parts.append(
-            "<h3>Cost</h3><table><thead><tr><th>run</th><th>step</th><th>total</th><th>of it failed attempts"
+            "<h3>Cost</h3><table><thead><tr><th>run</th><th>cluster</th><th>step</th><th>total</th>"
+            "<th>of it failed attempts"
             f"</th></tr></thead><tbody>{rows}</tbody></table>"
         )
     rows = "".join(_row(c) for c in sc["checks"])
@@ -171,6 +178,42 @@ def _scenario(sc: dict[str, Any]) -> str:
         f"</tr></thead><tbody>{rows}</tbody></table></section>"
     )
     return "".join(parts)
+
+
+def _accounting(accounting: dict[str, Any]) -> str:
+    """The accounting per cluster: the gateway's usage report beside ``sacct -M``'s hand sum, and the
+    checks."""
+    e = html.escape
+
+    def cells(values: dict[str, Any] | None) -> str:
+        if not values:
+            return "<td>-</td><td>-</td><td>-</td>"
+        return (
+            f"<td>{values['records']}</td><td>{float(values['cpu_hours'] or 0):.4f}</td>"
+            f"<td>{float(values['gpu_hours'] or 0):.4f}</td>"
+        )
+
+    rows = "".join(
+        f"<tr><td>{e(c['cluster'])}</td>{cells(c['gateway'])}{cells(c['sacct'])}"
+        f"<td>{e(c.get('why') or '')}</td></tr>"
+        for c in accounting["clusters"]
+    )
+    head = (
+        "<tr><th rowspan=2>cluster</th><th colspan=3>the gateway's report</th>"
+        "<th colspan=3>sacct -M, summed by hand</th><th rowspan=2>note</th></tr>"
+        + "<tr>"
+        + "<th>records</th><th>CPU-h</th><th>GPU-h</th>" * 2
+        + "</tr>"
+    )
+    checks = "".join(_row(c) for c in accounting["checks"])
+    return (
+        "<section class=scenario><h2 id=accounting>Accounting per cluster</h2>"
+        f"<p class=muted>The usage report by cluster of account <code>{e(accounting['account'])}</code> "
+        f"over {e(accounting['period'])} (UTC; records that started then), beside Slurm's own "
+        f"<code>sacct -M</code> of that account.</p><table><thead>{head}</thead><tbody>{rows}</tbody></table>"
+        "<table class=checks><thead><tr><th></th><th>step</th><th>expected</th><th>seen</th></tr></thead>"
+        f"<tbody>{checks}</tbody></table></section>"
+    )
 
 
 def _zip(evidence: str) -> str:

@@ -9,7 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from gateway.client.api import ApiError, GatewayClient
-from gateway.poc import cost, report, s1_normal, s2_waiting, s3_failure, s4_regression, s5_trace
+from gateway.poc import (
+    by_cluster,
+    cost,
+    placement,
+    report,
+    s1_normal,
+    s2_waiting,
+    s3_failure,
+    s4_regression,
+    s5_trace,
+)
 from gateway.poc.checks import Check, Scenario, StepFailed
 from gateway.poc.site import PocSite
 from gateway.poc.world import World
@@ -93,6 +103,7 @@ def _play(world: World, plan: Plan, done: dict[int, Scenario]) -> Scenario:
         sc.error = f"prerequisites: needs scenario {missing}, which was not run (--only)"
     else:
         _guarded(sc, lambda: plan.steps(world, sc))
+        _guarded(sc, lambda: sc.clusters.update(placement.run_clusters(world, sc.ids.get("run", []))))
         try:
             kind, key, names = plan.bundle(world)
         except KeyError:
@@ -139,6 +150,7 @@ def run_poc(
     world = World(client, site, out)
     done: dict[int, Scenario] = {}
     cleanup: list[str] = []
+    accounting: dict[str, Any] | None = None
     try:
         world.setup()
         echo(f"project {world.project} made for this run (tag {world.tag})")
@@ -149,6 +161,8 @@ def run_poc(
             done[plan.number] = sc
             echo(_line(sc))
         cost.collect(world, list(done.values()))
+        accounting = by_cluster.check(world, {c for s in done.values() for c in s.clusters.values()})
+        echo(_accounting_lines(accounting))
     except (StepFailed, ApiError) as exc:
         sc = Scenario(0, "setup: the POC's project")
         sc.error = str(exc)
@@ -159,7 +173,7 @@ def run_poc(
             cleanup = world.teardown()
         except ApiError as exc:
             cleanup = [f"clean-up failed: {exc}"]
-    data = report.summary(world, list(done.values()), cleanup, time.monotonic() - started)
+    data = report.summary(world, list(done.values()), cleanup, time.monotonic() - started, accounting)
     as_json, page = report.write(out, data)
     echo(f"{'PASS' if data['passed'] else 'FAIL'}: summary {page} ({as_json})")
     return data
@@ -172,8 +186,34 @@ def _line(sc: Scenario) -> str:
         f"scenario {sc.number} {'pass' if sc.passed else 'FAIL'} ({sc.seconds:.0f} s): {sc.title}",
         f"  ids: {ids}",
     ]
+    on: dict[str, list[str]] = {}
+    for run_id, cluster in sc.clusters.items():
+        on.setdefault(cluster or "the one cluster", []).append(run_id)
+    if any(sc.clusters.values()):
+        lines.append("  runs on: " + "; ".join(f"{c}: {', '.join(r)}" for c, r in sorted(on.items())))
     for check in sc.failed_checks:
         lines.append(f"  FAILED {check.step}: expected {check.expected}; saw {check.seen}")
     if sc.error and not sc.failed_checks:
         lines.append(f"  FAILED {sc.error}")
+    return "\n".join(lines)
+
+
+def _accounting_lines(accounting: dict[str, Any]) -> str:
+    """``accounting on C: N records, ... (sacct -M C: ...) pass|FAIL``, one line per cluster."""
+    lines = [f"accounting per cluster ({accounting['period']}, account {accounting['account']}):"]
+    for entry in accounting["clusters"]:
+        g, hand = entry["gateway"], entry["sacct"]
+        theirs = (
+            f"sacct -M {entry['cluster']}: {hand['records']} records, {hand['cpu_hours']:.4f} CPU-h, "
+            f"{hand['gpu_hours']:.4f} GPU-h"
+            if hand
+            else entry["why"]
+        )
+        lines.append(
+            f"  {entry['cluster']}: gateway {g['records']} records, {float(g['cpu_hours'] or 0):.4f} CPU-h, "
+            f"{float(g['gpu_hours'] or 0):.4f} GPU-h; {theirs}"
+        )
+    for check in accounting["checks"]:
+        if not check["ok"]:
+            lines.append(f"  FAILED {check['step']}: expected {check['expected']}; saw {check['seen']}")
     return "\n".join(lines)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.poc import placement
 from gateway.poc.checks import Scenario
 from gateway.poc.words import say
 from gateway.poc.world import World
@@ -109,7 +110,7 @@ def cap(world: World, sc: Scenario) -> None:
         "the holder's job id in the explanation",
         words,
     )
-    usage = world.client.usage(world.project)
+    usage = world.client.usage(world.project, cluster=placement.cluster_of(world, "gpu"))
     sc.check(
         "cap: usage view",
         usage["gpus"] == {"used": limit, "cap": limit},
@@ -134,8 +135,7 @@ def cap(world: World, sc: Scenario) -> None:
 
 def busy(world: World, sc: Scenario) -> None:
     """A GPU run behind nodes the POC's fillers keep busy waits for Resources, then starts."""
-    view = world.client.queue()
-    partition = next(p for p in view["partitions"] if p["name"] == _gpu_partition(world))
+    partition = placement.partition_view(world, "gpu", _gpu_partition(world))
     fillers = []
     for node in partition["nodes"]:
         filler = world.submit(
@@ -147,8 +147,11 @@ def busy(world: World, sc: Scenario) -> None:
         world.wait_run(filler, {"running"}, step="busy: the fillers start")
     blocked = world.submit(gpu_spec(world, "behind-busy-nodes", "echo started after the nodes freed", 1))
     sc.made("run", blocked["id"])
+    on = placement.cluster_of(world, "gpu")
+    where = f" of cluster {on}" if on else ""
     sc.did(
-        f"Filled every node of the gpu partition with runs asking for all its CPUs ({', '.join(fillers)}), "
+        f"Filled every node of the gpu partition{where} with runs asking for all its CPUs "
+        f"({', '.join(fillers)}), "
         f"then submitted {blocked['id']} asking for one GPU."
     )
     try:
@@ -162,8 +165,7 @@ def busy(world: World, sc: Scenario) -> None:
             f"category {why['category']}: {why['summary']}",
         )
         _explained_busy(sc, why, partition)
-        admin = world.client.queue()
-        gpu = next(p for p in admin["partitions"] if p["name"] == partition["name"])
+        gpu = placement.partition_view(world, "gpu", partition["name"])
         pending = {j["run_id"] for j in gpu["pending"]}
         sc.check(
             "busy: admin's queue lists it pending",
@@ -184,7 +186,7 @@ def busy(world: World, sc: Scenario) -> None:
         )
         sc.showed(
             "the admin's queue view",
-            f"partition {gpu['name']}: "
+            f"partition {gpu['name']}{f' on {on}' if on else ''}: "
             + "; ".join(f"{n['name']} {n['state']} {n['alloc_cpus']}/{n['cpus']} CPUs" for n in gpu["nodes"])
             + f"; {len(gpu['running'])} running, {len(gpu['pending'])} pending",
         )
@@ -195,12 +197,12 @@ def busy(world: World, sc: Scenario) -> None:
             f"{', '.join(fillers)} running",
             sorted(r for r in running if r),
         )
-        ours = [p for p in admin["projects"] if p["project"] == world.project]
+        ours = [p for p in gpu["projects"] if p["project"] == world.project]
         sc.check(
             "busy: admin's usage per project",
             bool(ours),
             f"project {world.project} in the queue view's usage",
-            [p["project"] for p in admin["projects"]],
+            [p["project"] for p in gpu["projects"]],
         )
         recorded(world, blocked["id"], BUSY_CODES, "busy: the wait is on record while it waits")
     finally:

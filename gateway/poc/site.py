@@ -58,6 +58,19 @@ def _json_safe(table: dict[str, Any] | None) -> dict[str, Any] | None:
     return json.loads(json.dumps(table, default=lambda value: value.isoformat()))
 
 
+class ClusterEntry(BaseModel):
+    """One entry of the gateway site file's ``clusters:`` (docs/clusters.md), as the POC hands it on:
+    ``name`` here, the rest checked by the gateway's site apply."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+
+    def entry(self) -> dict[str, Any]:
+        """The entry as the site file has it."""
+        return self.model_dump(exclude_none=True)
+
+
 class PocSite(BaseModel):
     """Where the POC runs: a project of its user with a cpu and a gpu queue, and the POC's knobs."""
 
@@ -78,6 +91,17 @@ class PocSite(BaseModel):
     poll_s: Annotated[float, Field(gt=0, le=30)] = 1.0
     wait_s: Annotated[float, Field(gt=0, le=3600)] = 240.0
     keep: bool = Field(False, description="Keep the POC's project at the end (for a look around)")
+    cpu_cluster: str | None = Field(
+        None, description="The cluster of the POC's cpu queue; default: the base cpu queue's (docs/poc.md)"
+    )
+    gpu_cluster: str | None = Field(
+        None, description="The cluster of the POC's gpu queue; default: the base gpu queue's"
+    )
+    clusters: list[ClusterEntry] = Field(
+        default_factory=list,
+        description="Clusters the POC's queues go on that the gateway's site may not list yet (the gateway "
+        "site file's clusters: entries); added for the run, the site's own list restored at its end",
+    )
     cost: CostSite = CostSite()
     base: Path = Field(Path("."), exclude=True, description="Where relative paths of the file start")
 

@@ -15,11 +15,13 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from gateway.client.api import ApiError, GatewayClient
 from gateway.core.slurm import states
+from gateway.poc import placement
 from gateway.poc.checks import StepFailed
 from gateway.poc.site import PocSite
 
@@ -38,6 +40,10 @@ class World:
         self.user = ""
         self.gpu_type = site.gpu_type
         self.made_project = False
+        self.placed: dict[str, str | None] = {}  # the POC's queue (cpu, gpu) -> its cluster (None: the one)
+        self.clusters: list[dict[str, Any]] = []  # the gateway's clusters during the run (site entries)
+        self.clusters_before: list[dict[str, Any]] | None = None  # the site's own, when the POC added some
+        self.started_at = datetime.now(UTC)
         self.shared: dict[str, Any] = {}  # what a scenario leaves for the next (run ids, sha256s, refs)
 
     # -- HTTP ----------------------------------------------------------------------------
@@ -67,6 +73,9 @@ class World:
         gpu = queues[self.site.gpu_queue]
         self.gpu_type = self.gpu_type or (gpu.get("gpu_types") or [None])[0]
         exported = self.client.export_site()
+        me = [u for u in exported["users"] if u["name"] == self.user]  # members must be users of the file
+        site_base = {"allow_root_mapping": exported["allow_root_mapping"], "users": me}
+        self._place_queues(site_base, exported, queues)
         project = {
             "name": self.project,
             "description": f"gw poc run {self.tag} (removed at its end)",
@@ -74,12 +83,11 @@ class World:
             "quota": {"gpus": self.site.gpu_cap},
             "members": [{"user": self.user, "role": "lead"}],
             "queues": [
-                _queue("cpu", queues[self.site.cpu_queue], retry={"backoff_s": 1}),
-                _queue("gpu", gpu),
+                _queue("cpu", queues[self.site.cpu_queue], self.placed["cpu"], retry={"backoff_s": 1}),
+                _queue("gpu", gpu, self.placed["gpu"]),
             ],
         }
-        me = [u for u in exported["users"] if u["name"] == self.user]  # members must be users of the file
-        config = {"allow_root_mapping": exported["allow_root_mapping"], "users": me, "projects": [project]}
+        config = {**site_base, "clusters": self.clusters, "projects": [project]}
         rates = self.site.cost.rate_table(self.site.base)
         if rates is not None:  # the site's rate table, applied with the project (docs/poc.md)
             config["accounting"] = rates
@@ -87,6 +95,23 @@ class World:
         self.client.apply_site(config, dry_run=False, sync_slurm=True)
         self._copy_code()
         return self.call("GET", f"/projects/{self.project}")
+
+    def _place_queues(self, site_base: dict, exported: dict, queues: dict[str, dict[str, Any]]) -> None:
+        """Which cluster each of the POC's queues goes on; the clusters the POC's site file adds to the
+        gateway's for the run (applied here, before anything else, and restored by ``teardown``); each
+        cluster a queue goes on checked to answer. StepFailed naming the cluster that is not listed or
+        does not answer."""
+        base = {"cpu": queues[self.site.cpu_queue], "gpu": queues[self.site.gpu_queue]}
+        wanted = {"cpu": self.site.cpu_cluster, "gpu": self.site.gpu_cluster}
+        self.placed = {q: wanted[q] or base[q].get("cluster") for q in ("cpu", "gpu")}
+        now = list(exported.get("clusters") or [])
+        self.clusters = placement.merged(now, [c.entry() for c in self.site.clusters], self.placed)
+        if self.clusters != now:
+            self.clusters_before = now
+            self.client.apply_site(
+                {**site_base, "clusters": self.clusters, "projects": []}, dry_run=False, sync_slurm=False
+            )
+        placement.answering(self, self.placed)
 
     def _copy_code(self) -> None:
         """The tiny_lm example and its data, copied where the jobs read them (``workdir``)."""
@@ -97,24 +122,36 @@ class World:
         shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "outputs"))
 
     def teardown(self) -> list[str]:
-        """Cancel the project's runs that still go, then remove the project; what was done, one line each."""
+        """Cancel the project's runs that still go, remove the project, give the site back its own clusters
+        (when the POC added some); what was done, one line each."""
         done: list[str] = []
-        if not self.made_project:
-            return done
-        for run in self._going():
-            try:
-                self.call("POST", f"/runs/{run['id']}/cancel")
-                done.append(f"cancelled run {run['id']}")
-            except ApiError as exc:
-                done.append(f"could not cancel run {run['id']}: {exc}")
+        if self.made_project:
+            for run in self._going():
+                try:
+                    self.call("POST", f"/runs/{run['id']}/cancel")
+                    done.append(f"cancelled run {run['id']}")
+                except ApiError as exc:
+                    done.append(f"could not cancel run {run['id']}: {exc}")
         if self.site.keep:
-            return [*done, f"kept project {self.project} (keep: true)"]
-        self._wait_drained()
-        exported = self.client.export_site()
-        exported["projects"] = [p for p in exported["projects"] if p["name"] != self.project]
-        self.client.apply_site(exported, dry_run=False, sync_slurm=True, prune=True)
-        self.made_project = False
-        return [*done, f"removed project {self.project} and its Slurm account"]
+            kept = f"kept project {self.project} (keep: true)" if self.made_project else None
+            if self.clusters_before is not None:
+                kept = f"{kept or 'kept'}; kept clusters {', '.join(c['name'] for c in self.clusters)}"
+            return [*done, *([kept] if kept else [])]
+        if self.made_project:
+            self._wait_drained()
+            exported = self.client.export_site()
+            exported["projects"] = [p for p in exported["projects"] if p["name"] != self.project]
+            self.client.apply_site(exported, dry_run=False, sync_slurm=True, prune=True)
+            self.made_project = False
+            done.append(f"removed project {self.project} and its Slurm account")
+        if self.clusters_before is not None:
+            exported = self.client.export_site()
+            exported["clusters"] = self.clusters_before
+            self.client.apply_site(exported, dry_run=False, sync_slurm=False)
+            named = ", ".join(c["name"] for c in self.clusters_before) or "none (the one cluster)"
+            done.append(f"gave the site back its own clusters: {named}")
+            self.clusters_before = None
+        return done
 
     def _wait_drained(self, timeout_s: float = 60) -> None:
         """Wait (bounded) until no run of the project still goes, so that its Slurm account can go."""
@@ -215,9 +252,14 @@ class World:
         return self.client.register_version(self.project, name, body)
 
 
-def _queue(name: str, queue: dict[str, Any], retry: dict | None = None) -> dict[str, Any]:
-    """A queue of the POC's project named ``name`` on the same partition as ``queue``."""
+def _queue(
+    name: str, queue: dict[str, Any], cluster: str | None, retry: dict | None = None
+) -> dict[str, Any]:
+    """A queue of the POC's project named ``name`` on the same partition as ``queue``, on ``cluster``
+    (None: the site's one cluster, or its first)."""
     made = {"name": name, "partition": queue["partition"]}
+    if cluster:
+        made["cluster"] = cluster
     for key in ("qos", "gpu_types", "max_walltime_min"):
         if queue.get(key):
             made[key] = queue[key]

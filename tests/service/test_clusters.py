@@ -97,6 +97,28 @@ def test_a_run_on_each_cluster_end_to_end(api, multi):
     assert "e1" in {n["name"] for p in view["partitions"] for n in p["nodes"]}
 
 
+def test_a_projects_usage_is_asked_of_one_cluster(api, multi):
+    """GET /projects/{p}/usage?cluster=: each cluster enforces the caps on its own associations, so a
+    job of the project on gwlocal2 is counted there and not on gwlocal; an unknown cluster is a 404
+    naming the clusters."""
+    run = api.post("/runs", json=spec("two", "sleep 20")).json()
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            there = api.get("/projects/mc/usage", params={"cluster": "gwlocal2"}).json()
+            if there["jobs_in_queue"]["used"] >= 1 or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert there["jobs_in_queue"]["used"] == 1, there
+        here = api.get("/projects/mc/usage", params={"cluster": "gwlocal"}).json()
+        assert here["jobs_in_queue"]["used"] == 0, here
+        assert api.get("/projects/mc/usage").json()["jobs_in_queue"] == here["jobs_in_queue"]  # the first
+        unknown = api.get("/projects/mc/usage", params={"cluster": "nowhere"})
+        assert unknown.status_code == 404 and "gwlocal, gwlocal2, gwdead" in unknown.text, unknown.text
+    finally:
+        api.post(f"/runs/{run['id']}/cancel")
+
+
 def test_same_job_id_on_both_clusters_never_confused(multi, principal_mc):
     """A gateway run on one cluster and a held raw job on the other carry the same job id: the refresh
     keeps the run's own state (succeeded), never the other job's (pending)."""

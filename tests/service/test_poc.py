@@ -16,8 +16,10 @@ import re
 import shutil
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.service import page_checks
@@ -30,12 +32,31 @@ RATES = ROOT / "accounting" / "rates.example.yaml"  # the example rate table the
 # Eval jobs run lm-eval with the tests' own interpreter (jobs run as root), as `make up` points them at
 # the project's venv.
 EVAL = {"GATEWAY_EVAL_PYTHON": sys.executable}
+C2, C2_CONF = "gwlocal2", Path("/etc/slurm-gwlocal2/slurm.conf")  # the local set-up's second cluster
+# The POC's gpu queue on gwlocal2 (scenario 2's runs), its cpu queue on gwlocal: the test site lists no
+# clusters, so the POC brings both for the run and gives the site back its own list at the end.
+TWO_CLUSTERS = (
+    f"clusters:\n  - {{name: gwlocal}}\n  - {{name: {C2}, slurm_conf: {C2_CONF}}}\ngpu_cluster: {C2}\n"
+)
+ENV = {**os.environ, "TZ": "UTC", "SLURM_TIME_FORMAT": "%Y-%m-%dT%H:%M:%S"}
 
 
-def poc(serve, out: Path, *extra: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, dict]:
+def c2_up() -> bool:
+    """gwlocal2 answers (the playbook's slurm_second_cluster: true, docs/cluster.md)."""
+    if not C2_CONF.exists():
+        return False
+    done = subprocess.run(
+        ["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, env={**ENV, "SLURM_CONF": str(C2_CONF)}
+    )
+    return done.returncode == 0 and bool(done.stdout.strip())
+
+
+def poc(
+    serve, out: Path, *extra: str, env: dict | None = None, site_text: str = ""
+) -> tuple[subprocess.CompletedProcess, dict]:
     site = out.parent / f"{out.name}-site.yaml"
     text = f"project: test\ncpu_queue: cpu\ngpu_queue: gpu\nworkdir: {out.parent}/work\nwait_s: 240\n"
-    text += f"cost: {{rates: {RATES}}}\n"
+    text += f"cost: {{rates: {RATES}}}\n" + site_text
     site.write_text(text)
     run_env = {
         **os.environ,
@@ -77,8 +98,11 @@ def served(backend, tmp_path_factory):
 
 
 def test_the_five_scenarios_pass_and_the_summary_renders(served, tmp_path):
+    """On the two local clusters where gwlocal2 is up (else on gwlocal alone, as before)."""
     out = tmp_path / "out"
-    done, summary = poc(served, out)
+    two = c2_up()
+    clusters_before = _clusters(served)
+    done, summary = poc(served, out, site_text=TWO_CLUSTERS if two else "")
     print(done.stdout)
     assert [s["number"] for s in summary["scenarios"]] == [1, 2, 3, 4, 5], done.stdout
     errors = [(s["number"], s["error"]) for s in summary["scenarios"] if s["error"]]
@@ -98,7 +122,96 @@ def test_the_five_scenarios_pass_and_the_summary_renders(served, tmp_path):
     assert all(c in " ".join(summary["cleanup"]) for c in ("removed project", summary["project"]))
     _renders(out / "summary.html", tmp_path / "summary.png")
     _reads_as_a_report(out, summary)
+    _per_cluster(out, summary, two)
+    assert _clusters(served) == clusters_before, "the POC did not give the site back its own clusters"
     _looked_at_in_the_browser(out)
+
+
+def _clusters(serve) -> list:
+    """The clusters the gateway's site lists now (GET /admin/site)."""
+    answer = httpx.get(
+        f"{serve.url}/admin/site", headers={"Authorization": f"Bearer {serve.tokens['admin']}"}, timeout=30
+    )
+    assert answer.status_code == 200, answer.text
+    return answer.json().get("clusters") or []
+
+
+def _per_cluster(out: Path, summary: dict, two: bool) -> None:
+    """Each run names its cluster (scenario 2's on gwlocal2, the others' on gwlocal, with two); the
+    accounting per cluster equals a hand sum from `sacct -M <cluster>` of the POC's account, made here."""
+    by_number = {s["number"]: s for s in summary["scenarios"]}
+    if two:
+        assert summary["clusters"] == {"cpu": None, "gpu": C2}, summary["clusters"]
+        assert set(by_number[2]["clusters"].values()) == {C2}, by_number[2]["clusters"]
+        for n in (1, 3, 4):
+            assert set(by_number[n]["clusters"].values()) == {"gwlocal"}, (n, by_number[n]["clusters"])
+        page = (out / "summary.html").read_text()
+        assert "<th>runs on</th>" in page and f"<td>{C2}</td>" in page and "id=accounting" in page
+    accounting = summary["accounting"]
+    assert accounting and all(c["ok"] for c in accounting["checks"]), accounting
+    rows = {c["cluster"]: c for c in accounting["clusters"]}
+    assert set(rows) == ({"gwlocal", C2} if two else {"gwlocal"}), rows
+    first, last = accounting["period"].split("..")
+    start = datetime.fromisoformat(first).replace(tzinfo=UTC)
+    end = datetime.fromisoformat(last).replace(tzinfo=UTC) + timedelta(days=1)
+    for cluster, row in rows.items():
+        records, cpu_h, gpu_h = _sacct_sum(cluster, summary["project"], start, end)
+        assert row["gateway"]["records"] == records >= 1, (cluster, row, records)
+        assert row["gateway"]["cpu_hours"] == pytest.approx(cpu_h, abs=1e-9), (cluster, row, cpu_h)
+        assert row["gateway"]["gpu_hours"] == pytest.approx(gpu_h, abs=1e-9), (cluster, row, gpu_h)
+        assert row["sacct"]["records"] == records, row  # the POC's own hand sum agrees with this one
+    if two:
+        assert rows[C2]["gateway"]["gpu_hours"] > 0 and rows["gwlocal"]["gateway"]["gpu_hours"] == 0, rows
+
+
+def _sacct_sum(cluster: str, account: str, start: datetime, end: datetime) -> tuple[int, float, float]:
+    """Records, CPU-hours and GPU-hours of ``account``'s allocations on ``cluster`` that started in
+    [start, end), read here from `sacct -M cluster`."""
+    fields = ["JobIDRaw", "Start", "ElapsedRaw", "AllocTRES"]
+    out = subprocess.run(
+        ["sacct", "-M", cluster, "-X", "--duplicates", "--allusers", "-n", "-P", f"--accounts={account}",
+         "-S", f"{start:%Y-%m-%dT%H:%M:%S}", "-E", "now", f"--format={','.join(fields)}"],
+        capture_output=True, text=True, check=True, env=ENV,
+    ).stdout  # fmt: skip
+    records, cpu_h, gpu_h = 0, 0.0, 0.0
+    for line in out.splitlines():
+        job = dict(zip(fields, line.split("|"), strict=True))
+        if job["Start"] in ("", "None", "Unknown"):
+            continue
+        if not start <= datetime.fromisoformat(job["Start"]).replace(tzinfo=UTC) < end:
+            continue
+        tres = dict(item.split("=", 1) for item in job["AllocTRES"].split(",") if "=" in item)
+        records += 1
+        cpu_h += int(tres.get("cpu", 0)) * int(job["ElapsedRaw"]) / 3600
+        gpu_h += int(tres.get("gres/gpu", 0)) * int(job["ElapsedRaw"]) / 3600
+    return records, cpu_h, gpu_h
+
+
+def test_a_cluster_that_is_switched_off_is_named_and_the_site_is_left_as_it_was(backend, served, tmp_path):
+    """A POC site file whose gpu queue goes on a cluster that is switched off (its slurm.conf gone, as
+    the playbook's slurm_second_cluster: false leaves gwlocal2) fails at the set-up, naming it, before
+    any scenario; no project of the POC is left and the site lists the clusters it listed before.
+    On SQLite only: nothing in it depends on the database (the main test gives the site its clusters
+    back on both), and the POC's tests keep their time."""
+    if backend != "sqlite":
+        pytest.skip("checked on SQLite (nothing in it depends on the database)")
+    gone = tmp_path / "slurm-gwoff" / "slurm.conf"
+    before = _clusters(served)
+    site_text = (
+        f"clusters:\n  - {{name: gwlocal}}\n  - {{name: gwoff, slurm_conf: {gone}}}\ngpu_cluster: gwoff\n"
+    )
+    done, summary = poc(served, tmp_path / "out", site_text=site_text)
+    assert done.returncode == 1, done.stdout
+    setup = [s for s in summary["scenarios"] if s["number"] == 0]
+    assert setup and "cluster gwoff does not answer" in setup[0]["error"], summary["scenarios"]
+    assert "slurm_second_cluster: false" in setup[0]["error"] and "setup FAILED" in done.stdout
+    assert _clusters(served) == before
+    assert "gave the site back its own clusters" in " ".join(summary["cleanup"]), summary["cleanup"]
+    projects = httpx.get(
+        f"{served.url}/projects", headers={"Authorization": f"Bearer {served.tokens['admin']}"}, timeout=30
+    ).json()
+    names = [p["name"] for p in (projects.get("items", projects) if isinstance(projects, dict) else projects)]
+    assert summary["project"] not in names, names
 
 
 REPR = re.compile(r"\{'|'\}|\[\]|\bNone\b|\[\(|\): \[|\bTrue\b|\bFalse\b")

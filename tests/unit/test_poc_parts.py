@@ -101,3 +101,58 @@ def test_the_pocs_cost_checks_count_a_cancellation_apart_from_failures():
     assert _failed({"state": "FAILED"}) and not _cancelled({"state": "FAILED"})
     assert _cancelled({"state": "CANCELLED by 0"}) and not _failed({"state": "CANCELLED by 0"})
     assert not _failed({"state": "COMPLETED"}) and not _cancelled({"state": "COMPLETED"})
+
+
+def test_the_pocs_clusters_keep_the_sites_own_first_and_a_cluster_neither_lists_is_named(tmp_path):
+    from gateway.poc.placement import merged
+
+    own = [{"name": "gwlocal"}]
+    brought = [{"name": "gwnew"}, {"name": "gwlocal2", "slurm_conf": "/etc/slurm-gwlocal2/slurm.conf"}]
+    # the site's own first (its default stays), then those it lacks; on a site that lists none, as brought
+    assert [c["name"] for c in merged(own, brought, {"cpu": None, "gpu": "gwlocal2"})] == [
+        "gwlocal",
+        "gwnew",
+        "gwlocal2",
+    ]
+    assert merged([], brought, {"cpu": None, "gpu": "gwlocal2"}) == brought
+    assert merged(own, [], {"cpu": None, "gpu": None}) == own
+    with pytest.raises(StepFailed) as caught:
+        merged(own, [], {"cpu": None, "gpu": "gwlocal2"})
+    text = str(caught.value)
+    assert "cluster gwlocal2 (the POC's gpu queue goes on it)" in text and "the gateway lists gwlocal" in text
+    site = tmp_path / "site.yaml"
+    site.write_text("gpu_cluster: gwlocal2\nclusters: [{name: gwlocal2, slurm_conf: /etc/x/slurm.conf}]\n")
+    loaded = load_site(site)
+    assert loaded.gpu_cluster == "gwlocal2"
+    assert loaded.clusters[0].entry()["slurm_conf"] == "/etc/x/slurm.conf"
+
+
+def test_the_summary_page_names_each_runs_cluster_and_the_accounting_per_cluster():
+    sc = Scenario(2, "waiting")
+    sc.check("cap", True, "x", "x")
+    sc.clusters = {"r-1": "gwlocal2"}
+    sc.costs = [{"run_id": "r-1", "step": "cost", "total": 1.0, "failed_total": 0, "currency": "EUR"}]
+    numbers = {"records": 2, "cpu_hours": 0.5, "gpu_hours": 0.25}
+    accounting = {
+        "period": "2026-12-04..2026-12-04",
+        "account": "poc-1",
+        "clusters": [
+            {"cluster": "gwlocal2", "gateway": numbers, "sacct": numbers, "why": None},
+            {"cluster": "gwlocal", "gateway": numbers, "sacct": None, "why": "no sacct here"},
+        ],
+        "checks": [
+            {"step": "accounting on gwlocal2", "ok": True, "expected": "a", "seen": "a", "kind": "accounting"}
+        ],
+    }
+    data = {
+        "passed": True,
+        "gateway": "http://127.0.0.1:8000",
+        "project": "poc-1",
+        "seconds": 1.0,
+        "scenarios": [sc.as_dict()],
+        "cleanup": [],
+        "accounting": accounting,
+    }
+    page = render(data)
+    assert "<th>runs on</th>" in page and "<td>gwlocal2</td>" in page and "id=accounting" in page
+    assert "no sacct here" in page and "0.2500" in page and sc.as_dict()["clusters"] == {"r-1": "gwlocal2"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Query
 
 from gateway.api.deps import PrincipalDep, ServicesDep
 from gateway.api.responses import Responses
@@ -15,6 +15,9 @@ from gateway.core import names
 router = APIRouter(prefix="/projects", tags=["projects"])
 ProjectName = Annotated[str, Path(pattern=f"^{names.NAME.pattern}$", description="A project name")]
 NOT_FOUND: Responses = {404: {"model": ErrorPublic, "description": "No such project (or not yours)"}}
+NO_USAGE: Responses = {
+    404: {"model": ErrorPublic, "description": "No such project (or not yours), or no such cluster"}
+}
 
 
 @router.get("", response_model=list[ProjectPublic], summary="List projects")
@@ -30,9 +33,21 @@ def get_project(project: ProjectName, services: ServicesDep, principal: Principa
 
 
 @router.get(
-    "/{project}/usage", response_model=UsageReportPublic, responses=NOT_FOUND, summary="A project's usage"
+    "/{project}/usage", response_model=UsageReportPublic, responses=NO_USAGE, summary="A project's usage"
 )
-def project_usage(project: ProjectName, services: ServicesDep, principal: PrincipalDep) -> UsageReportPublic:
+def project_usage(
+    project: ProjectName,
+    services: ServicesDep,
+    principal: PrincipalDep,
+    cluster: Annotated[
+        str | None,
+        Query(
+            pattern=f"^{names.NAME.pattern}$",
+            description="On this Slurm cluster (each enforces the caps on its own associations; 404 "
+            "names the clusters); default: the first (docs/clusters.md)",
+        ),
+    ] = None,
+) -> UsageReportPublic:
     """GPUs in use now, GPU-hours this month (from Slurm accounting) and jobs in queue, against the caps,
-    for the project and each of its users."""
-    return UsageReportPublic.of(services.usage.project_usage(principal, project))
+    for the project and each of its users, on one cluster."""
+    return UsageReportPublic.of(services.usage.project_usage(principal, project, cluster=cluster))

@@ -81,13 +81,23 @@ class UsageService:
         self.clusters = clusters  # the queue view's clusters (docs/clusters.md)
 
     def project_usage(
-        self, principal: Principal, project: str, *, now: datetime | None = None
+        self,
+        principal: Principal,
+        project: str,
+        *,
+        cluster: str | None = None,
+        now: datetime | None = None,
     ) -> ProjectUsage:
-        """``usage`` of project ``project`` (two Slurm calls); NotFound when there is no such project
-        or the caller is not in it.
+        """``usage`` of project ``project`` (two Slurm calls) on ``cluster`` (None: the first; each
+        cluster enforces the caps on its own associations); NotFound when there is no such project, the
+        caller is not in it, or there is no such cluster (naming the clusters).
         """
         require(principal, "project.read", project, hide=True)
-        return self.usage(self.access.project(project), now=now)
+        found = self.access.project(project)
+        slurm = None
+        if cluster is not None and self.clusters is not None:
+            slurm = self.clusters.get(self.clusters.check(cluster))
+        return self.usage(found, now=now, slurm=slurm)
 
     def usage(
         self, project: Project, *, now: datetime | None = None, slurm: SlurmBackend | None = None
