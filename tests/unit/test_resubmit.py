@@ -34,7 +34,9 @@ def test_account_partition_and_comment_become_slurms_and_lines_keep_their_number
 
 
 def test_no_account_drops_the_projects_name():
-    out = resubmittable("#!/bin/sh\n#SBATCH -A proj -n 2\nexit 0\n", account=None, partition="cpu", comment="c")
+    out = resubmittable(
+        "#!/bin/sh\n#SBATCH -A proj -n 2\nexit 0\n", account=None, partition="cpu", comment="c"
+    )
     assert out == "#!/bin/sh\n#SBATCH --comment=c --partition=cpu -n 2\nexit 0\n"
 
 
@@ -50,7 +52,7 @@ def test_a_script_without_sbatch_lines_gets_one_after_its_interpreter():
 def test_a_line_sbatch_cannot_read_is_left_alone():
     text = '#!/bin/bash\n#SBATCH --bogus-option\n#SBATCH -J "unclosed\n#SBATCH -A p\ntrue\n'
     out = resubmittable(text, account="a", partition="q", comment="c")
-    assert out.splitlines()[1:3] == ['#SBATCH --bogus-option', '#SBATCH -J "unclosed']
+    assert out.splitlines()[1:3] == ["#SBATCH --bogus-option", '#SBATCH -J "unclosed']
     assert out.splitlines()[3] == "#SBATCH --comment=c --partition=q --account=a"
 
 
