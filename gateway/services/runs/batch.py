@@ -47,7 +47,7 @@ from gateway.services.ops.prometheus import refusal_reason
 from gateway.services.runs.admission import Admission, Admitted
 from gateway.services.runs.inputs import ResolvedInput, resolve_environment, resolve_inputs
 from gateway.services.runs.new_runs import new_run_id, submit_audit
-from gateway.services.runs.submission import Sent, Submission, record_sent, script_file
+from gateway.services.runs.submission import Sent, Submission, record_sent
 from gateway.settings import Settings
 from gateway.store.runs import RunStore
 
@@ -83,6 +83,8 @@ class RunService(Protocol):
     ) -> NewRun: ...
 
     def _prepare_dir(self, run: Run, inputs: list[ResolvedInput], submission: Submission) -> None: ...
+
+    def _script_path(self, run_dir: str) -> str | None: ...
 
     def _queued(self, run: Run, sent: Sent) -> Run: ...
 
@@ -366,7 +368,7 @@ def _record_and_send(service: RunService, pending: list[_Pending], outcomes: dic
                 as_user=run.os_user,
                 comment=item.spec.comment,
                 mail_user=item.spec.mail_user,
-                script_path=script_file(run.run_dir),
+                script_path=service._script_path(run.run_dir),
             )
         except GatewayError as exc:
             service.store.mark_never_submitted(

@@ -46,8 +46,15 @@ REQUEUED_BY_SLURM = "Slurm requeued the job itself (same job id)"
 
 class RetryService:
     def __init__(
-        self, store: RunStore, access: AccessStore, clusters: SlurmClusters, files: JobFiles
+        self,
+        store: RunStore,
+        access: AccessStore,
+        clusters: SlurmClusters,
+        files: JobFiles,
+        *,
+        by_path: bool = True,
     ) -> None:
+        self.by_path = by_path  # sbatch reads the run's script file (Settings.slurm_submit_by_path)
         self.store = store
         self.access = access
         self.clusters = clusters  # a retry goes to the cluster its failed attempt ran on
@@ -172,7 +179,8 @@ class RetryService:
         try:
             # the run's script file again, as the job's user (the first submission wrote it; a run
             # directory tidied since, or a run from before the file, has none)
-            write_script_file(self.files.host, replace(run, os_user=run.os_user or user.os_user))
+            if self.by_path:
+                write_script_file(self.files.host, replace(run, os_user=run.os_user or user.os_user))
             submission = Submission.prepare(
                 self.clusters.get(cluster),
                 self.store,
@@ -181,7 +189,7 @@ class RetryService:
                 exclude_nodes=exclude,
                 comment=run.spec.comment,
                 mail_user=run.spec.mail_user,
-                script_path=script_file(run.run_dir),
+                script_path=script_file(run.run_dir) if self.by_path else None,
             )
         except (SpecError, RunHostError) as exc:  # a node to keep off that is no Slurm name, a run
             # directory the job's user cannot write: this retry cannot be sent

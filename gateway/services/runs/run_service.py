@@ -193,7 +193,7 @@ class RunService:
             as_user=admitted.os_user,
             comment=spec.comment,
             mail_user=spec.mail_user,
-            script_path=script_file(run_dir),  # Slurm records it as the job's Command
+            script_path=self._script_path(run_dir),  # Slurm records it as the job's Command
         )
         with submission.abandoned_on_error():
             inputs = resolve_inputs(spec, run_dir, principal=owner, datasets=self.datasets)
@@ -219,6 +219,10 @@ class RunService:
         """The script ``spec`` would be submitted as, rendered with the placeholder ``run_id`` after
         every admission check a submission makes (``RunChecker.render``); nothing is recorded."""
         return self._checker().render(spec, principal=principal, run_id=run_id)[1]
+
+    def _script_path(self, run_dir: str) -> str | None:
+        """The file sbatch is given (``script_file``), or None: the script on its stdin."""
+        return script_file(run_dir) if self.settings.slurm_submit_by_path else None
 
     def _checker(self) -> RunChecker:
         return RunChecker(
@@ -286,7 +290,8 @@ class RunService:
         with submission.abandoned_on_error():
             try:
                 self.host.make_run_dir(run.run_dir, owner=run.os_user)
-                write_script_file(self.host, run)  # what sbatch reads, by path
+                if self.settings.slurm_submit_by_path:
+                    write_script_file(self.host, run)  # what sbatch reads, by path
                 if inputs:
                     write_manifests(inputs, self.datasets, self.host, os_user=run.os_user)
                 # site and project secrets: their values, written for the job's user (never stored)
