@@ -1,4 +1,4 @@
-"""A job that resubmits itself, on the real cluster (docs/sbatch.md, "A job that resubmits itself").
+"""A job that resubmits itself, on the real cluster (docs/cli.md, "A job that resubmits itself").
 
 The gateway gives sbatch the rendered script's file (``RUN_DIR/job.sbatch``), so Slurm records it as
 the job's Command; the job's copy of a user's script names the queue's Slurm account and partition

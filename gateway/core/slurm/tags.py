@@ -13,7 +13,7 @@ A job that resubmits itself (``sbatch $0``, or the script ``scontrol show job`` 
 Command) carries the run's resubmission comment ``gw-<run id>-0`` from the script's own
 ``#SBATCH --comment`` line (the gateway's ``--comment`` on the command line overrides it for its
 own submissions); the refresh adopts such a job as the run's next attempt, tagged
-``gw-<run id>-0~s<job id>`` (docs/sbatch.md).
+``gw-<run id>-0~s<job id>`` (docs/cli.md, "A job that resubmits itself").
 """
 
 from __future__ import annotations
