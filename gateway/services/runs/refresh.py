@@ -150,7 +150,8 @@ class Refresher:
 
         A resubmission is queued while its job still runs, and the controller keeps an ended job
         for MinJobAge (300 s by default), so it is found unless the cycle that sees its job end
-        comes later than that (docs/cli.md, "A job that resubmits itself"). Slurm not answering: looked for no more.
+        comes later than that (docs/cli.md, "A job that resubmits itself"). When Slurm does not
+        answer, nothing is adopted (and nothing flagged).
         """
         wanted = {resubmit_comment(a.run_id): a for a in ended}
         try:
