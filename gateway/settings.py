@@ -206,6 +206,12 @@ class Settings(AccountingSettings, HandoffSettings):
     slurm_submit_timeout_s: float = Field(
         default=60.0, gt=0, description="Longest wait for sbatch before the submission is looked up by tag."
     )
+    slurm_submit_by_path: bool = Field(
+        default=True,
+        description="Give sbatch the run's rendered script by path (RUN_DIR/job.sbatch), so Slurm records it "
+        "as the job's Command and a job can resubmit it; false: on stdin, sbatch started before the attempt "
+        "is recorded (Command=(null)).",
+    )
     slurm_backend: Literal["cli", "rest"] = Field(
         default="cli",
         description="cli: sbatch, squeue, sacct (a process per call). rest: slurmrestd on unix sockets, one "

@@ -132,7 +132,7 @@ def build_services(
     files = JobFiles(host, access)
     usage = UsageService(access, cluster, clusters)
     waiting = WaitingService(access, usage, clusters)
-    retries = RetryService(store, access, clusters, files)
+    retries = RetryService(store, access, clusters, files, by_path=settings.slurm_submit_by_path)
     templates = build_template_env(settings.template_dir)
     datasets = DatasetService(DatasetStore(db), access, store)
     lineage_store, telemetry_store = LineageStore(db), TelemetryStore(db)

@@ -86,7 +86,10 @@ class AttemptPublic(BaseModel):
     timelimit_min: int | None
     array_size: int | None
     tasks: dict[str, dict[str, Any]]
-    origin: str = Field(description="submit, retry (the gateway's retry policy) or requeue (Slurm's)")
+    origin: str = Field(
+        description="submit, retry (the gateway's retry policy), requeue (Slurm's) or resubmit (a job the "
+        "run submitted itself: docs/cli.md#a-job-that-resubmits-itself)"
+    )
     excluded_nodes: list[str] | None
     failure: dict[str, Any] | None = Field(
         description="Why it failed: class, summary, action and evidence (exit code, failing step, log tail)"

@@ -55,7 +55,9 @@ class Attempt:
     updated_at: datetime
     events: list[StateEvent] = field(default_factory=list)
     failure: dict[str, Any] | None = None  # class, summary, action, evidence (once it failed)
-    origin: str = "submit"  # submit, retry (the gateway's policy) or requeue (Slurm's, same job id)
+    # submit, retry (the gateway's policy), requeue (Slurm's, same job id) or resubmit (the job's own
+    # sbatch of its script: a job id of its own, adopted by the refresh)
+    origin: str = "submit"
     excluded_nodes: list[str] | None = None
     slurm_record: int = 0  # which of sacct --duplicates' records of the job this attempt is
     superseded: bool = False  # Slurm requeued its job: a later attempt carries on with the same job id

@@ -55,12 +55,14 @@ class AttemptWrites:
 
         ``origin`` "retry": SUBMITTING, with a fresh tag, to be submitted next (exactly once, as
         a first attempt is). ``origin`` "requeue": Slurm requeued the same job id, so the attempt
-        carries it, QUEUED, and the one before is superseded. The run's state follows the new
+        carries it, QUEUED, and the one before is superseded. ``origin`` "resubmit": a job the run
+        itself submitted (its script resubmitted from inside the job), QUEUED with its own job id.
+        The run's state follows the new
         attempt. ``cluster``: where its job is (a retry: its queue's cluster now); None: the one
         attempt ``after``'s job was on. Raises Conflict when attempt ``after`` is no longer the latest.
         """
         now = utcnow()
-        state = RunState.QUEUED if origin == "requeue" else RunState.SUBMITTING
+        state = RunState.QUEUED if origin in ("requeue", "resubmit") else RunState.SUBMITTING
         with self.db.session() as session:
             previous = session.scalar(
                 select(AttemptRow).where(AttemptRow.run_id == run_id, AttemptRow.number == after)

@@ -1,7 +1,7 @@
 """Submit one run, or the due retries, and get killed (SIGKILL) at a chosen point of the submission.
 
 Used by test_crash.py as a subprocess: the real service, the real sbatch; the
-only addition is a runner that kills its own process at the chosen moment.
+only additions are a runner and a backend that kill their own process at the chosen moment.
 
     python -m tests.service.crash_driver DATABASE_URL RUNS_DIR started|before|after SPEC_JSON|retry [NOTE]
 
@@ -10,11 +10,14 @@ at a time, the batch's Idempotency-Key in NOTE's place: ``KEY`` after the list) 
 given point of its ``CRASH_AT``-th sbatch (default the first).
 With ``retry`` instead of a spec it processes the due retries (the retry's
 submission is the one it dies in). Every submission goes through
-``Submission`` (sbatch started, the attempt committed, the script sent), so the
-three points are: ``started`` (sbatch runs, waiting for its script; the attempt
-is not committed yet), ``before`` (the attempt is committed, the script not
-sent) and ``after`` (sbatch answered, the job id not stored). Before dying,
-the driver writes sbatch's ``--comment`` and pid to the file NOTE, when given.
+``Submission`` (prepared, the attempt committed, the script sent), so the
+three points are: ``started`` (the submission is prepared, the attempt not
+committed yet), ``before`` (the attempt is committed, the script not sent) and
+``after`` (sbatch answered, the job id not stored). The service gives sbatch the
+script's file (``script_path``), so sbatch starts only at the send; a
+submission from stdin (no ``script_path``) has its sbatch started at ``started``,
+waiting for its script. Before dying, the driver writes sbatch's ``--comment``
+and pid (None when no sbatch runs yet) to the file NOTE, when given.
 """
 
 from __future__ import annotations
@@ -43,17 +46,31 @@ class KillingRunner(LocalRunner):
         self.at = at  # die in the at-th sbatch
         self.started = 0
 
-    def start(self, argv, **kwargs):
-        started = super().start(argv, **kwargs)
-        if argv[0] != "sbatch":
-            return started
+    def reached(self, argv, pid) -> bool:
+        """Whether this sbatch (``argv``) is the one to die in; its comment and ``pid`` noted if so."""
         self.started += 1
         if self.started != self.at:
-            return started
+            return False
         if self.note:
             comment = next(a for a in argv if a.startswith("--comment=")).removeprefix("--comment=")
             with open(self.note, "w") as note:
-                json.dump({"comment": comment, "pid": started.proc.pid}, note)
+                json.dump({"comment": comment, "pid": pid}, note)
+        return True
+
+    def run(self, argv, **kwargs):
+        """sbatch given the script's file, at the send: dies right before it or right after it."""
+        if argv[0] != "sbatch" or "--test-only" in argv or not self.reached(argv, None):
+            return super().run(argv, **kwargs)
+        if self.when != "after":
+            os.kill(os.getpid(), signal.SIGKILL)
+        result = super().run(argv, **kwargs)
+        os.kill(os.getpid(), signal.SIGKILL)
+        return result
+
+    def start(self, argv, **kwargs):
+        started = super().start(argv, **kwargs)
+        if argv[0] != "sbatch" or not self.reached(argv, started.proc.pid):
+            return started
         when = self.when
         if when == "started":
             os.kill(os.getpid(), signal.SIGKILL)
@@ -73,6 +90,21 @@ class KillingRunner(LocalRunner):
         return Killing()
 
 
+class KillingSlurm(SlurmCLI):
+    """Dies at ``started`` of a submission from the script's file: once it is prepared (nothing runs
+    yet), before the attempt is committed."""
+
+    def prepare_submit(self, *, tag, script_path=None, **kwargs):
+        prepared = super().prepare_submit(tag=tag, script_path=script_path, **kwargs)
+        runner = self.runner
+        assert isinstance(runner, KillingRunner)
+        if script_path is not None and runner.when == "started":
+            if runner.reached(["sbatch", f"--comment={tag}"], None):
+                os.kill(os.getpid(), signal.SIGKILL)
+            runner.started -= 1  # counted again at its send
+        return prepared
+
+
 def main() -> None:
     database_url, runs_dir, when, spec_json = sys.argv[1:5]
     note = sys.argv[5] if len(sys.argv) > 5 else None
@@ -81,7 +113,7 @@ def main() -> None:
     parsed = json.loads(spec_json) if spec_json != "retry" else None
     batch_key = note if isinstance(parsed, list) else None
     note = None if batch_key else note
-    services = build_services(settings, slurm=SlurmCLI(KillingRunner(when, note, at)))
+    services = build_services(settings, slurm=KillingSlurm(KillingRunner(when, note, at)))
     if spec_json == "retry":
         services.retries.process_due()
         print("not killed", file=sys.stderr)

@@ -63,8 +63,11 @@ def crash_submit(settings, when: str, note: Path | None = None) -> str:
 
 def orphaned_sbatch(note: Path) -> str:
     """The attempt tag of the sbatch the driver left when it died (from ``note``), once that sbatch
-    (or the runuser before it) has ended: it had its stdin cut, so it read no script."""
+    (or the runuser before it) has ended: it had its stdin cut, so it read no script. A submission
+    from the script's file has no sbatch before its send (pid None): nothing to wait for."""
     written = json.loads(note.read_text())
+    if written["pid"] is None:
+        return written["comment"].split()[0]
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not _gone(written["pid"]):
         time.sleep(0.1)

@@ -7,6 +7,10 @@ sbatch can queue nothing until it has the script, which it gets after the attemp
 Here a runner looks at the database from its own connection at both moments, on the real
 cluster and both databases; and a submission that fails in between leaves no sbatch behind. A
 retry goes the same way, and ends as a first attempt does when Slurm refuses it.
+
+That overlap is the script-on-stdin mode (``slurm_submit_by_path`` false). Given the script's file
+(the default, so that Slurm records it as the job's Command), sbatch reads it at once, so it starts
+only after the commit; the last test checks that order.
 """
 
 from __future__ import annotations
@@ -47,6 +51,11 @@ class Watching(LocalRunner):
         self.seen.append((moment, self.state(argv)))
         self.argvs.append(" ".join(argv))
 
+    def run(self, argv, **kwargs):
+        if argv[0] == "sbatch" and "--test-only" not in argv:
+            self.saw("ran with the script's file", argv)
+        return super().run(argv, **kwargs)
+
     def start(self, argv, **kwargs):
         self.saw("started", argv)
         started = super().start(argv, **kwargs)
@@ -69,10 +78,27 @@ class Watching(LocalRunner):
 @pytest.fixture
 def watched(settings):
     runner = Watching(settings.database_url)
-    built = build_services(settings, slurm=SlurmCLI(runner), upgrade=False)
+    on_stdin = settings.model_copy(update={"slurm_submit_by_path": False})
+    built = build_services(on_stdin, slurm=SlurmCLI(runner), upgrade=False)
     yield built, runner
     built.close()
     runner.engine.dispose()
+
+
+def test_sbatch_given_the_scripts_file_runs_after_the_commit(settings, principal):
+    runner = Watching(settings.database_url)
+    services = build_services(settings, slurm=SlurmCLI(runner), upgrade=False)
+    try:
+        run = services.runs.submit(held_spec(unique_tag()), principal=principal)
+        try:
+            assert runner.seen == [("ran with the script's file", "submitting")]
+            assert runner.argvs[0].endswith(f" {run.run_dir}/job.sbatch")
+            assert run.latest.job_id and run.state.value == "queued"
+        finally:
+            services.runs.cancel(run.id, principal=principal)
+    finally:
+        services.close()
+        runner.engine.dispose()
 
 
 def test_sbatch_starts_before_the_commit_and_reads_the_script_after_it(watched, principal):

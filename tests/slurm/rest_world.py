@@ -35,11 +35,23 @@ class Backend:
         self.admin_uid = admin_uid
 
     def prepare_submit(
-        self, *, tag: str, as_user: str | None = None, exclude_nodes=(), comment=None, mail_user=None
+        self,
+        *,
+        tag: str,
+        as_user: str | None = None,
+        exclude_nodes=(),
+        comment=None,
+        mail_user=None,
+        script_path=None,
     ) -> Any:
         user = as_user or self._as_user
         return self.inner.prepare_submit(
-            tag=tag, as_user=user, exclude_nodes=exclude_nodes, comment=comment, mail_user=mail_user
+            tag=tag,
+            as_user=user,
+            exclude_nodes=exclude_nodes,
+            comment=comment,
+            mail_user=mail_user,
+            script_path=script_path,
         )
 
     def __getattr__(self, name: str) -> Any:

@@ -346,3 +346,27 @@ def test_a_prepared_submission_queues_nothing_until_sent_and_nothing_once_abando
         slurm.cancel(job_id)
     with pytest.raises(SpecError):
         slurm.prepare_submit(tag="not a tag")
+
+
+def test_a_script_given_by_path_is_the_jobs_command_and_its_comments_are_listed(slurm, template_env, run_dir):
+    """``script_path``: the CLI backend hands sbatch the file (Slurm records it as the Command); the
+    REST backend sends the text. ``comments`` lists the job with its tag."""
+    spec = build_spec({"project": "test", "queue": "cpu", "name": "bypath", "command": "true"})
+    directory = run_dir(spec.name)
+    rendered = render_sbatch(
+        spec, template_env, run_id=Path(directory).name, run_dir=directory, target=SubmitTarget("cpu")
+    )
+    path = Path(directory, "job.sbatch")
+    path.write_text(rendered.text)
+    path.chmod(0o444)
+    tag = unique_tag()
+    job_id = slurm.prepare_submit(tag=tag, script_path=str(path)).send(rendered.text)
+    assert (job_id, tag) in slurm.comments()
+    if isinstance(slurm.inner, SlurmCLI):
+        shown = LocalRunner().run(["scontrol", "show", "job", "-o", job_id]).stdout
+        assert f" Command={path} " in shown
+    with pytest.raises(SpecError, match="script_path"):
+        slurm.prepare_submit(tag=tag, script_path="relative/job.sbatch")
+    if isinstance(slurm.inner, SlurmCLI):
+        with pytest.raises(SubmitRejected, match="Slurm refused the job"):
+            slurm.prepare_submit(tag=unique_tag(), script_path=f"{directory}/missing.sbatch").send("")

@@ -60,11 +60,17 @@ class CachedSlurm:
         exclude_nodes: Sequence[str] = (),
         comment: str | None = None,
         mail_user: str | None = None,
+        script_path: str | None = None,
     ) -> PreparedSubmit:
         """``SlurmBackend.prepare_submit``, straight through; once sent, the cached job list and nodes
         are dropped."""
         prepared = self.backend.prepare_submit(
-            tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment, mail_user=mail_user
+            tag=tag,
+            as_user=as_user,
+            exclude_nodes=exclude_nodes,
+            comment=comment,
+            mail_user=mail_user,
+            script_path=script_path,
         )
         return _Forgetting(self, prepared)
 
@@ -116,6 +122,10 @@ class CachedSlurm:
             and (not partitions or j.partition in partitions)
             and (not users or j.user in users)
         ]
+
+    def comments(self) -> list[tuple[str, str]]:
+        """``SlurmBackend.comments``, straight through (the refresh asks once a cycle at most)."""
+        return self.backend.comments()
 
     def usage(self, accounts: Sequence[str], *, since: datetime) -> list[AccountingRecord]:
         """``SlurmBackend.usage``, cached per (accounts, since) for ``ttl_s``."""

@@ -162,28 +162,32 @@ class SlurmCLI:
         exclude_nodes: Sequence[str] = (),
         comment: str | None = None,
         mail_user: str | None = None,
+        script_path: str | None = None,
     ) -> PreparedSubmit:
         """``SlurmBackend.prepare_submit``: ``sbatch --parsable --comment=TAG[ COMMENT]`` starts now and
-        waits for the script on stdin (``send``).
+        waits for the script on stdin (``send``); with ``script_path``, sbatch is given that file at
+        ``send`` instead (nothing starts before), so that Slurm records it as the job's Command.
 
-        SpecError for a malformed tag, node name or comment. ``send``: SubmitRejected when sbatch
-        refuses the job or cannot start (nothing was queued); SlurmUnavailable when it does not
-        answer within ``submit_timeout_s``; SlurmOutputError when it prints no job id.
+        SpecError for a malformed tag, node name, comment or path. ``send``: SubmitRejected when
+        sbatch refuses the job or cannot start (nothing was queued); SlurmUnavailable when it does
+        not answer within ``submit_timeout_s``; SlurmOutputError when it prints no job id.
         """
-        check_submission(tag, exclude_nodes, comment, mail_user)
+        check_submission(tag, exclude_nodes, comment, mail_user, script_path)
         argv = ["sbatch", "--parsable", f"--comment={slurm_comment(tag, comment)}"]
         if mail_user is not None:
             argv.append(f"--mail-user={mail_user}")  # one argv word: sbatch takes it as given, no shell
         if exclude_nodes:
             argv.append(f"--exclude={','.join(exclude_nodes)}")
         argv = self._on_cluster(argv)
+        if script_path is not None:
+            return _SbatchFile(self, [*argv, script_path], as_user)
         started = self.runner.start(argv, timeout_s=self.submit_timeout_s, env=self.env, as_user=as_user)
         return _Sbatch(self, argv, started)
 
-    def _submitted(self, argv: list[str], started: StartedCommand, script: str) -> str:
-        """The job id of the sbatch ``started`` once it has read ``script``; raises as ``_Sbatch.send``."""
+    def _submitted(self, argv: list[str], call: Callable[[], CommandResult]) -> str:
+        """The job id sbatch (``call``) printed; raises as ``_Sbatch.send``."""
         try:
-            result = self._checked(argv, self.submit_timeout_s, lambda: started.finish(script))
+            result = self._checked(argv, self.submit_timeout_s, call)
         except SlurmUnavailable as exc:
             cause = exc.__cause__
             if isinstance(cause, CommandError) and not isinstance(cause, CommandTimeout):
@@ -265,6 +269,15 @@ class SlurmCLI:
                 _check_names(values, option)
                 argv.append(f"{option}={','.join(values)}")
         return parse_squeue(self._run(argv).stdout)
+
+    def comments(self) -> list[tuple[str, str]]:
+        """``SlurmBackend.comments`` with one ``squeue --all --states=all`` (base ids: an array once)."""
+        live = self._run(["squeue", "--noheader", "--all", "--states=all", f"--format=%F{US}%k"]).stdout
+        found: dict[str, str] = {}
+        for line in live.splitlines():
+            base, _, comment = line.partition(US)
+            found.setdefault(base.strip(), comment.strip())
+        return list(found.items())
 
     def usage(self, accounts: Sequence[str], *, since: datetime) -> list[AccountingRecord]:
         """Allocations (no steps) charged to ``accounts`` since ``since``, requeued ones included."""
@@ -381,10 +394,16 @@ def _check_job_ids(job_ids: Sequence[str]) -> None:
 
 
 def check_submission(
-    tag: str, exclude_nodes: Sequence[str], comment: str | None, mail_user: str | None = None
+    tag: str,
+    exclude_nodes: Sequence[str],
+    comment: str | None,
+    mail_user: str | None = None,
+    script_path: str | None = None,
 ) -> None:
-    """What every backend refuses before submitting: a malformed tag, node name, comment or mail user
-    (SpecError)."""
+    """What every backend refuses before submitting: a malformed tag, node name, comment, mail user
+    or script path (SpecError)."""
+    if script_path is not None and not names.SAFE_PATH.fullmatch(script_path):
+        raise SpecError([SpecIssue("script_path", names.SAFE_PATH_HELP, script_path)])
     if not names.TAG.fullmatch(tag):
         raise SpecError([SpecIssue("tag", f"not a valid submission tag; use {names.TAG_HELP}", tag)])
     if exclude_nodes:
@@ -413,8 +432,33 @@ class _Sbatch:
 
     def send(self, script: str) -> str:
         """``PreparedSubmit.send``: the script on sbatch's stdin; the job id."""
-        return self.cli._submitted(self.argv, self.started, script)
+        return self.cli._submitted(self.argv, lambda: self.started.finish(script))
 
     def abandon(self) -> None:
         """``PreparedSubmit.abandon``: sbatch is killed before it read a script, so it queued nothing."""
         self.started.abandon()
+
+
+class _SbatchFile:
+    """An ``sbatch`` to be given the script's file at ``send`` (``SlurmCLI.prepare_submit`` with a
+    ``script_path``): Slurm then records the path as the job's Command, and a job can resubmit it."""
+
+    def __init__(self, cli: SlurmCLI, argv: list[str], as_user: str | None) -> None:
+        self.cli = cli
+        self.argv = argv
+        self.as_user = as_user
+
+    def send(self, script: str) -> str:
+        """``PreparedSubmit.send``: sbatch reads the file (which the caller wrote with ``script``, as
+        the job's user); the job id."""
+        del script  # the file holds it; sbatch reads it there
+        cli = self.cli
+        return cli._submitted(
+            self.argv,
+            lambda: cli.runner.run(
+                self.argv, timeout_s=cli.submit_timeout_s, env=cli.env, as_user=self.as_user
+            ),
+        )
+
+    def abandon(self) -> None:
+        """``PreparedSubmit.abandon``: nothing was started, so nothing is queued."""

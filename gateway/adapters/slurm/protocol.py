@@ -48,16 +48,21 @@ class SlurmBackend(Protocol):
         exclude_nodes: Sequence[str] = (),
         comment: str | None = None,
         mail_user: str | None = None,
+        script_path: str | None = None,
     ) -> PreparedSubmit:
         """The one way to submit: a batch script with ``tag`` in its comment (then the user's
         ``comment``, after a space: ``tags.slurm_comment``), as OS user ``as_user``, kept off
         ``exclude_nodes``, mailing ``mail_user`` (sbatch's ``--mail-user``, any text: an argument
-        of sbatch, never a line of the script), in two steps, so that what a submission costs
-        before its script is needed overlaps the caller's work: ``send(script)`` submits and
-        returns the job id, ``abandon()`` gives it up (``gateway.services.runs.submission`` is the caller).
+        of sbatch, never a line of the script), from the file ``script_path`` where the caller has
+        written the script (the CLI backend gives sbatch that path, so Slurm records it as the job's
+        Command and a job can resubmit it; the REST backend sends the text), in two steps, so that
+        what a submission costs before its script is needed overlaps the caller's work:
+        ``send(script)`` submits and returns the job id, ``abandon()`` gives it up
+        (``gateway.services.runs.submission`` is the caller).
 
         The CLI backend starts ``sbatch`` (through ``runuser`` for another user) here, and it waits
-        for the script on its stdin: until ``send``, nothing can be queued, so the gateway commits
+        for the script on its stdin (given a ``script_path``, it starts sbatch with that path at
+        ``send`` instead): until ``send``, nothing can be queued, so the gateway commits
         the attempt in the meantime and keeps its exactly-once order (committed, then submitted).
         Raises SpecError for a malformed tag, node name or comment; everything else comes from
         ``send``.
@@ -102,6 +107,11 @@ class SlurmBackend(Protocol):
         self, *, accounts: Sequence[str] = (), partitions: Sequence[str] = (), users: Sequence[str] = ()
     ) -> list[JobStatus]:
         """Every live job on the cluster (gateway runs and others), narrowed by the filters."""
+        ...
+
+    def comments(self) -> list[tuple[str, str]]:
+        """(base job id, comment) of every job the controller still holds (all users; ended ones too,
+        for MinJobAge), in one call: how the refresh finds jobs that runs submitted themselves."""
         ...
 
     def usage(self, accounts: Sequence[str], *, since: datetime) -> list[AccountingRecord]:

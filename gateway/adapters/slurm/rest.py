@@ -139,11 +139,14 @@ class SlurmRest:
         exclude_nodes: Sequence[str] = (),
         comment: str | None = None,
         mail_user: str | None = None,
+        script_path: str | None = None,
     ) -> PreparedSubmit:
         """``SlurmBackend.prepare_submit``: the tag, nodes and comment checked now (SpecError), the
         ``POST /job/submit`` at ``send`` (there is no process to start: the user's daemon is kept
-        running). The job's comment is the tag, then the user's ``comment`` after a space."""
-        check_submission(tag, exclude_nodes, comment, mail_user)
+        running). The job's comment is the tag, then the user's ``comment`` after a space. The
+        script goes as text (the v0.0.38 job description has no path for it), so Slurm records no
+        Command for the job; ``script_path`` is checked only."""
+        check_submission(tag, exclude_nodes, comment, mail_user, script_path)
         return _RestSubmit(
             self, tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment, mail_user=mail_user
         )
@@ -233,6 +236,13 @@ class SlurmRest:
             and (not partitions or s.partition in partitions)
             and (not users or s.user in users)
         ]
+
+    def comments(self) -> list[tuple[str, str]]:
+        """``SlurmBackend.comments`` from one ``GET /jobs`` (it holds ended jobs too, for MinJobAge)."""
+        found: dict[str, str] = {}
+        for status in parse_jobs(self._live()):
+            found.setdefault(status.array_job_id or status.job_id, (status.comment or "").strip())
+        return list(found.items())
 
     def accounting(self, job_ids: Sequence[str]) -> list[AccountingRecord]:
         """``SlurmBackend.accounting``: ``GET /slurmdb/job/{id}`` per base job id (dbv0.0.38 has no id

@@ -32,8 +32,10 @@ from gateway.core import names
 from gateway.core.accounting.telemetry import TelemetryLaunch
 from gateway.core.envs.record import EnvLaunch
 from gateway.core.sbatch import preflight
+from gateway.core.sbatch.resubmit import resubmittable
 from gateway.core.sbatch.values import compress_indices
 from gateway.core.site.secrets import delivered_path
+from gateway.core.slurm.tags import resubmit_comment
 from gateway.core.spec.run_spec import MAX_TEXT, RunSpec
 from gateway.errors import SpecError, SpecIssue, TemplateError
 
@@ -269,7 +271,14 @@ def _context(
         "launcher": spec.launcher,
         "command": spec.command,
         "command_is_shell": isinstance(spec.command, str),
-        "script": spec.script,
+        # the copy the job runs: its #SBATCH account, partition and comment are Slurm's, so that a job
+        # resubmitting its own script (sbatch "$0") is booked right and found again (resubmit.py)
+        "script": None
+        if spec.script is None
+        else resubmittable(
+            spec.script, account=target.account, partition=target.partition, comment=resubmit_comment(run_id)
+        ),
+        "resubmit_comment": resubmit_comment(run_id),
         "script_args": list(spec.script_args),
         "stdout": spec.stdout,
         "stderr": spec.stderr,

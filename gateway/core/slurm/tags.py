@@ -8,6 +8,12 @@ job's tag plus ``~r<record>`` (which sacct record of the job it is), while
 Slurm still shows the job's own comment. A user's own comment (``gw sbatch
 --comment``) follows the tag after one space (``slurm_comment``); readers
 take the tag as the comment's first word (``tag_of``).
+
+A job that resubmits itself (``sbatch $0``, or the script ``scontrol show job`` names as its
+Command) carries the run's resubmission comment ``gw-<run id>-0`` from the script's own
+``#SBATCH --comment`` line (the gateway's ``--comment`` on the command line overrides it for its
+own submissions); the refresh adopts such a job as the run's next attempt, tagged
+``gw-<run id>-0~s<job id>`` (docs/cli.md, "A job that resubmits itself").
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from dataclasses import dataclass
 
 PREFIX = "gw-"
 REQUEUE_MARK = "~r"
+RESUBMIT_MARK = "~s"
+_MARKS = re.compile(r"~[rs]")
 _TAG = re.compile(r"gw-(?P<run_id>r-[0-9a-f]{1,32}|[A-Za-z0-9][A-Za-z0-9._-]{0,62}?)-(?P<number>[0-9]{1,6})")
 
 
@@ -38,7 +46,18 @@ def requeue_tag(tag: str, slurm_record: int) -> str:
 
 def job_comment(tag: str) -> str:
     """The comment the Slurm job behind an attempt carries (a requeue keeps its job's comment)."""
-    return tag.split(REQUEUE_MARK, 1)[0]
+    return _MARKS.split(tag, maxsplit=1)[0]
+
+
+def resubmit_comment(run_id: str) -> str:
+    """The comment a job of ``run_id`` submitted from inside the run (its script resubmitted by
+    path) carries: attempt number 0, which no submission of the gateway uses."""
+    return attempt_tag(run_id, 0)
+
+
+def resubmit_tag(run_id: str, job_id: str) -> str:
+    """The tag of the attempt that records job ``job_id``, a resubmission from inside ``run_id``."""
+    return f"{resubmit_comment(run_id)}{RESUBMIT_MARK}{job_id}"
 
 
 def slurm_comment(tag: str, user_comment: str | None = None) -> str:

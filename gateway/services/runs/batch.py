@@ -84,6 +84,8 @@ class RunService(Protocol):
 
     def _prepare_dir(self, run: Run, inputs: list[ResolvedInput], submission: Submission) -> None: ...
 
+    def _script_path(self, run_dir: str) -> str | None: ...
+
     def _queued(self, run: Run, sent: Sent) -> Run: ...
 
 
@@ -366,6 +368,7 @@ def _record_and_send(service: RunService, pending: list[_Pending], outcomes: dic
                 as_user=run.os_user,
                 comment=item.spec.comment,
                 mail_user=item.spec.mail_user,
+                script_path=service._script_path(run.run_dir),
             )
         except GatewayError as exc:
             service.store.mark_never_submitted(

@@ -1,8 +1,11 @@
 """Following jobs: the periodic refresh and the crash-recovery reconciliation.
 
-A refresh cycle makes at most two Slurm calls per cluster whatever the number
+A refresh cycle makes at most three Slurm calls per cluster whatever the number
 of runs: one ``squeue`` for every polled attempt on that cluster, one
-``sacct`` for those that left the queue (or whose array tasks partly did).
+``sacct`` for those that left the queue (or whose array tasks partly did),
+and, in a cycle that saw jobs end, one ``squeue`` of the cluster's live jobs
+for the jobs those runs submitted themselves (a script that resubmits itself:
+adopted as the run's next attempt, origin ``resubmit``).
 Job ids are unique per cluster only, so each attempt is asked of its own
 cluster's backend and matched there alone. An attempt Slurm cannot answer for
 keeps its last known state and is flagged stale; it never becomes "failed"
@@ -24,8 +27,8 @@ from gateway.core.domain import Attempt, AttemptUpdate
 from gateway.core.slurm.observe import array_update, from_sacct, from_squeue, is_news, is_ours
 from gateway.core.slurm.records import AccountingRecord, JobStatus
 from gateway.core.slurm.states import TERMINAL, WAITING, RunState
-from gateway.core.slurm.tags import requeue_tag
-from gateway.errors import Conflict, GatewayError, NotFound, SlurmUnavailable
+from gateway.core.slurm.tags import requeue_tag, resubmit_comment, resubmit_tag, tag_of
+from gateway.errors import Conflict, GatewayError, NotFound, SlurmError, SlurmUnavailable
 from gateway.services.runs.retry import RetryService
 from gateway.settings import Settings
 from gateway.store.runs import RunStore
@@ -129,8 +132,62 @@ class Refresher:
             transitions += self._requeued(attempt, record)
         if transitions:
             slurm.forget()  # jobs started or ended: the cached cluster facts are old now
+        ended = [
+            by_id[u.attempt_id]
+            for u in cycle.updates
+            if u.state in TERMINAL and is_news(by_id[u.attempt_id], u)
+        ]
+        if ended:
+            calls += 1
+            transitions += self._adopt_resubmissions(name, slurm, ended)
         self._diagnose_failed(cycle)
         return RefreshReport(len(by_job), transitions, len(cycle.stale), calls)
+
+    def _adopt_resubmissions(self, name: str, slurm: ClusterSlurm, ended: list[Attempt]) -> int:
+        """Jobs that the runs of the ``ended`` attempts submitted themselves (their script resubmitted
+        from inside the job: its comment is the run's ``resubmit_comment``), found in one squeue of
+        the jobs the controller holds, each recorded as its run's next attempt; how many were.
+
+        A resubmission is queued while its job still runs, and the controller keeps an ended job
+        for MinJobAge (300 s by default), so it is found unless the cycle that sees its job end
+        comes later than that (docs/cli.md, "A job that resubmits itself"). When Slurm does not
+        answer, nothing is adopted (and nothing flagged).
+        """
+        wanted = {resubmit_comment(a.run_id): a for a in ended}
+        try:
+            held = slurm.comments()
+        except (SlurmUnavailable, SlurmError) as exc:
+            log.warning(
+                "squeue on %s did not answer; resubmissions of %d runs not looked for: %s",
+                name,
+                len(ended),
+                exc,
+            )
+            return 0
+        found: dict[str, list[str]] = defaultdict(list)  # run id -> its resubmitted jobs
+        for job_id, comment in held:
+            attempt = wanted.get(tag_of(comment))
+            if attempt is not None:
+                found[attempt.run_id].append(job_id)
+        adopted = 0
+        for run_id, job_ids in found.items():
+            run = self.store.get_run(run_id)
+            known = {a.job_id for a in run.attempts}
+            latest = run.attempts[-1].number
+            for job_id in sorted((j for j in job_ids if j not in known), key=int):
+                try:
+                    self.store.add_attempt(
+                        run_id,
+                        tag=resubmit_tag(run_id, job_id),
+                        origin="resubmit",
+                        after=latest,
+                        job_id=job_id,
+                    )
+                except Conflict:
+                    break  # the run moved on meanwhile (a retry, another cycle)
+                latest += 1
+                adopted += 1
+        return adopted
 
     def _read_sacct(
         self,

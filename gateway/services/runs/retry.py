@@ -26,9 +26,17 @@ from gateway.core.runs.retry import RetryPolicy, decide
 from gateway.core.runs.steps import StepRecord, parse_steps
 from gateway.core.slurm.states import RunState
 from gateway.core.slurm.tags import attempt_tag
-from gateway.errors import Conflict, GatewayError, NotFound, SlurmUnavailable, SpecError, SubmitRejected
+from gateway.errors import (
+    Conflict,
+    GatewayError,
+    NotFound,
+    RunHostError,
+    SlurmUnavailable,
+    SpecError,
+    SubmitRejected,
+)
 from gateway.services.runs.logs import JobFiles
-from gateway.services.runs.submission import Submission
+from gateway.services.runs.submission import Submission, script_file, write_script_file
 from gateway.store.access import AccessStore
 from gateway.store.runs import RunStore
 
@@ -38,8 +46,15 @@ REQUEUED_BY_SLURM = "Slurm requeued the job itself (same job id)"
 
 class RetryService:
     def __init__(
-        self, store: RunStore, access: AccessStore, clusters: SlurmClusters, files: JobFiles
+        self,
+        store: RunStore,
+        access: AccessStore,
+        clusters: SlurmClusters,
+        files: JobFiles,
+        *,
+        by_path: bool = True,
     ) -> None:
+        self.by_path = by_path  # sbatch reads the run's script file (Settings.slurm_submit_by_path)
         self.store = store
         self.access = access
         self.clusters = clusters  # a retry goes to the cluster its failed attempt ran on
@@ -162,6 +177,10 @@ class RetryService:
             )
             return None
         try:
+            # the run's script file again, as the job's user (the first submission wrote it; a run
+            # directory tidied since, or a run from before the file, has none)
+            if self.by_path:
+                write_script_file(self.files.host, replace(run, os_user=run.os_user or user.os_user))
             submission = Submission.prepare(
                 self.clusters.get(cluster),
                 self.store,
@@ -170,8 +189,10 @@ class RetryService:
                 exclude_nodes=exclude,
                 comment=run.spec.comment,
                 mail_user=run.spec.mail_user,
+                script_path=script_file(run.run_dir) if self.by_path else None,
             )
-        except SpecError as exc:  # a node to keep off that is no Slurm name: this retry cannot be sent
+        except (SpecError, RunHostError) as exc:  # a node to keep off that is no Slurm name, a run
+            # directory the job's user cannot write: this retry cannot be sent
             attempt = self._add_attempt(run, failed, tag, exclude)
             self.store.mark_never_submitted(attempt.id, f"cannot submit the retry: {exc}", source="retry")
             return None

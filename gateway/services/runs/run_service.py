@@ -59,7 +59,7 @@ from gateway.services.runs.inputs import (
 from gateway.services.runs.new_runs import new_run_id
 from gateway.services.runs.new_runs import submit_audit as _submit_audit
 from gateway.services.runs.rerun import RerunIdentity, rerun_identity
-from gateway.services.runs.submission import Sent, Submission
+from gateway.services.runs.submission import Sent, Submission, script_file, write_script_file
 from gateway.services.runs.waiting import WaitingService
 from gateway.settings import Settings
 from gateway.store.runs import RunStore
@@ -183,6 +183,7 @@ class RunService:
                 return self._replay(claim, earlier)
         admitted = self.admission.admit(spec, owner)
         run_id = new_run_id()
+        run_dir = str(self.settings.runs_dir / run_id)
         # sbatch starts now and waits for the script: its start-up overlaps the recording below, and
         # it can queue nothing before the attempt is committed (_send hands it the script).
         submission = Submission.prepare(
@@ -192,9 +193,9 @@ class RunService:
             as_user=admitted.os_user,
             comment=spec.comment,
             mail_user=spec.mail_user,
+            script_path=self._script_path(run_dir),  # Slurm records it as the job's Command
         )
         with submission.abandoned_on_error():
-            run_dir = str(self.settings.runs_dir / run_id)
             inputs = resolve_inputs(spec, run_dir, principal=owner, datasets=self.datasets)
             launch = resolve_environment(spec, principal=owner, catalog=self.environments)
             new = self._new_run(spec, run_id, run_dir, owner, admitted, inputs, derived_from, launch)
@@ -218,6 +219,10 @@ class RunService:
         """The script ``spec`` would be submitted as, rendered with the placeholder ``run_id`` after
         every admission check a submission makes (``RunChecker.render``); nothing is recorded."""
         return self._checker().render(spec, principal=principal, run_id=run_id)[1]
+
+    def _script_path(self, run_dir: str) -> str | None:
+        """The file sbatch is given (``script_file``), or None: the script on its stdin."""
+        return script_file(run_dir) if self.settings.slurm_submit_by_path else None
 
     def _checker(self) -> RunChecker:
         return RunChecker(
@@ -285,6 +290,8 @@ class RunService:
         with submission.abandoned_on_error():
             try:
                 self.host.make_run_dir(run.run_dir, owner=run.os_user)
+                if self.settings.slurm_submit_by_path:
+                    write_script_file(self.host, run)  # what sbatch reads, by path
                 if inputs:
                     write_manifests(inputs, self.datasets, self.host, os_user=run.os_user)
                 # site and project secrets: their values, written for the job's user (never stored)

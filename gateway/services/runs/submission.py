@@ -27,8 +27,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from gateway.adapters.runhost import RunHost
 from gateway.adapters.slurm.protocol import PreparedSubmit, SlurmBackend
-from gateway.core.domain import Attempt, StateEvent
+from gateway.core.domain import Attempt, Run, StateEvent
 from gateway.errors import SlurmUnavailable, SubmitRejected
 from gateway.store.runs import RunStore
 
@@ -64,14 +65,22 @@ class Submission:
         exclude_nodes: Sequence[str] = (),
         comment: str | None = None,
         mail_user: str | None = None,
+        script_path: str | None = None,
     ) -> Submission:
         """Make the submission of the attempt tagged ``tag`` ready (``SlurmBackend.prepare_submit``),
-        as OS user ``as_user``, kept off ``exclude_nodes``, with the user's ``comment`` after the tag.
+        as OS user ``as_user``, kept off ``exclude_nodes``, with the user's ``comment`` after the tag,
+        from the file ``script_path`` (the caller writes the script there before ``send``:
+        ``write_script_file``).
 
-        Raises SpecError for a malformed tag, node name or comment (nothing was started).
+        Raises SpecError for a malformed tag, node name, comment or path (nothing was started).
         """
         prepared = slurm.prepare_submit(
-            tag=tag, as_user=as_user, exclude_nodes=exclude_nodes, comment=comment, mail_user=mail_user
+            tag=tag,
+            as_user=as_user,
+            exclude_nodes=exclude_nodes,
+            comment=comment,
+            mail_user=mail_user,
+            script_path=script_path,
         )
         return cls(store, prepared, tag)
 
@@ -130,6 +139,23 @@ class Submission:
             log.warning("sbatch did not answer for %s (%s); reconcile looks it up", attempt.tag, exc)
             self.store.add_note(attempt.id, f"sbatch did not answer: {exc}", source="sbatch")
             return None
+
+
+SCRIPT_FILE = "job.sbatch"  # the rendered script in the run directory, which sbatch is given by path
+
+
+def script_file(run_dir: str) -> str:
+    """Where a run's rendered script is written for sbatch to read: ``RUN_DIR/job.sbatch``, the path
+    Slurm records as each job's Command (a job that resubmits itself finds it there)."""
+    return f"{run_dir}/{SCRIPT_FILE}"
+
+
+def write_script_file(host: RunHost, run: Run) -> None:
+    """Write ``run``'s rendered script to ``script_file`` as the job's OS user, read-only (the
+    recorded script is the evidence; this is the copy sbatch and the job read). RunHostError
+    when that user cannot write it."""
+    assert run.os_user is not None
+    host.write_file(script_file(run.run_dir), run.script.encode(), as_user=run.os_user, mode=0o444)
 
 
 def record_sent(store: RunStore, sent: Sequence[tuple[Attempt, str]], *, source: str) -> dict[int, Sent]:
