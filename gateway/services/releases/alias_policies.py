@@ -21,8 +21,7 @@ from gateway.core.clock import utcnow
 from gateway.core.domain import Principal
 from gateway.core.releases.domain import ADVISORY_SEVERITIES, POLICY_ROLES, AliasPolicy
 from gateway.errors import NotFound, SpecError, SpecIssue
-from gateway.services.releases.promotions import alias_issues
-from gateway.services.releases.registry import ReleaseService
+from gateway.services.releases.registry import ReleaseService, alias_issues
 from gateway.store.promotions import PromotionStore
 
 MAX_APPROVALS = 10
