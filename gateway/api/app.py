@@ -17,6 +17,7 @@ from gateway.api.responses import document_errors
 from gateway.api.routes import (
     accounting,
     admin,
+    aliases,
     datasets,
     environments,
     evals,
@@ -108,6 +109,7 @@ def create_app(
     app.include_router(environments.runs_router)
     app.include_router(evals.router)
     app.include_router(releases.router)
+    app.include_router(aliases.router)
     app.include_router(handoff.router)
     app.include_router(evidence.router)
     app.include_router(projects.router)

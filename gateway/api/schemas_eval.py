@@ -1,4 +1,5 @@
-"""API schemas of evaluation: suite versions, eval runs, results, gate decisions, reviews, traces."""
+"""API schemas of evaluation: eval runs, results, gate decisions, reviews, comparisons, traces (the
+suites and their versions are in ``schemas_suites``)."""
 
 from __future__ import annotations
 
@@ -9,124 +10,19 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.api.schemas import RunSummary
 from gateway.api.schemas_lineage import LineageRunPublic
+from gateway.api.schemas_suites import SuiteVersionPublic
 from gateway.core.domain import Run
 from gateway.core.eval.domain import (
     SUITE_REF_PATTERN,
     EvalRun,
-    EvalSuite,
     GateRecord,
     Review,
-    SuiteVersionRecord,
 )
 from gateway.services.eval.gates import ResultView
 from gateway.services.eval.reviews import REVIEW_TARGET_PATTERN
-from gateway.services.eval.trace import gate_dict, result_dict, review_dict, version_dict
+from gateway.services.eval.trace import gate_dict, result_dict, review_dict
 
 SHA256_PATTERN = "^[0-9a-fA-F]{64}$"
-
-
-class SuiteDatasetPublic(BaseModel):
-    ref: str = Field(description="As the suite wrote it (tiny-cloze@latest)")
-    version: str = Field(description="The exact version it resolved to: project/name@N")
-    version_id: str
-    digest: str = Field(description="The dataset version's manifest digest")
-
-
-class HarnessRefPublic(BaseModel):
-    name: str
-    version: str | None
-    model: str | None
-
-
-class SuiteVersionPublic(BaseModel):
-    id: str
-    ref: str = Field(description="project/name@N")
-    project: str
-    name: str
-    version: int
-    content_hash: str = Field(
-        description="sha256 over the definition, the prompt template and dataset digests"
-    )
-    prompt_sha256: str
-    harness: HarnessRefPublic
-    tasks: list[str]
-    datasets: list[SuiteDatasetPublic]
-    reviews_required: int
-    environment: str | None = Field(
-        None,
-        description="The environment version its eval jobs run in (PROJECT/NAME@N); null: the site's "
-        "default eval environment, else its eval Python",
-    )
-    registered_by: str
-    registered_at: datetime
-
-    @classmethod
-    def of(cls, version: SuiteVersionRecord) -> SuiteVersionPublic:
-        return cls.model_validate(version_dict(version))
-
-
-class SuiteVersionDetail(SuiteVersionPublic):
-    definition: dict[str, Any] = Field(
-        description="The suite version as registered (the prompt template inline)"
-    )
-
-    @classmethod
-    def of(cls, version: SuiteVersionRecord) -> SuiteVersionDetail:
-        return cls.model_validate(
-            version_dict(version) | {"definition": version.suite.model_dump(mode="json")}
-        )
-
-
-class SuiteVersionRegistered(SuiteVersionDetail):
-    created: bool = Field(description="False: the suite already had a version with this content")
-
-
-class EvalSuitePublic(BaseModel):
-    id: str
-    project: str
-    name: str
-    description: str
-    created_by: str
-    created_at: datetime
-    version_count: int
-    latest_version: int | None
-    versions_by: Literal["lead", "member"] = Field(
-        description="The least role that may register a new version (the suite's setting)"
-    )
-    count_self_reviews: bool = Field(
-        description="Whether reviews by the run's submitter or the release's requester count for its gates"
-    )
-
-    @classmethod
-    def of(cls, suite: EvalSuite) -> EvalSuitePublic:
-        return cls(
-            id=suite.id,
-            project=suite.project,
-            name=suite.name,
-            description=suite.description,
-            created_by=suite.created_by,
-            created_at=suite.created_at,
-            version_count=suite.version_count,
-            latest_version=suite.latest_number,
-            versions_by=suite.versions_by,  # type: ignore[arg-type]  # a str in core; the suite service writes only these words
-            count_self_reviews=suite.count_self_reviews,
-        )
-
-
-class SuiteSettingsSet(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    versions_by: Literal["lead", "member"] | None = Field(
-        None, description="The least role that may register a new version; none: unchanged"
-    )
-    count_self_reviews: bool | None = Field(
-        None,
-        description="Whether reviews by the run's submitter or the release's requester count; none: as is",
-    )
-
-
-class EvalSuiteDetail(EvalSuitePublic):
-    versions: list[SuiteVersionPublic]
 
 
 class EvalRunCreate(BaseModel):

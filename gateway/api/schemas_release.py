@@ -11,7 +11,7 @@ from gateway.core.described import TEXT, Name, Sha256Hex, anchored, documented
 from gateway.core.names import NAME
 
 if TYPE_CHECKING:
-    from gateway.services.releases.promotions import MovePreview
+    from gateway.services.releases.move_checks import MovePreview
 from gateway.core.releases.domain import (
     ALIAS,
     MAX_RELEASE_NUMBER,
@@ -22,8 +22,8 @@ from gateway.core.releases.domain import (
     RegisteredModel,
 )
 from gateway.core.releases.views import move_dict, release_dict, request_dict
+from gateway.services.releases.alias_history import AliasState
 from gateway.services.releases.alias_policies import MAX_APPROVALS
-from gateway.services.releases.promotions import AliasState
 
 
 class _Body(BaseModel):

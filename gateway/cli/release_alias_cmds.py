@@ -4,6 +4,7 @@ alias, its protection policy and the promotions that move it (``release_cmds`` a
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -92,22 +93,25 @@ def _decide(request_id: str, decision: str, note: str, as_json: bool) -> None:
     show(found, as_json, release_view.request_lines)
 
 
-def approve(
-    request_id: Annotated[str, typer.Argument(help="pr-...")],
-    note: Annotated[str, typer.Option(help="What you checked.")] = "",
-    as_json: JsonOpt = False,
-) -> None:
-    """Approve a promotion request (not your own)."""
-    _decide(request_id, "approve", note, as_json)
+RequestArg = Annotated[str, typer.Argument(help="pr-...")]
 
 
-def reject(
-    request_id: Annotated[str, typer.Argument(help="pr-...")],
-    note: Annotated[str, typer.Option(help="Why not.")] = "",
-    as_json: JsonOpt = False,
-) -> None:
-    """Reject a promotion request (not your own)."""
-    _decide(request_id, "reject", note, as_json)
+def _decision(decision: str, note_help: str, doc: str) -> Callable[..., None]:
+    """The command that records ``decision`` (approve or reject) on a promotion request, with a note."""
+
+    def command(
+        request_id: RequestArg,
+        note: str = typer.Option("", help=note_help),  # a default, not Annotated: its help is the caller's
+        as_json: JsonOpt = False,
+    ) -> None:
+        _decide(request_id, decision, note, as_json)
+
+    command.__doc__ = doc
+    return command
+
+
+approve = _decision("approve", "What you checked.", "Approve a promotion request (not your own).")
+reject = _decision("reject", "Why not.", "Reject a promotion request (not your own).")
 
 
 def requests(

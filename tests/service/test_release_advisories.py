@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from fastapi.testclient import TestClient
@@ -29,6 +31,21 @@ from tests.web.conftest import browser  # noqa: F401 - Debian's chromium
 pytestmark = pytest.mark.slurm
 
 FINDING = "GHSA-gwt0-0000-0001 (CRITICAL) in gwtoy 1.0"
+
+
+@contextmanager
+def _signed_in(services, token: str, browser) -> Iterator[tuple[str, object, list[str]]]:  # noqa: F811
+    """The pages served in a thread, and a page signed in there with ``token`` (closed after)."""
+    with serve_in_thread(mount_web(create_app(services=services))) as web:
+        page, errors = page_checks.open_page(browser, f"{web}/ui/login")
+        try:
+            page.set_default_timeout(20_000)
+            page.fill("#token", token)
+            page.click("#sign-in")
+            page.wait_for_selector("#signed-in-as")
+            yield web, page, errors
+        finally:
+            page.context.close()
 
 
 @pytest.fixture(scope="module")
@@ -173,31 +190,23 @@ def test_the_promote_page_shows_the_findings_and_offers_a_lead_the_override(serv
     services.alias_policies.set_policy(
         PROJECT, model, "web-adv", principal=world["lead"], advisory_severity="HIGH"
     )
-    with serve_in_thread(mount_web(create_app(services=services))) as web:
-        page, errors = page_checks.open_page(browser, f"{web}/ui/login")
-        try:
-            page.set_default_timeout(20_000)
-            page.fill("#token", tokens["tester"])
-            page.click("#sign-in")
-            page.wait_for_selector("#signed-in-as")
-            page.goto(f"{web}/ui/models/{PROJECT}/{model}/promote?alias=web-adv&version=1")
-            expect(page.locator("#policy-in-force")).to_contain_text("no known advisory of severity HIGH")
-            expect(page.locator("#advisories-counted")).to_contain_text(f"1 known in {bad.ref}")
-            expect(page.locator("#advisory-findings")).to_contain_text("GHSA-gwt0-0000-0001")
-            expect(page.locator("#promote-missing")).to_contain_text(FINDING)
-            expect(page.locator("#override-form")).to_be_visible()
-            page.click(f"#advisories-counted a:text-is('{bad.ref}')")
-            expect(page).to_have_url(re.compile(rf"/ui/environments/{PROJECT}/{bad.name}/1$"))
-            page.go_back()
-            page.fill("#override-reason", "triaged: not reachable in training")
-            page.click("#override-go")
-            page.wait_for_load_state("load")
-            states = services.promotions.aliases(PROJECT, model, principal=world["lead"])
-            moved = next(s for s in states if s.alias == "web-adv")
-            assert moved.release is not None and moved.release.version == 1 and moved.event.override
-            page_checks.check_screen(page, errors, page_checks.SCREENSHOTS / "promote-advisory.png")
-        finally:
-            page.context.close()
+    with _signed_in(services, tokens["tester"], browser) as (web, page, errors):
+        page.goto(f"{web}/ui/models/{PROJECT}/{model}/promote?alias=web-adv&version=1")
+        expect(page.locator("#policy-in-force")).to_contain_text("no known advisory of severity HIGH")
+        expect(page.locator("#advisories-counted")).to_contain_text(f"1 known in {bad.ref}")
+        expect(page.locator("#advisory-findings")).to_contain_text("GHSA-gwt0-0000-0001")
+        expect(page.locator("#promote-missing")).to_contain_text(FINDING)
+        expect(page.locator("#override-form")).to_be_visible()
+        page.click(f"#advisories-counted a:text-is('{bad.ref}')")
+        expect(page).to_have_url(re.compile(rf"/ui/environments/{PROJECT}/{bad.name}/1$"))
+        page.go_back()
+        page.fill("#override-reason", "triaged: not reachable in training")
+        page.click("#override-go")
+        page.wait_for_load_state("load")
+        states = services.promotions.aliases(PROJECT, model, principal=world["lead"])
+        moved = next(s for s in states if s.alias == "web-adv")
+        assert moved.release is not None and moved.release.version == 1 and moved.event.override
+        page_checks.check_screen(page, errors, page_checks.SCREENSHOTS / "promote-advisory.png")
 
 
 def test_the_release_snapshot_evidence_and_gw_trace_carry_the_training_environment(services, world, gw):  # noqa: F811
@@ -239,21 +248,13 @@ def test_the_release_snapshot_evidence_and_gw_trace_carry_the_training_environme
 
 def test_the_run_compare_page_shows_the_two_runs_dependency_change(services, tokens, world, browser):  # noqa: F811
     bad, clean = world["runs"]["bad"], world["runs"]["clean"]
-    with serve_in_thread(mount_web(create_app(services=services))) as web:
-        page, errors = page_checks.open_page(browser, f"{web}/ui/login")
-        try:
-            page.set_default_timeout(20_000)
-            page.fill("#token", tokens["tester"])
-            page.click("#sign-in")
-            page.wait_for_selector("#signed-in-as")
-            page.goto(f"{web}/ui/compare?run={bad}&run={clean}")
-            section = page.locator("#run-env-diff")
-            expect(section).to_contain_text(f"{bad} ({world['versions']['bad'].ref})")
-            expect(section).to_contain_text("^ gwtoy 1.0 -> 2.0")
-            expect(section).to_contain_text("1 changed")
-            bare = world["runs"][None]
-            page.goto(f"{web}/ui/compare?run={bad}&run={bare}")
-            expect(page.locator("#run-env-diff")).to_contain_text("named no registered environment")
-            page_checks.check_screen(page, errors, page_checks.SCREENSHOTS / "compare-environment.png")
-        finally:
-            page.context.close()
+    with _signed_in(services, tokens["tester"], browser) as (web, page, errors):
+        page.goto(f"{web}/ui/compare?run={bad}&run={clean}")
+        section = page.locator("#run-env-diff")
+        expect(section).to_contain_text(f"{bad} ({world['versions']['bad'].ref})")
+        expect(section).to_contain_text("^ gwtoy 1.0 -> 2.0")
+        expect(section).to_contain_text("1 changed")
+        bare = world["runs"][None]
+        page.goto(f"{web}/ui/compare?run={bad}&run={bare}")
+        expect(page.locator("#run-env-diff")).to_contain_text("named no registered environment")
+        page_checks.check_screen(page, errors, page_checks.SCREENSHOTS / "compare-environment.png")

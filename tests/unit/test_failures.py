@@ -7,7 +7,8 @@ import json
 import pytest
 
 from gateway.core.runs.failure_classes import CLASSES
-from gateway.core.runs.failures import EndedAttempt, classify, gb, log_tail
+from gateway.core.runs.failure_rules import gb, log_tail
+from gateway.core.runs.failures import EndedAttempt, classify
 from gateway.core.runs.steps import StepRecord, parse_steps
 from gateway.core.slurm.states import RunState
 

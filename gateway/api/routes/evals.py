@@ -19,12 +19,14 @@ from gateway.api.schemas_eval import (
     EvalRunCreate,
     EvalRunPublic,
     EvalRunStarted,
-    EvalSuiteDetail,
-    EvalSuitePublic,
     GateCreate,
     GatePublic,
     ReviewCreate,
     ReviewPublic,
+)
+from gateway.api.schemas_suites import (
+    EvalSuiteDetail,
+    EvalSuitePublic,
     SuiteSettingsSet,
     SuiteVersionDetail,
     SuiteVersionPublic,

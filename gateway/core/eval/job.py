@@ -73,37 +73,8 @@ def eval_run_spec(
     environment = suite.environment or environment
     if environment is not None:
         python = "python3"
-    if not _PROGRAM.fullmatch(python):
-        raise SpecError(
-            [
-                SpecIssue(
-                    "eval_python", "a program name or an absolute path of letters, digits, . _ / + -", python
-                )
-            ],
-            what="eval job",
-        )
+    fixed = " ".join(shlex.quote(word) for word in _job_argv(suite, artifact, python, eval_dir))
     first = version.datasets[0]
-    argv = [
-        python,
-        f"{eval_dir}/jobs/run_eval.py",
-        "--harness",
-        suite.harness.name,
-        "--model",
-        artifact.path,
-        "--task-dir",
-        f"{eval_dir}/{suite.harness.task_dir}",
-        "--tasks",
-        ",".join(t.name for t in suite.tasks),
-        "--num-fewshot",
-        str(suite.harness.num_fewshot),
-        "--seed",
-        str(suite.harness.seed),
-    ]
-    if suite.harness.name == "lm-eval":
-        argv += ["--model-type", str(suite.harness.model), "--lm-eval-version", str(suite.harness.version)]
-    else:
-        argv += ["--program", f"{eval_dir}/{suite.harness.program}"]
-    fixed = " ".join(shlex.quote(word) for word in argv)
     variables = (
         f'--data "${dataset_env_var(first.name)}" --prompt-template "$GW_RUN_DIR/{PROMPT_FILE}" '
         f'--out "$GW_RUN_DIR/{EVAL_OUT}"'
@@ -133,6 +104,41 @@ def eval_run_spec(
         data["dependency"] = dependency
         data["slurm_options"] = {"kill-on-invalid-dep": "yes"}
     return build_spec(data, source=f"eval of {artifact.sha256[:12]} on {version.ref}")
+
+
+def _job_argv(suite: SuiteVersion, artifact: ArtifactInput, python: str, eval_dir: str) -> list[str]:
+    """The fixed words of the job's ``run_eval.py`` call (the harness's own, too); SpecError for a
+    ``python`` that is not a plain program name or path."""
+    if not _PROGRAM.fullmatch(python):
+        raise SpecError(
+            [
+                SpecIssue(
+                    "eval_python", "a program name or an absolute path of letters, digits, . _ / + -", python
+                )
+            ],
+            what="eval job",
+        )
+    argv = [
+        python,
+        f"{eval_dir}/jobs/run_eval.py",
+        "--harness",
+        suite.harness.name,
+        "--model",
+        artifact.path,
+        "--task-dir",
+        f"{eval_dir}/{suite.harness.task_dir}",
+        "--tasks",
+        ",".join(t.name for t in suite.tasks),
+        "--num-fewshot",
+        str(suite.harness.num_fewshot),
+        "--seed",
+        str(suite.harness.seed),
+    ]
+    if suite.harness.name == "lm-eval":
+        argv += ["--model-type", str(suite.harness.model), "--lm-eval-version", str(suite.harness.version)]
+    else:
+        argv += ["--program", f"{eval_dir}/{suite.harness.program}"]
+    return argv
 
 
 def _job_name(suite_name: str) -> str:

@@ -21,8 +21,7 @@ from gateway.core.clock import utcnow
 from gateway.core.domain import Principal
 from gateway.core.releases.domain import ADVISORY_SEVERITIES, POLICY_ROLES, AliasPolicy
 from gateway.errors import NotFound, SpecError, SpecIssue
-from gateway.services.releases.promotions import alias_issues
-from gateway.services.releases.registry import ReleaseService
+from gateway.services.releases.registry import ReleaseService, alias_issues
 from gateway.store.promotions import PromotionStore
 
 MAX_APPROVALS = 10
@@ -61,7 +60,6 @@ class AliasPolicyService:
             require(principal, "release.read", project, hide=True)
         require(principal, "release.policy", project)
         issues = alias_issues(alias)
-        pinned: int | None = None
         bad_roles = [r for r in roles if r not in POLICY_ROLES]
         if not roles or bad_roles:
             issues.append(SpecIssue("roles", f"one or more of {', '.join(POLICY_ROLES)}", list(roles)))
@@ -71,33 +69,8 @@ class AliasPolicyService:
             or not 0 <= approvals <= MAX_APPROVALS
         ):
             issues.append(SpecIssue("approvals", f"a whole number from 0 to {MAX_APPROVALS}", approvals))
-        if gate_suite is not None:
-            suite_project, sep, suite_name = gate_suite.partition("/")
-            if not sep or not suite_project or not suite_name or "@" in gate_suite:
-                issues.append(
-                    SpecIssue("gate_suite", "an eval suite as PROJECT/NAME (any version)", gate_suite)
-                )
-            else:
-                try:
-                    suite = self.releases.evals.suite(suite_project, suite_name)
-                except NotFound:
-                    issues.append(SpecIssue("gate_suite", "no such eval suite", gate_suite))
-                else:
-                    pinned, issue = _gate_version(gate_version, suite.latest_number, suite.version_count)
-                    if issue is not None:
-                        issues.append(issue)
-            if gate_baseline is not None:
-                issues.extend(
-                    SpecIssue("gate_baseline", i.message, gate_baseline) for i in alias_issues(gate_baseline)
-                )
-        else:
-            for field, value in (
-                ("gate_version", gate_version),
-                ("gate_baseline", gate_baseline),
-                ("allow_imported_results", allow_imported_results or None),
-            ):
-                if value is not None:
-                    issues.append(SpecIssue(field, "only with gate_suite: the suite whose gate it is", value))
+        pinned, gate_issues = self._gate_rule(gate_suite, gate_version, gate_baseline, allow_imported_results)
+        issues.extend(gate_issues)
         if advisory_severity is not None:
             advisory_severity = str(advisory_severity).upper()
             if advisory_severity not in ADVISORY_SEVERITIES:
@@ -108,7 +81,6 @@ class AliasPolicyService:
                 )
         if issues:
             raise SpecError(issues, what="alias policy")
-        pinned = pinned if gate_suite is not None else None
         policy = AliasPolicy(
             project=project,
             alias=alias,
@@ -118,7 +90,7 @@ class AliasPolicyService:
             gate_suite=gate_suite,
             updated_by=principal.user,
             updated_at=utcnow(),
-            gate_version=pinned if gate_suite is not None else None,
+            gate_version=pinned,  # None without a gate_suite
             gate_baseline=gate_baseline if gate_suite is not None else None,
             allow_imported_results=bool(allow_imported_results) and gate_suite is not None,
             advisory_severity=advisory_severity,
@@ -135,6 +107,45 @@ class AliasPolicyService:
                 source=principal.source,
             ),
         )
+
+    def _gate_rule(
+        self,
+        gate_suite: str | None,
+        gate_version: int | str | None,
+        gate_baseline: str | None,
+        allow_imported_results: bool,
+    ) -> tuple[int | None, list[SpecIssue]]:
+        """The suite version a policy's gate pins (None: ``latest``, or no gate) and the issues of its
+        gate fields: the suite must exist, the version be one of its, the baseline an alias name; with
+        no ``gate_suite``, none of the others may be given."""
+        issues: list[SpecIssue] = []
+        pinned: int | None = None
+        if gate_suite is None:
+            for field, value in (
+                ("gate_version", gate_version),
+                ("gate_baseline", gate_baseline),
+                ("allow_imported_results", allow_imported_results or None),
+            ):
+                if value is not None:
+                    issues.append(SpecIssue(field, "only with gate_suite: the suite whose gate it is", value))
+            return None, issues
+        suite_project, sep, suite_name = gate_suite.partition("/")
+        if not sep or not suite_project or not suite_name or "@" in gate_suite:
+            issues.append(SpecIssue("gate_suite", "an eval suite as PROJECT/NAME (any version)", gate_suite))
+        else:
+            try:
+                suite = self.releases.evals.suite(suite_project, suite_name)
+            except NotFound:
+                issues.append(SpecIssue("gate_suite", "no such eval suite", gate_suite))
+            else:
+                pinned, issue = _gate_version(gate_version, suite.latest_number, suite.version_count)
+                if issue is not None:
+                    issues.append(issue)
+        if gate_baseline is not None:
+            issues.extend(
+                SpecIssue("gate_baseline", i.message, gate_baseline) for i in alias_issues(gate_baseline)
+            )
+        return pinned, issues
 
     def policies(self, project: str, model: str | None, *, principal: Principal) -> list[AliasPolicy]:
         """The project's default policies and the model's own (``model`` None: defaults only)."""

@@ -22,7 +22,14 @@ from gateway.core.access.policy import allowed, require, visible_projects
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal
 from gateway.core.names import NAME, NAME_HELP
-from gateway.core.releases.domain import NOTES_MAX, REASON_MAX, RELEASE_STATUSES, RegisteredModel, Release
+from gateway.core.releases.domain import (
+    NOTES_MAX,
+    REASON_MAX,
+    RELEASE_STATUSES,
+    RegisteredModel,
+    Release,
+    check_alias,
+)
 from gateway.core.slurm.states import RunState
 from gateway.errors import Conflict, NotFound, SpecError, SpecIssue
 from gateway.services.eval.trace import EvalTraceService
@@ -46,6 +53,15 @@ def text_issue(field: str, value: object, limit: int, *, required: bool = False)
     if len(value) > limit or "\x00" in value:
         return SpecIssue(field, f"at most {limit} characters, no NUL byte")
     return None
+
+
+def alias_issues(alias: str) -> list[SpecIssue]:
+    """The issue of a bad alias name (empty when it is fine)."""
+    try:
+        check_alias(alias)
+    except ValueError as exc:
+        return [SpecIssue("alias", str(exc), alias)]
+    return []
 
 
 class ReleaseService:
