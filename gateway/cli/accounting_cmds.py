@@ -17,8 +17,10 @@ def register(app: typer.Typer) -> None:
 
 
 def cost(run_id: Annotated[str, typer.Argument(help="Run id.")], as_json: JsonOpt = False) -> None:
-    """A run's cost: each accounting record of its attempts (a Slurm requeue is one), its cluster and the
-    rates that priced it (a cluster's own rate named ``CLUSTER:partition/...``), and the totals."""
+    """A run's cost: each accounting record of its attempts (a Slurm requeue is one), and the totals.
+
+    Each record shows its cluster and the rates that priced it (a cluster's own rate is named
+    ``CLUSTER:partition/...``)."""
     body = call("run_cost", run_id)
     if as_json:
         print_json(body)

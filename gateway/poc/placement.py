@@ -12,13 +12,27 @@ missing one fails the set-up naming it, with nothing of the POC's left behind.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from gateway.client.api import ApiError
 from gateway.poc.checks import StepFailed
 
-if TYPE_CHECKING:
-    from gateway.poc.world import World
+
+class World(Protocol):
+    """What placement reads of ``gateway.poc.world.World`` (named here: world imports this module)."""
+
+    placed: dict[str, str | None]
+    clusters: list[dict[str, Any]]
+    client: Any
+
+    def call(self, method: str, path: str, body: Any = None, params: dict | None = None) -> Any:
+        """The gateway's answer to one API call."""
+        ...
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        """The run's view."""
+        ...
+
 
 OFF_HINT = (
     "on the local set-up the second cluster gwlocal2 is off where the playbook ran with "
