@@ -40,6 +40,7 @@ from gateway.store.envs import EnvStore, NewEnvVersion
 
 MAX_MODULES = 64
 MAX_DESCRIPTION = 4096
+MAX_BUILDS = 3  # a failed build of a site environment is tried again until it has had this many
 
 
 @dataclass(frozen=True)
@@ -209,8 +210,69 @@ class EnvironmentService:
             version = self._submit_build(version, build, principal)
         return version, True
 
+    def rebuild(
+        self,
+        version: EnvVersion,
+        *,
+        build_queue: str,
+        build_project: str,
+        principal: Principal,
+        max_builds: int = MAX_BUILDS,
+    ) -> EnvVersion:
+        """Build a failed python version again (``max_builds`` in all), at a new location: its build
+        job admitted first (a refusal writes nothing), the failure kept in ``build_failures`` and the
+        restart audited (``env.rebuild``). When another request restarted it first, the version as
+        that one left it (its build job may not be linked yet: the caller waits for it).
+
+        Conflict when it is not failed, or has had its builds."""
+        if version.kind != "python" or version.status != "failed":
+            raise Conflict(
+                f"environment {version.ref} is {version.status}; only a failed build is tried again"
+            )
+        if version.build_attempts >= max_builds:
+            raise Conflict(
+                f"environment {version.ref} failed to build {version.build_attempts} times, the most the "
+                f"gateway tries; the last: {version.failure}"
+            )
+        location = self._location(version.project, version.name)
+        build = build_run_spec(
+            self.settings,
+            project=build_project,
+            name=version.name,
+            location=location,
+            lock=version.content["lock"],
+            queue=build_queue,
+            env_project=version.project,
+            sources=bool(version.content.get("pip_sources")),
+        )
+        self.runs.admission.admit(build, principal)
+        restarted = self.store.restart_build(
+            version.id,
+            attempts=version.build_attempts,
+            location=location,
+            audit=AuditEntry(
+                actor=principal.user,
+                action="env.rebuild",
+                target_type="environment_version",
+                target_id=version.id,
+                project=version.project,
+                source=principal.source,
+                after={
+                    "environment": version.ref,
+                    "build": version.build_attempts + 1,
+                    "previous_failure": version.failure,
+                    "location": location,
+                },
+            ),
+        )
+        if not restarted:
+            return self.store.version(version.id)
+        return self._submit_build(self.store.version(version.id), build, principal)
+
     def _submit_build(self, version: EnvVersion, build: RunSpec, principal: Principal) -> EnvVersion:
-        """Submit ``version``'s build job and record it; a refusal marks the version failed, and raises."""
+        """Submit ``version``'s build job (tagged ``build_tag``, so that a crash before it is linked
+        leaves it findable) and record it; a refusal marks the version failed, and raises."""
+        build = build.model_copy(update={"tags": [*build.tags, version.build_tag]})
         try:
             run = self.runs.submit(build, principal=principal)
         except GatewayError as exc:  # Slurm refused it: the version says so, and the caller hears it
@@ -254,10 +316,7 @@ class EnvironmentService:
                 content = lock_content(req.lock, pip_sources=req.pip_sources)
             except ValueError as exc:
                 raise SpecError([SpecIssue("lock", str(exc))]) from exc
-            location = f"{self.settings.environments_dir}/{req.project}/{req.name}/{uuid.uuid4().hex[:12]}"
-            if not names.SAFE_PATH.fullmatch(location):
-                raise SpecError([SpecIssue("envs_dir", names.SAFE_PATH_HELP, location)])
-            return content, location, None, "building"
+            return content, self._location(req.project, req.name), None, "building"
         if req.kind == "image":
             if not req.archive or not names.SAFE_PATH.fullmatch(req.archive):
                 raise SpecError(
@@ -283,6 +342,13 @@ class EnvironmentService:
             if not MODULE_NAME.fullmatch(module):
                 raise SpecError([SpecIssue("modules", "not a module name (name or name/version)", module)])
         return {"modules": list(req.modules)}, None, _module_set(req.modules), "ready"
+
+    def _location(self, project: str, name: str) -> str:
+        """A new directory for a build of ``project/name`` under ``environments_dir``."""
+        location = f"{self.settings.environments_dir}/{project}/{name}/{uuid.uuid4().hex[:12]}"
+        if not names.SAFE_PATH.fullmatch(location):
+            raise SpecError([SpecIssue("envs_dir", names.SAFE_PATH_HELP, location)])
+        return location
 
     # -- comparing --------------------------------------------------------------------------
 
