@@ -20,7 +20,7 @@ from typing import Any
 from gateway.adapters.advisories import OsvDirectory
 from gateway.adapters.runhost import RunHost
 from gateway.core import names
-from gateway.core.access.policy import require
+from gateway.core.access.policy import allowed, require
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal
 from gateway.core.envs.advisories import Finding, scan, worst
@@ -131,6 +131,15 @@ class EnvironmentService:
         self.access.project(req.project)
         require(principal, "env.register", req.project)
         return self._record(req, principal, build_project=req.project)
+
+    def register_targets(self, principal: Principal) -> list[tuple[str, list[str]]]:
+        """The projects ``principal`` may register environments in (``env.register``), each with its
+        queues' names (where a python version's build job may run): what the web form offers."""
+        out = []
+        for project in self.access.projects():
+            if project.name != SITE_PROJECT and allowed(principal, "env.register", project.name):
+                out.append((project.name, [q.name for q in project.queues]))
+        return out
 
     def register_site(
         self, req: EnvRegistration, *, build_project: str, principal: Principal
