@@ -207,6 +207,7 @@ def build_services(
             accounting,
             retention["retention"],
             handoff,
+            env_catalog,
         ),
         **retention,
         handoff=handoff,
@@ -232,6 +233,7 @@ def _background(
     accounting: AccountingService,
     retention: RetentionSweeper,
     handoff: HandoffService,
+    env_catalog: EnvCatalog,
 ) -> BackgroundWork:
     """The leader's periodic work: refresh, retries, harvests, eval ingest, audit anchors, accounting."""
     return BackgroundWork(
@@ -247,6 +249,7 @@ def _background(
         accounting=accounting,
         retention=retention,
         handoff=handoff,
+        environments=env_catalog,
     )
 
 

@@ -272,6 +272,18 @@ class EnvStore:
         with self.db.session() as session:
             return ENV_VERSIONS.find(session, environment_id, number=number, digest_prefix=digest_prefix)
 
+    def building(self, limit: int = 200) -> list[EnvVersion]:
+        """Versions whose build has not settled (``building``), oldest first, at most ``limit``."""
+        with self.db.session() as session:
+            rows = session.execute(
+                select(EnvVersionRow, EnvironmentRow)
+                .join(EnvironmentRow, EnvironmentRow.id == EnvVersionRow.environment_id)
+                .where(EnvVersionRow.status == "building")
+                .order_by(EnvVersionRow.registered_at)
+                .limit(limit)
+            )
+            return [to_version(row, env) for row, env in rows]
+
     def observations(self, run_id: str) -> list[Observation]:
         """What each job of the run found at its start, in the order they were recorded."""
         with self.db.session() as session:

@@ -207,7 +207,10 @@ def test_a_crash_before_the_build_job_is_recorded_is_found_and_the_build_submitt
         impatient.ensure(project=PROJECT, queue="cpu", principal=lead)
     grace, catalog.orphan_grace_s = catalog.orphan_grace_s, 0.0
     try:
-        version = site.ensure(project=PROJECT, queue="cpu", principal=lead)  # the next need
+        # the periodic reconcile's step: past the grace, with no run, it was never submitted
+        settled = {v.id: v for v in catalog.settle_building()}
+        assert settled[left.id].status == "failed" and "never submitted" in settled[left.id].failure
+        version = site.ensure(project=PROJECT, queue="cpu", principal=lead)  # the next need builds again
     finally:
         catalog.orphan_grace_s = grace
     assert version.status == "building" and version.build_attempts == 2

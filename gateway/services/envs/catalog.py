@@ -307,6 +307,17 @@ class EnvCatalog:
         )
         return self.store.version(version.id)
 
+    def settle_building(self) -> builtins.list[EnvVersion]:
+        """Every version still ``building`` settled (the periodic reconcile's step): builds that
+        ended recorded, a build run a dead request left unlinked linked, one never submitted failed.
+        Returns those whose status moved."""
+        moved = []
+        for version in self.store.building():
+            settled = self.settle(version)
+            if settled.status != "building":
+                moved.append(settled)
+        return moved
+
     def _orphan(self, version: EnvVersion) -> EnvVersion:
         """A building version with no build run linked: its run found by tag and linked, or, once the
         grace is over with none, failed (its build job was never submitted)."""
