@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from gateway.core import names
@@ -73,6 +74,17 @@ async def register(request: Request, pages: PagesDep, principal: PrincipalDep, f
     if isinstance(upload, UploadFile) and upload.filename:
         data = await upload.read(MAX_LOCK_CHARS * 4 + 1)
         shown["lock"] = data.decode("utf-8", errors="replace")
+    # the service submits a build job (sbatch) and reads an archive: off the event loop
+    return await run_in_threadpool(_registered, request, pages, principal, shown)
+
+
+def _registered(request: Request, pages: PagesDep, principal: Principal, shown: dict[str, str]) -> Response:
+    """The version the form's values register, opened on its page; or the refusal above the form."""
+    kind = shown["kind"]
+
+    def of(field: str, wanted: str) -> str | None:  # a field of another kind is ignored
+        return (shown[field] or None) if kind == wanted else None
+
     try:
         if not names.NAME.fullmatch(shown["project"]):
             raise SpecError([SpecIssue("project", "choose one of your projects", shown["project"])])
@@ -80,13 +92,11 @@ async def register(request: Request, pages: PagesDep, principal: PrincipalDep, f
             EnvRegistration(
                 project=shown["project"],
                 name=shown["name"],
-                kind=shown["kind"],
-                lock=shown["lock"] or None if shown["kind"] == "python" else None,
-                build_queue=shown["build_queue"] or None if shown["kind"] == "python" else None,
-                archive=shown["archive"] or None if shown["kind"] == "image" else None,
-                modules=[m.strip() for m in shown["modules"].splitlines() if m.strip()]
-                if shown["kind"] == "modules"
-                else [],
+                kind=kind,
+                lock=of("lock", "python"),
+                build_queue=of("build_queue", "python"),
+                archive=of("archive", "image"),
+                modules=[m.strip() for m in (of("modules", "modules") or "").splitlines() if m.strip()],
                 description=shown["description"],
                 parent=shown["parent"] or None,
             ),
