@@ -202,6 +202,7 @@ def build_services(
             accounting,
             retention["retention"],
             handoff,
+            env_catalog,
         ),
         **retention,
         handoff=handoff,
@@ -230,6 +231,7 @@ def _background(
     accounting: AccountingService,
     retention: RetentionSweeper,
     handoff: HandoffService,
+    env_catalog: EnvCatalog,
 ) -> BackgroundWork:
     """The leader's periodic work: refresh, retries, harvests, eval ingest, audit anchors, accounting."""
     return BackgroundWork(
@@ -245,6 +247,7 @@ def _background(
         accounting=accounting,
         retention=retention,
         handoff=handoff,
+        environments=env_catalog,
     )
 
 

@@ -43,6 +43,12 @@ class EnvVersionCreate(BaseModel):
     )
 
 
+class EnvBuildFailurePublic(BaseModel):
+    attempt: int = Field(description="which build (1 the first)")
+    failure: str | None = Field(description="why it failed")
+    build_run_id: str | None = Field(description="its build run (none: its job was never submitted)")
+
+
 class EnvVersionPublic(BaseModel):
     id: str
     environment: str = Field(description="project/name")
@@ -61,6 +67,12 @@ class EnvVersionPublic(BaseModel):
     package_count: int
     build_run_id: str | None
     failure: str | None
+    build_attempts: int = Field(
+        default=1, description="python: builds asked for (a failed site build is tried again, bounded)"
+    )
+    build_failures: list[EnvBuildFailurePublic] = Field(
+        default_factory=list, description="python: why each earlier build failed, oldest first"
+    )
     description: str
     registered_by: str
     registered_at: datetime
@@ -87,6 +99,8 @@ class EnvVersionPublic(BaseModel):
             package_count=len(v.packages),
             build_run_id=v.build_run_id,
             failure=v.failure,
+            build_attempts=v.build_attempts,
+            build_failures=[EnvBuildFailurePublic(**f) for f in v.build_failures],
             description=v.description,
             registered_by=v.registered_by,
             registered_at=v.registered_at,

@@ -130,6 +130,9 @@ def _summary(v: dict) -> None:
         )
     if v.get("failure"):
         console.print(f"  build failed: {v['failure']}", markup=False)
+    for earlier in v.get("build_failures") or []:
+        run = f" (run {earlier['build_run_id']})" if earlier.get("build_run_id") else ""
+        console.print(f"  build {earlier['attempt']}{run} failed: {earlier['failure']}", markup=False)
     if v.get("parent_diff"):
         lines = diff_lines(v["parent_diff"])
         console.print(f"  changes from its parent: {len(lines) or 'none'}", markup=False)

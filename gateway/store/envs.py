@@ -1,8 +1,8 @@
 """Reading and writing environments, their versions and what jobs found at their start.
 
 A version is written once, with its audit event; registering content the environment already has
-returns that version and writes nothing. A python version's build outcome is written once: the
-status moves from ``building`` and never back.
+returns that version and writes nothing. A python version's build outcome is written once per
+build: the status moves from ``building``, and back only for another build (``restart_build``).
 """
 
 from __future__ import annotations
@@ -115,6 +115,7 @@ class EnvStore:
                 registered_at=utcnow(),
                 parent_id=version.parent_id,
                 parent_diff=version.parent_diff,
+                build_requested_at=utcnow() if version.status == "building" else None,
             )
             session.add(row)
             session.flush()
@@ -172,6 +173,40 @@ class EnvStore:
                 update(EnvVersionRow)
                 .where(EnvVersionRow.id == version_id, EnvVersionRow.status == "building")
                 .values(**values)
+            )
+            if not rows_matched(done):
+                return False
+            append(session, audit)
+            return True
+
+    def restart_build(self, version_id: str, *, attempts: int, location: str, audit: AuditEntry) -> bool:
+        """Move a failed version whose build was tried ``attempts`` times back to ``building`` for one
+        more build at ``location`` (a build never reuses a directory): the failure is kept in
+        ``build_failures``, the run link cleared. False when another request restarted it first."""
+        with self.db.session() as session:
+            row = session.get(EnvVersionRow, version_id)
+            if row is None or row.status != "failed" or (row.build_attempts or 1) != attempts:
+                return False
+            kept = [
+                *(row.build_failures or []),
+                {"attempt": attempts, "failure": row.failure, "build_run_id": row.build_run_id},
+            ]
+            done = session.execute(
+                update(EnvVersionRow)
+                .where(
+                    EnvVersionRow.id == version_id,
+                    EnvVersionRow.status == "failed",
+                    EnvVersionRow.build_attempts == attempts,
+                )
+                .values(
+                    status="building",
+                    failure=None,
+                    build_run_id=None,
+                    location=location,
+                    build_attempts=attempts + 1,
+                    build_requested_at=utcnow(),
+                    build_failures=kept,
+                )
             )
             if not rows_matched(done):
                 return False
@@ -237,6 +272,18 @@ class EnvStore:
         with self.db.session() as session:
             return ENV_VERSIONS.find(session, environment_id, number=number, digest_prefix=digest_prefix)
 
+    def building(self, limit: int = 200) -> list[EnvVersion]:
+        """Versions whose build has not settled (``building``), oldest first, at most ``limit``."""
+        with self.db.session() as session:
+            rows = session.execute(
+                select(EnvVersionRow, EnvironmentRow)
+                .join(EnvironmentRow, EnvironmentRow.id == EnvVersionRow.environment_id)
+                .where(EnvVersionRow.status == "building")
+                .order_by(EnvVersionRow.registered_at)
+                .limit(limit)
+            )
+            return [to_version(row, env) for row, env in rows]
+
     def observations(self, run_id: str) -> list[Observation]:
         """What each job of the run found at its start, in the order they were recorded."""
         with self.db.session() as session:
@@ -300,6 +347,9 @@ def to_version(row: EnvVersionRow, env: EnvironmentRow) -> EnvVersion:
         failure=row.failure,
         parent_id=row.parent_id,
         parent_diff=row.parent_diff,
+        build_attempts=row.build_attempts or 1,
+        build_requested_at=row.build_requested_at,
+        build_failures=list(row.build_failures or []),
     )
 
 

@@ -39,6 +39,11 @@ class EnvVersionRow(Base):
     registered_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     parent_id: Mapped[str | None] = mapped_column(ForeignKey("environment_versions.id"), index=True)
     parent_diff: Mapped[dict | None] = mapped_column(JSON)
+    # a python version's builds: how many were asked for, when the current one was, and why each
+    # earlier one failed (``{"attempt", "failure", "build_run_id"}``, oldest first; migration 0023)
+    build_attempts: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    build_requested_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    build_failures: Mapped[list | None] = mapped_column(JSON)
 
     __table_args__ = (
         UniqueConstraint("environment_id", "number", name="uq_environment_version_number"),

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
 from gateway.core.domain import Principal
+from gateway.core.envs.record import SITE_PROJECT
 from gateway.core.spec.run_spec import build_spec
 from gateway.errors import (
     BatchRejected,
@@ -72,12 +73,23 @@ def _dataset_refs(request: Request, principal: Principal, project: str) -> list[
 
 
 def _environment_refs(request: Request, principal: Principal, project: str) -> list[str]:
-    """``name@latest`` and each version of every environment of ``project`` (newest first)."""
+    """``name@latest`` and each version of every environment of ``project`` (newest first), then
+    the site's built-in ones (``site/lm-eval@N``: any run may name them) that are not failed."""
+    catalog = services_of(request).environments.catalog
     refs = []
-    for env in services_of(request).environments.catalog.list(principal=principal, project=project):
+    for env in catalog.list(principal=principal, project=project):
         if env.latest is not None:
             refs.append(f"{env.name}@latest")
             refs += [f"{env.name}@{n}" for n in range(env.latest.number, 0, -1)][:DATASET_VERSIONS_SHOWN]
+    if project == SITE_PROJECT:
+        return refs
+    for env in catalog.list(principal=principal, project=SITE_PROJECT):
+        usable = [
+            v for v in catalog.versions(env.project, env.name, principal=principal) if v.status != "failed"
+        ]
+        refs += [f"{SITE_PROJECT}/{env.name}@{v.number}" for v in sorted(usable, key=lambda v: -v.number)][
+            :DATASET_VERSIONS_SHOWN
+        ]
     return refs
 
 

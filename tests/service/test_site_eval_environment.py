@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -113,7 +115,7 @@ def test_a_failed_build_of_the_site_environment_says_why_on_the_evals(services, 
     tag = unique_tag()
     lock = tmp_path / "lm-eval.lock"
     lock.write_text(f"# {tag}\ngwtoy-missing==9.9 \\\n    --hash=sha256:{'0' * 64}\n")  # in no wheelhouse
-    site = SiteEvalEnvironment(services.environments, lock, name=f"lm-eval-bad-{tag}")
+    site = SiteEvalEnvironment(services.environments, lock, name=f"lm-eval-bad-{tag}", max_builds=2)
     evals = _fresh_gateway_evals(services, site)
     suite, sha = _suite_and_artifact(services, lead, tag)
     started = evals.start(suite, ArtifactChoice(sha256=sha), principal=lead)
@@ -134,7 +136,20 @@ def test_a_failed_build_of_the_site_environment_says_why_on_the_evals(services, 
             break
         time.sleep(0.5)
     assert found.status == "failed" and f"site/{site.name}@1 failed to build" in found.note, found.note
-    with pytest.raises(Conflict, match="failed to build"):
+    # the next need builds it again (a new directory, the failure kept and audited) ...
+    second = evals.start(suite, ArtifactChoice(sha256=sha), principal=lead)
+    version = services.environments.catalog.resolve(f"site/{site.name}@1", project=PROJECT, principal=lead)
+    assert version.build_attempts == 2 and version.build_run_id not in (None, build_run_id)
+    assert [f["build_run_id"] for f in version.build_failures] == [build_run_id]
+    assert "ended failed" in version.build_failures[0]["failure"]
+    assert second.run.spec.dependency == f"afterok:{services.environments.catalog.build_job_id(version)}"
+    admin = services.access.principal("admin", source="pytest")
+    (rebuilt,) = services.audit.events(admin, action="env.rebuild", target=version.id).items
+    assert rebuilt.after["build"] == 2 and "ended failed" in rebuilt.after["previous_failure"]
+    assert refresh_until(services, version.build_run_id, timeout_s=150.0).state is RunState.FAILED
+    assert refresh_until(services, second.run.id, timeout_s=150.0).state is RunState.CANCELLED
+    # ... until it has had its builds: then the evals are refused with every build's failure
+    with pytest.raises(Conflict, match=r"failed to build 2 times.*\(earlier: build 1: build run"):
         evals.start(suite, ArtifactChoice(sha256=sha), principal=lead)
     # the site's project is the gateway's: users register in their own
     with pytest.raises(SpecError, match="site's own environments"):
@@ -142,6 +157,93 @@ def test_a_failed_build_of_the_site_environment_says_why_on_the_evals(services, 
             EnvRegistration(project="site", name=site.name, kind="modules", modules=["gcc/12"]),
             principal=lead,
         )
+
+
+def _crash_ensure(settings, when: str, lock: Path, name: str) -> None:
+    """Ask for the site environment ``name`` of ``lock`` in a process that kills itself at ``when`` of
+    its build's sbatch (tests/service/env_crash_driver.py)."""
+    fields = {
+        "database_url": settings.database_url,
+        "runs_dir": str(settings.runs_dir),
+        "envs_dir": str(settings.envs_dir),
+        "env_pip_find_links": str(settings.env_pip_find_links),
+        "audit_anchor_path": str(settings.audit_anchor_path),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.service.env_crash_driver", json.dumps(fields), when, str(lock), name],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+
+
+def _build_runs(services, version) -> list:
+    """Every run tagged as one of ``version``'s builds."""
+    return [
+        r
+        for n in range(1, version.build_attempts + 1)
+        for r in services.runs.store.list_runs(RunFilter(tag=f"env-build:{version.id}:{n}")).items
+    ]
+
+
+def test_a_crash_before_the_build_job_is_recorded_is_found_and_the_build_submitted_again(
+    services, settings, tmp_path
+):
+    lead = services.access.principal("tester", source="pytest")
+    tag = unique_tag()
+    lock = tmp_path / "lm-eval.lock"
+    lock.write_text(lock_text(wheel("gwtoy", "1.0"), comment=tag))
+    site = SiteEvalEnvironment(services.environments, lock, name=f"lm-eval-crash-{tag}")
+    _crash_ensure(settings, "started", lock, site.name)  # the version written, its build run not
+    catalog = services.environments.catalog
+    (left,) = catalog.versions("site", site.name, principal=lead)
+    assert left.status == "building" and left.build_run_id is None and not _build_runs(services, left)
+    # within the grace its registering request may still be submitting it: left alone
+    with pytest.raises(Conflict, match="has not appeared after 1 s"):
+        impatient = SiteEvalEnvironment(services.environments, lock, name=site.name, wait_s=1)
+        impatient.ensure(project=PROJECT, queue="cpu", principal=lead)
+    grace, catalog.orphan_grace_s = catalog.orphan_grace_s, 0.0
+    try:
+        # the periodic reconcile's step: past the grace, with no run, it was never submitted
+        settled = {v.id: v for v in catalog.settle_building()}
+        assert settled[left.id].status == "failed" and "never submitted" in settled[left.id].failure
+        version = site.ensure(project=PROJECT, queue="cpu", principal=lead)  # the next need builds again
+    finally:
+        catalog.orphan_grace_s = grace
+    assert version.status == "building" and version.build_attempts == 2
+    (failure,) = version.build_failures
+    assert "never submitted" in failure["failure"] and failure["build_run_id"] is None
+    (build,) = _build_runs(services, version)
+    assert build.id == version.build_run_id and catalog.build_job_id(version) is not None
+    assert refresh_until(services, build.id, timeout_s=150.0).state is RunState.SUCCEEDED
+    ready = catalog.resolve(f"site/{site.name}@1", project=PROJECT, principal=lead)
+    assert ready.status == "ready" and ready.packages["gwtoy"] == "1.0"
+
+
+def test_a_crash_after_sbatch_answered_links_the_one_build_job(services, settings, slurm, tmp_path):
+    lead = services.access.principal("tester", source="pytest")
+    tag = unique_tag()
+    lock = tmp_path / "lm-eval.lock"
+    lock.write_text(lock_text(wheel("gwtoy", "1.0"), comment=tag))
+    site = SiteEvalEnvironment(services.environments, lock, name=f"lm-eval-crash2-{tag}")
+    _crash_ensure(settings, "after", lock, site.name)  # the build job queued, nothing after it stored
+    catalog = services.environments.catalog
+    version = catalog.resolve(f"site/{site.name}@1", project=PROJECT, principal=lead)  # read: linked
+    (build,) = _build_runs(services, version)
+    assert version.build_run_id == build.id and version.build_attempts == 1
+    attempt = build.attempts[0]
+    assert attempt.job_id is None and len(slurm.find_by_tag(attempt.tag)) == 1  # sbatch queued it
+    # the runs' exactly-once reconciliation adopts the job sbatch queued: one job, one build
+    time.sleep(max(settings.submit_grace_s - (time.time() - attempt.created_at.timestamp()), 0) + 0.2)
+    services.refresher.reconcile()
+    assert services.runs.store.get_run(build.id).latest.job_id == slurm.find_by_tag(attempt.tag)[0]
+    assert refresh_until(services, build.id, timeout_s=150.0).state is RunState.SUCCEEDED
+    ready = site.ensure(project=PROJECT, queue="cpu", principal=lead)
+    assert ready.status == "ready" and ready.build_attempts == 1 and ready.build_failures == []
+    assert len(services.runs.store.get_run(build.id).attempts) == 1
 
 
 def test_the_shipped_lock_pins_lm_eval_as_the_venv_has_it():

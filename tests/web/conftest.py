@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.envs_world import WHEELHOUSE
 from tests.service.conftest import fresh_database
 from tests.service.gw_serve import Serve, gw_serve
 
@@ -32,7 +33,14 @@ def serve(tmp_path_factory) -> Iterator[Serve]:
     state = tmp_path_factory.mktemp("web")
     with (
         fresh_database(WEB_DATABASE, state) as database_url,
-        gw_serve(state, prefix="web", users=("tester", "watcher", "admin"), database_url=database_url) as s,
+        gw_serve(
+            state,
+            prefix="web",
+            users=("tester", "watcher", "admin"),
+            database_url=database_url,
+            # locked environments registered through the pages install the tests' wheels
+            settings={"GATEWAY_ENV_PIP_FIND_LINKS": str(WHEELHOUSE)},
+        ) as s,
     ):
         yield s
 

@@ -396,6 +396,7 @@ PAGE_KINDS = {
     "submit": None,
     "projects": "/ui/projects/",
     "datasets": "/ui/datasets/",
+    "environments": "/ui/environments/",  # with the register form
     "evals": "/ui/evals/results/",
     "models": "/ui/models/",
     "reports": None,

@@ -11,8 +11,9 @@ Kinds (docs/environments.md):
 - ``modules``: Lmod / Environment Modules names and versions, loaded in order; recorded as given.
 
 A version is immutable once registered: its digest is over its kind and content
-(``content_digest``); only a python version's build status moves, once, from ``building`` to
-``ready`` (with the installed set) or ``failed``.
+(``content_digest``); only a python version's build status moves from ``building`` to ``ready``
+(with the installed set) or ``failed``; a failed build of a site environment may be tried again
+(back to ``building``, a bounded number of times, each earlier failure kept in ``build_failures``).
 """
 
 from __future__ import annotations
@@ -65,6 +66,15 @@ class EnvVersion:
     failure: str | None = None  # why the build failed
     parent_id: str | None = None  # the version it was derived from
     parent_diff: dict[str, Any] | None = None  # package_diff(parent, this), when both have packages
+    build_attempts: int = 1  # python: builds asked for (a failed site build is retried, bounded)
+    build_requested_at: datetime | None = None  # python: when the current build was asked for
+    build_failures: list[dict[str, Any]] = field(default_factory=list)  # earlier builds' failures
+
+    @property
+    def build_tag(self) -> str:
+        """The tag of the current build's run: how a build whose registering request died before it
+        linked its run (``build_run_id``) is found again."""
+        return f"env-build:{self.id}:{self.build_attempts}"
 
     @property
     def ref(self) -> str:

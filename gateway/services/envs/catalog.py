@@ -14,12 +14,13 @@ from __future__ import annotations
 import builtins
 import json
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from gateway.adapters.runhost import RunHost
 from gateway.core.access.policy import allowed, visible_projects
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Principal, Run
+from gateway.core.domain import Principal, Run, RunFilter
 from gateway.core.envs.advisories import Finding
 from gateway.core.envs.diff import is_empty, package_diff
 from gateway.core.envs.record import (
@@ -38,6 +39,9 @@ from gateway.store.runs import RunStore
 
 INSTALLED_FILE = "gw-installed.json"  # beside a built venv: its installed set, written by the build job
 MAX_OBSERVED_BYTES = 1 << 20
+# A build asked for this long ago with no run recorded was never submitted: its registering request
+# records the run within seconds of the version (admission, then one insert), or died.
+ORPHAN_GRACE_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,16 @@ def drift_words(drift: dict[str, Any]) -> str:
 
 
 class EnvCatalog:
-    def __init__(self, store: EnvStore, runs: RunStore, host: RunHost, *, runtime: str = "podman") -> None:
+    def __init__(
+        self,
+        store: EnvStore,
+        runs: RunStore,
+        host: RunHost,
+        *,
+        runtime: str = "podman",
+        orphan_grace_s: float = ORPHAN_GRACE_S,
+    ) -> None:
+        self.orphan_grace_s = orphan_grace_s  # how long a build may go without a run before it is failed
         self.store = store
         self.runs = runs
         self.host = host
@@ -241,7 +254,14 @@ class EnvCatalog:
         return jobs[-1] if jobs else None
 
     def settle(self, version: EnvVersion) -> EnvVersion:
-        """``version``, its build settled first when it is a python version whose build run ended."""
+        """``version``, its build settled first when it is a python version whose build run ended.
+
+        A build with no run linked is looked for by its tag (the registering request died after its
+        run was recorded: the run is linked now, and Slurm's exactly-once reconciliation settles its
+        job); with none after ``ORPHAN_GRACE_S`` its job was never submitted, and it is ``failed``
+        with that reason (the site's built-in environment then builds again on its next need)."""
+        if version.status == "building" and not version.build_run_id:
+            version = self._orphan(version)
         if version.status != "building" or not version.build_run_id:
             return version
         try:
@@ -283,6 +303,47 @@ class EnvCatalog:
                 project=version.project,
                 source="gateway",
                 after=after,
+            ),
+        )
+        return self.store.version(version.id)
+
+    def settle_building(self) -> builtins.list[EnvVersion]:
+        """Every version still ``building`` settled (the periodic reconcile's step): builds that
+        ended recorded, a build run a dead request left unlinked linked, one never submitted failed.
+        Returns those whose status moved."""
+        moved = []
+        for version in self.store.building():
+            settled = self.settle(version)
+            if settled.status != "building":
+                moved.append(settled)
+        return moved
+
+    def _orphan(self, version: EnvVersion) -> EnvVersion:
+        """A building version with no build run linked: its run found by tag and linked, or, once the
+        grace is over with none, failed (its build job was never submitted)."""
+        found = self.runs.list_runs(RunFilter(tag=version.build_tag, limit=1)).items
+        if found:
+            self.store.set_build_run(version.id, found[0].id)
+            return self.store.version(version.id)
+        asked = version.build_requested_at or version.registered_at
+        if (datetime.now(UTC) - asked).total_seconds() < self.orphan_grace_s:
+            return version  # its registering request may still be submitting it
+        failure = (
+            f"its build job was never submitted: the request that asked for build {version.build_attempts} "
+            f"at {asked:%Y-%m-%d %H:%M:%S} UTC ended before submitting it"
+        )
+        self.store.finish_build(
+            version.id,
+            status="failed",
+            failure=failure,
+            audit=AuditEntry(
+                actor="gateway",
+                action="env.build",
+                target_type="environment_version",
+                target_id=version.id,
+                project=version.project,
+                source="gateway",
+                after={"environment": version.ref, "status": "failed", "failure": failure},
             ),
         )
         return self.store.version(version.id)

@@ -13,14 +13,13 @@ change record (``package_diff``) is stored with it and written to the audit log 
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gateway.adapters.advisories import OsvDirectory
 from gateway.adapters.runhost import RunHost
 from gateway.core import names
-from gateway.core.access.policy import require
+from gateway.core.access.policy import allowed, require
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal
 from gateway.core.envs.advisories import Finding, scan, worst
@@ -29,9 +28,8 @@ from gateway.core.envs.lockfile import lock_content
 from gateway.core.envs.record import KINDS, SITE_PROJECT, EnvVersion, content_digest
 from gateway.core.releases.domain import AdvisoryCheck
 from gateway.core.spec.parts import MODULE_NAME
-from gateway.core.spec.run_spec import RunSpec
-from gateway.errors import Conflict, GatewayError, NotFound, SpecError, SpecIssue
-from gateway.services.envs.build import build_run_spec
+from gateway.errors import Conflict, NotFound, SpecError, SpecIssue
+from gateway.services.envs.build import MAX_BUILDS, Builds, build_run_spec
 from gateway.services.envs.catalog import EnvCatalog, RunEnvironment, readable
 from gateway.services.runs.run_service import RunService
 from gateway.settings import Settings
@@ -103,6 +101,7 @@ class EnvironmentService:
         self.runs = runs
         self.host = host
         self.settings = settings
+        self.builds = Builds(store, runs, settings)
 
     def register(self, req: EnvRegistration, *, principal: Principal) -> tuple[EnvVersion, bool]:
         """Record a version (or find the one with the same content); returns it and whether it is new.
@@ -130,6 +129,15 @@ class EnvironmentService:
         self.access.project(req.project)
         require(principal, "env.register", req.project)
         return self._record(req, principal, build_project=req.project)
+
+    def register_targets(self, principal: Principal) -> list[tuple[str, list[str]]]:
+        """The projects ``principal`` may register environments in (``env.register``), each with its
+        queues' names (where a python version's build job may run): what the web form offers."""
+        out = []
+        for project in self.access.projects():
+            if project.name != SITE_PROJECT and allowed(principal, "env.register", project.name):
+                out.append((project.name, [q.name for q in project.queues]))
+        return out
 
     def register_site(
         self, req: EnvRegistration, *, build_project: str, principal: Principal
@@ -206,31 +214,27 @@ class EnvironmentService:
                 )
             return self.catalog.settle(version), False
         if build is not None:
-            version = self._submit_build(version, build, principal)
+            version = self.builds.submit(version, build, principal)
         return version, True
 
-    def _submit_build(self, version: EnvVersion, build: RunSpec, principal: Principal) -> EnvVersion:
-        """Submit ``version``'s build job and record it; a refusal marks the version failed, and raises."""
-        try:
-            run = self.runs.submit(build, principal=principal)
-        except GatewayError as exc:  # Slurm refused it: the version says so, and the caller hears it
-            self.store.finish_build(
-                version.id,
-                status="failed",
-                failure=f"the build job was not submitted: {exc}",
-                audit=AuditEntry(
-                    actor=principal.user,
-                    action="env.build",
-                    target_type="environment_version",
-                    target_id=version.id,
-                    project=version.project,
-                    source=principal.source,
-                    after={"environment": version.ref, "status": "failed", "failure": str(exc)},
-                ),
-            )
-            raise
-        self.store.set_build_run(version.id, run.id)
-        return self.store.version(version.id)
+    def rebuild(
+        self,
+        version: EnvVersion,
+        *,
+        build_queue: str,
+        build_project: str,
+        principal: Principal,
+        max_builds: int = MAX_BUILDS,
+    ) -> EnvVersion:
+        """A failed python version built again (``Builds.rebuild``: admitted first, at a new
+        directory, the failure kept and audited); Conflict once it has had ``max_builds`` builds."""
+        return self.builds.rebuild(
+            version,
+            build_queue=build_queue,
+            build_project=build_project,
+            principal=principal,
+            max_builds=max_builds,
+        )
 
     def _parent(self, req: EnvRegistration, principal: Principal) -> EnvVersion | None:
         if req.parent is not None:
@@ -254,10 +258,7 @@ class EnvironmentService:
                 content = lock_content(req.lock, pip_sources=req.pip_sources)
             except ValueError as exc:
                 raise SpecError([SpecIssue("lock", str(exc))]) from exc
-            location = f"{self.settings.environments_dir}/{req.project}/{req.name}/{uuid.uuid4().hex[:12]}"
-            if not names.SAFE_PATH.fullmatch(location):
-                raise SpecError([SpecIssue("envs_dir", names.SAFE_PATH_HELP, location)])
-            return content, location, None, "building"
+            return content, self.builds.location(req.project, req.name), None, "building"
         if req.kind == "image":
             if not req.archive or not names.SAFE_PATH.fullmatch(req.archive):
                 raise SpecError(

@@ -16,8 +16,12 @@ require, pinned as installed in the gateway's own venv, with the sha256 of each 
 - Exactly once: a version is unique by content digest, so two first evals at once register one
   version; only the request that created it submits the build, the other waits here (``wait_s``)
   for the build job's id before it submits.
-- A build that failed stays failed (a version's status moves once): evals are then refused, with the
-  failure and what the site can do.
+- A build that failed is built again on the next need (``EnvironmentService.rebuild``: a new
+  directory, the failure kept and audited), until the version has had ``max_builds`` builds
+  (``MAX_BUILDS``); then evals are refused with every build's failure and what the site can do.
+  A build whose registering request died before submitting its job is found on the next read
+  (``EnvCatalog.settle``: linked by its run's tag, or failed as never submitted after a grace) and
+  so built again too.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from gateway.core.domain import Principal
 from gateway.core.envs.lockfile import lock_content
 from gateway.core.envs.record import SITE_PROJECT, EnvVersion, content_digest
 from gateway.errors import Conflict, NotFound
-from gateway.services.envs.registry import EnvironmentService, EnvRegistration
+from gateway.services.envs.registry import MAX_BUILDS, EnvironmentService, EnvRegistration
 
 NAME = "lm-eval"
 LOCK = "environments/lm-eval.lock"  # below the eval directory
@@ -57,7 +61,9 @@ class SiteEvalEnvironment:
         name: str = NAME,
         wait_s: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
+        max_builds: int = MAX_BUILDS,
     ) -> None:
+        self.max_builds = max_builds  # builds a version gets in all before evals are refused
         self.name = name  # the site environment's name (tests give their own)
         self.registry = registry
         self.lock_path = lock_path
@@ -97,11 +103,7 @@ class SiteEvalEnvironment:
         while True:
             version = catalog.settle(self.registry.store.version(version.id))
             if version.status == "failed":
-                raise Conflict(
-                    f"the site's default eval environment {version.ref} failed to build: {version.failure}. "
-                    "A site admin names another (GATEWAY_EVAL_ENVIRONMENT, or GATEWAY_EVAL_PYTHON), or "
-                    "name one in the suite (environment: PROJECT/NAME@N)"
-                )
+                version = self._again(version, project=project, queue=queue, principal=principal)
             if version.status == "ready" or catalog.build_job_id(version) is not None:
                 return version
             if time.monotonic() >= deadline:
@@ -110,6 +112,22 @@ class SiteEvalEnvironment:
                     f"request, whose build job has not appeared after {self.wait_s:.0f} s; try again"
                 )
             self.sleep(0.5)
+
+    def _again(self, version: EnvVersion, *, project: str, queue: str, principal: Principal) -> EnvVersion:
+        """A failed build tried again in ``queue`` (``EnvironmentService.rebuild``); Conflict, with every
+        build's failure, once it has had its builds."""
+        if version.build_attempts >= self.max_builds:
+            earlier = "; ".join(f"build {f['attempt']}: {f['failure']}" for f in version.build_failures)
+            raise Conflict(
+                f"the site's default eval environment {version.ref} failed to build "
+                f"{version.build_attempts} times, the most the gateway tries: {version.failure}"
+                + (f" (earlier: {earlier})" if earlier else "")
+                + ". A site admin names another (GATEWAY_EVAL_ENVIRONMENT, or GATEWAY_EVAL_PYTHON), or "
+                "name one in the suite (environment: PROJECT/NAME@N)"
+            )
+        return self.registry.rebuild(
+            version, build_queue=queue, build_project=project, principal=principal, max_builds=self.max_builds
+        )
 
     def dependency(self, version: EnvVersion) -> str | None:
         """The Slurm dependency of an eval job run in ``version``: on its build job while it builds."""

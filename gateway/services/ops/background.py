@@ -28,6 +28,7 @@ from gateway.core.accounting.records import IngestCounts
 from gateway.errors import GatewayError
 from gateway.services.accounting.ledger import AccountingService
 from gateway.services.audit.log import AuditService
+from gateway.services.envs.catalog import EnvCatalog
 from gateway.services.eval.ingest import EvalIngest, IngestReport
 from gateway.services.handoff.outbox import HandoffReport, HandoffService
 from gateway.services.lineage.outputs import HarvestReport, OutputHarvester
@@ -66,7 +67,9 @@ class BackgroundWork:
         accounting: AccountingService | None = None,
         retention: RetentionSweeper | None = None,
         handoff: HandoffService | None = None,
+        environments: EnvCatalog | None = None,
     ) -> None:
+        self.environments = environments  # the reconcile settles environment builds
         self.metrics = metrics or GatewayMetrics()  # the refresh cycle's time (GET /metrics)
         self.store = store
         self.audit = audit
@@ -216,4 +219,10 @@ class BackgroundWork:
         except GatewayError as exc:
             log.warning("reconcile skipped: %s", exc)
             return None
+        if self.environments is not None:  # builds whose request died before their job was linked
+            try:
+                for version in self.environments.settle_building():
+                    log.info("environment %s: %s", version.ref, version.failure or version.status)
+            except GatewayError as exc:
+                log.warning("environment builds not settled: %s", exc)
         return report
