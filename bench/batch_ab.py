@@ -98,11 +98,16 @@ def main(argv: list[str]) -> int:
             order = ["before", "after"] if r % 2 == 0 else ["after", "before"]
             for side in order:
                 wait_for_room(args.n + args.one_by_one + 100)
-                got[side].append(measure(trees[side], args.backend, workdir, account, args.n, args.one_by_one))
+                got[side].append(
+                    measure(trees[side], args.backend, workdir, account, args.n, args.one_by_one)
+                )
                 load = Path("/proc/loadavg").read_text().split()[0]
                 one, batch = got[side][-1]
-                print(f"round {r + 1} {side:6}: one by one {one:.2f} ms/run, batch of {args.n} {batch:.2f} ms/run "
-                      f"(load {load})", flush=True)
+                print(
+                    f"round {r + 1} {side:6}: one by one {one:.2f} ms/run, "
+                    f"batch of {args.n} {batch:.2f} ms/run (load {load})",
+                    flush=True,
+                )
             time.sleep(0.5)
     finally:
         take_down(setup, account)
@@ -111,8 +116,11 @@ def main(argv: list[str]) -> int:
         ratios = [a[k] / b[k] for a, b in zip(got["after"], got["before"], strict=True)]
         med_b = statistics.median(x[k] for x in got["before"])
         med_a = statistics.median(x[k] for x in got["after"])
-        print(f"{label}: before {med_b:.2f} ms/run, after {med_a:.2f} ms/run (medians); after/before per round "
-              + ", ".join(f"{x:.2f}" for x in ratios) + f"; median {statistics.median(ratios):.2f}")
+        print(
+            f"{label}: before {med_b:.2f} ms/run, after {med_a:.2f} ms/run (medians); after/before per round "
+            + ", ".join(f"{x:.2f}" for x in ratios)
+            + f"; median {statistics.median(ratios):.2f}"
+        )
     return 0
 
 
