@@ -96,28 +96,39 @@ def main(argv: list[str]) -> int:
     try:
         for r in range(args.rounds):
             order = ["before", "after"] if r % 2 == 0 else ["after", "before"]
+            pair = {}
             for side in order:
                 wait_for_room(args.n + args.one_by_one + 100)
-                got[side].append(
-                    measure(trees[side], args.backend, workdir, account, args.n, args.one_by_one)
-                )
+                try:
+                    pair[side] = measure(trees[side], args.backend, workdir, account, args.n, args.one_by_one)
+                except RuntimeError as exc:  # gw serve did not come up on a loaded machine: round dropped
+                    print(f"round {r + 1} {side}: {str(exc)[:200]}; round dropped", flush=True)
+                    break
                 load = Path("/proc/loadavg").read_text().split()[0]
-                one, batch = got[side][-1]
+                one, batch = pair[side]
                 print(
                     f"round {r + 1} {side:6}: one by one {one:.2f} ms/run, "
                     f"batch of {args.n} {batch:.2f} ms/run (load {load})",
                     flush=True,
                 )
+            if len(pair) == 2:
+                for side in pair:
+                    got[side].append(pair[side])
             time.sleep(0.5)
     finally:
         take_down(setup, account)
         setup.close()
+    if not got["after"]:
+        print("no round completed")
+        return 1
     for k, label in ((0, "one by one"), (1, f"batch of {args.n}")):
         ratios = [a[k] / b[k] for a, b in zip(got["after"], got["before"], strict=True)]
         med_b = statistics.median(x[k] for x in got["before"])
         med_a = statistics.median(x[k] for x in got["after"])
         print(
-            f"{label}: before {med_b:.2f} ms/run, after {med_a:.2f} ms/run (medians); after/before per round "
+            f"{label}: before {med_b:.2f} ms/run, after {med_a:.2f} ms/run "
+            f"(medians of {len(ratios)} rounds); "
+            "after/before per round "
             + ", ".join(f"{x:.2f}" for x in ratios)
             + f"; median {statistics.median(ratios):.2f}"
         )
