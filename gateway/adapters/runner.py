@@ -14,6 +14,7 @@ still runs, and its stop.
 
 from __future__ import annotations
 
+import locale
 import os
 import pwd
 import shutil
@@ -24,7 +25,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from gateway.adapters.pipes import exchange
 from gateway.errors import CommandError, CommandTimeout
+
+# What Popen's text mode would decode with (the locale's encoding), bad bytes replaced.
+_ENCODING = locale.getpreferredencoding(False)
+
+
+def _text(data: bytes) -> str:
+    """``data`` as Popen's text mode gives it: decoded, universal newlines."""
+    return data.decode(_ENCODING, errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
 @dataclass(frozen=True)
@@ -164,13 +174,12 @@ class LocalRunner:
         started = time.monotonic()
         try:
             argv, full_env = _local_command(argv, env, as_user)
-            proc = subprocess.Popen(
+            proc = subprocess.Popen(  # bytes: finish exchanges them (adapters/pipes.py) and decodes
                 list(argv),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                text=True,
-                errors="replace",
+                bufsize=0,
                 env=full_env,
             )
         except CommandError as exc:
@@ -198,7 +207,7 @@ class _LocalStarted:
     """A local process waiting on its stdin (``LocalRunner.start``)."""
 
     def __init__(
-        self, argv: list[str], proc: subprocess.Popen[str], started: float, timeout_s: float
+        self, argv: list[str], proc: subprocess.Popen[bytes], started: float, timeout_s: float
     ) -> None:
         self.argv = argv
         self.proc = proc
@@ -207,17 +216,21 @@ class _LocalStarted:
 
     def finish(self, stdin: str | None) -> CommandResult:
         """``StartedCommand.finish``."""
-        left_s = max(self.timeout_s - (time.monotonic() - self.started), 0.001)
+        deadline = self.started + self.timeout_s
+        proc = self.proc
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        data = (stdin or "").encode(_ENCODING, errors="replace")  # as text mode encodes
         try:
-            stdout, stderr = self.proc.communicate(stdin, timeout=left_s)
-        except subprocess.TimeoutExpired as exc:
+            stdout, stderr = exchange(proc.stdin, proc.stdout, proc.stderr, data, deadline)
+            proc.wait(timeout=max(deadline - time.monotonic(), 0.001))
+        except (TimeoutError, subprocess.TimeoutExpired) as exc:
             self.abandon()
             raise CommandTimeout(f"{self.argv[0]} did not finish within {self.timeout_s:g} s") from exc
         return CommandResult(
             argv=tuple(self.argv),
-            returncode=self.proc.returncode,
-            stdout=stdout,
-            stderr=stderr,
+            returncode=proc.returncode,
+            stdout=_text(stdout),
+            stderr=_text(stderr),
             duration_s=time.monotonic() - self.started,
         )
 
@@ -226,7 +239,10 @@ class _LocalStarted:
         if self.proc.returncode is not None:
             return
         self.proc.kill()
-        self.proc.communicate()
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        self.proc.wait()
 
 
 class Daemon:

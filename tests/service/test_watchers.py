@@ -109,3 +109,27 @@ def test_twenty_watchers_add_no_slurm_load_of_their_own(settings, services, prin
     extra = {k: v for k, v in crowd.items() if k not in refresh_calls}
     assert sum(extra.values()) <= 4 * windows, crowd
     assert set(extra) <= {"squeue", "sacct", "scontrol"}, crowd
+
+
+def test_runs_submitted_one_by_one_read_the_node_sizes_once_per_cache_window(settings, services, principal):
+    """Admission checks each run against its partition's node sizes; a sent submission drops the
+    cached nodes (their allocation changed), but not the sizes: one sbatch per run and nothing more."""
+    counted = build_services(
+        Settings(**{**settings.model_dump(), "cluster_facts_ttl_s": 600.0}),
+        slurm=SlurmCLI(CountingRunner()),
+        upgrade=False,
+    )
+    runner = counted.slurm.backend.runner
+    tag = unique_tag()
+    runs = [counted.runs.submit(held_spec(tag), principal=principal)]  # reads partitions and node sizes
+    try:
+        runner.calls.clear()
+        runs += [counted.runs.submit(held_spec(tag), principal=principal) for _ in range(4)]
+        assert all(r.latest.job_id for r in runs)
+        assert Counter(argv[0] for argv in runner.calls) == {"sbatch": 4}, runner.calls
+        assert counted.slurm.nodes() is not None  # the nodes themselves are read again after a send
+        assert any(argv[:3] == ("scontrol", "show", "node") for argv in runner.calls), runner.calls
+    finally:
+        for run in runs:
+            services.runs.cancel(run.id, principal=principal)
+        counted.close()

@@ -64,3 +64,21 @@ def test_another_user_runs_through_runuser_with_a_clean_environment(monkeypatch)
     user, *environment = result.stdout.splitlines()
     assert user == "nobody"
     assert not [line for line in environment if "secret" in line]
+
+
+def test_an_input_and_outputs_larger_than_a_pipe_pass_whole_both_ways() -> None:
+    """The input is written while both outputs are read (adapters/pipes.py): nothing waits on a full pipe."""
+    text = "".join(f"line {i} é\n" for i in range(100_000))  # about 1.2 MB, several pipe capacities
+    command = LocalRunner().start(["sh", "-c", "tee /dev/stderr"], timeout_s=60)
+    result = command.finish(text)
+    assert (result.returncode, result.stdout, result.stderr) == (0, text, text)
+
+
+def test_a_program_that_ends_without_reading_its_input_is_no_error() -> None:
+    result = LocalRunner().start(["sh", "-c", "echo gone; exit 3"]).finish("x" * 1_000_000)
+    assert (result.returncode, result.stdout) == (3, "gone\n")
+
+
+def test_output_is_decoded_as_text_mode_decoded_it() -> None:
+    result = LocalRunner().start(["printf", "a\\r\\nb\\rc\\377\\n"]).finish(None)
+    assert result.stdout == "a\nb\nc\ufffd\n"

@@ -12,8 +12,8 @@ down controller is not asked again by every reader.
 Everything that must be exact passes straight through: submissions, cancel,
 the refresh cycle's status and accounting reads, the tag look-up. A sent
 submission or a cancel through this object drops the cached job list and nodes (the
-gateway changed them itself); ``forget`` drops everything (the refresh cycle
-calls it when it saw jobs start or end).
+gateway changed them itself), but not ``node_sizes`` (what a job does not change);
+``forget`` drops everything (the refresh cycle calls it when it saw jobs start or end).
 """
 
 from __future__ import annotations
@@ -139,6 +139,12 @@ class CachedSlurm:
     def nodes(self) -> list[NodeInfo]:
         """``SlurmBackend.nodes``, cached for ``ttl_s``."""
         return self._get(("nodes",), self.backend.nodes)
+
+    def node_sizes(self) -> list[NodeInfo]:
+        """``ClusterSlurm.node_sizes``: ``nodes`` cached for ``ttl_s`` under a key of its own, which a
+        sent submission or a cancel leaves (admission reads it for every run: one ``scontrol show
+        node`` per submitted run, otherwise, on the single-run path)."""
+        return self._get(("node sizes",), self.backend.nodes)
 
     def forget(self, *keys: Hashable) -> None:
         """Drop the cached facts of ``keys`` (all when none is given): the next read asks Slurm."""

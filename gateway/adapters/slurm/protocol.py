@@ -136,6 +136,12 @@ class ClusterSlurm(SlurmBackend, Protocol):
         """Drop the cached cluster facts of ``keys`` (all when none is given)."""
         ...
 
+    def node_sizes(self) -> list[NodeInfo]:
+        """``nodes`` for what a job never changes (partitions, CPUs, memory, GPUs): cached as ``nodes``
+        is, but kept when a submission or a cancel drops ``nodes``, so its allocation figures may be
+        older than the gateway's last submission."""
+        ...
+
     def ledger(self, start: datetime, end: datetime) -> LedgerRead:
         """``SlurmLedger.ledger`` of this cluster."""
         ...

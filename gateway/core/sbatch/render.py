@@ -80,6 +80,27 @@ def slurm_field(value: object) -> str:
     return text
 
 
+_DICT_NAMES = frozenset(dir(dict))
+
+
+class _SbatchEnvironment(jinja2.Environment):
+    """Jinja2's environment with the same attribute look-up, made cheaper for the context's dicts.
+
+    ``run.resources.mem_gb`` on a dict: Jinja2 tries ``getattr`` first, which raises (and catches)
+    an AttributeError for every key of a plain dict, about 80 per script. A name that no dict has as
+    an attribute can only be a key, so it is looked up as one first: the same answer, without the
+    exception. ``items``, ``keys``, ``get`` ... go Jinja2's way, as before.
+    """
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) is dict and attribute not in _DICT_NAMES:
+            try:
+                return obj[attribute]
+            except KeyError:
+                pass
+        return super().getattr(obj, attribute)
+
+
 def build_template_env(site_dir: str | Path | None = None) -> jinja2.Environment:
     """The Jinja2 environment for sbatch templates.
 
@@ -90,7 +111,7 @@ def build_template_env(site_dir: str | Path | None = None) -> jinja2.Environment
     """
     search = [str(Path(site_dir))] if site_dir else []
     search.append(str(resources.builtin_dir(resources.SBATCH_TEMPLATES)))
-    env = jinja2.Environment(
+    env = _SbatchEnvironment(
         loader=jinja2.FileSystemLoader(search),
         undefined=jinja2.StrictUndefined,
         autoescape=False,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from gateway.adapters.runhost import RunHost
 from gateway.adapters.slurm.clusters import SlurmClusters
-from gateway.adapters.slurm.protocol import SlurmBackend
+from gateway.adapters.slurm.protocol import ClusterSlurm
 from gateway.core.access.fit import Shape, misfits, shapes
 from gateway.core.access.policy import require
 from gateway.core.access.quota import Ask, never_fits
@@ -62,7 +62,7 @@ class Admission:
         self.clusters = clusters  # each queue's cluster: its partitions' DefaultTime, shapes, health
         self.held = HeldSecrets(access, host)  # site and project secrets named by reference
 
-    def slurm_of(self, queue: Queue) -> SlurmBackend | None:
+    def slurm_of(self, queue: Queue) -> ClusterSlurm | None:
         """The backend of ``queue``'s cluster; None without clusters (tests that build no Slurm)."""
         return None if self.clusters is None else self.clusters.get(self.clusters.of_queue(queue))
 
@@ -172,7 +172,7 @@ class Admission:
         if slurm is None or self.clusters is None:
             return []
         try:
-            known = shapes(slurm.partitions(), slurm.nodes())
+            known = shapes(slurm.partitions(), slurm.node_sizes())
         except SlurmError:
             return []  # unknown is not a refusal: sbatch still checks the job itself
         shape = known.get(queue.partition)

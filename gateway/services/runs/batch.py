@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 from gateway.adapters.prometheus import GatewayMetrics
 from gateway.adapters.slurm.clusters import SlurmClusters
+from gateway.adapters.slurm.protocol import ClusterSlurm
 from gateway.core.access.quota import Ask
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import NewRun, Principal, Quota, Run
@@ -170,17 +171,18 @@ def submit_batch(
     outcomes: dict[int, ItemOutcome] = {}
     pending = _read_items(service, items, principal, idempotency_key, outcomes)
     pending = _replay_claimed(service, pending, outcomes)
-    with service.admission.access.snapshot():  # one pass: the projects and site options as of one moment
+    # One pass: the projects, site options and clusters as of one moment, read once for the batch.
+    with service.admission.access.snapshot():
         pending = _admit(service, pending, principal, outcomes)
-    if outcomes and not partial:
-        refused = [(i, o.error) for i, o in sorted(outcomes.items()) if o.error is not None]
-        if refused:
-            for _, error in refused:
-                service.metrics.refused(refusal_reason(error))
-            raise BatchRejected(refused, len(items))
-    pending = _render(service, pending, principal, outcomes)
-    if pending:
-        _record_and_send(service, pending, outcomes)
+        if outcomes and not partial:
+            refused = [(i, o.error) for i, o in sorted(outcomes.items()) if o.error is not None]
+            if refused:
+                for _, error in refused:
+                    service.metrics.refused(refusal_reason(error))
+                raise BatchRejected(refused, len(items))
+        pending = _render(service, pending, principal, outcomes)
+        if pending:
+            _record_and_send(service, pending, outcomes)
     for outcome in outcomes.values():
         if outcome.error is not None and outcome.run is None:
             service.metrics.refused(refusal_reason(outcome.error))
@@ -338,6 +340,14 @@ def _render(
     return ready
 
 
+def _backend(service: RunService, cluster: str | None) -> ClusterSlurm | GatewayError:
+    """The backend of ``cluster``, or why there is none (its sends record that error)."""
+    try:
+        return service.clusters.get(cluster)
+    except GatewayError as exc:
+        return exc
+
+
 def _record_and_send(service: RunService, pending: list[_Pending], outcomes: dict[int, ItemOutcome]) -> None:
     """One transaction for every run, then each attempt sent, ``batch_submit_parallel`` at once."""
     written = service.store.create_runs([(p.new, p.audit, p.claim) for p in pending if p.new is not None])
@@ -356,13 +366,20 @@ def _record_and_send(service: RunService, pending: list[_Pending], outcomes: dic
         except GatewayError as exc:
             outcomes[item.index] = ItemOutcome(item.index, None, exc)
 
+    # Each cluster's backend looked up here, in the batch's snapshot, not once per run in the sending
+    # threads (which the snapshot does not reach: each look-up would read the access generation).
+    backends = {c: _backend(service, c) for c in {run.attempts[0].cluster for _, run in to_send}}
+
     def send(pair: tuple[_Pending, Run]) -> ItemOutcome | tuple[_Pending, Run, str | None]:
         """Prepare, make the run directory, transmit: the job id (recorded after, for all at once)."""
         item, run = pair
         attempt = run.attempts[0]
+        backend = backends[attempt.cluster]
         try:
+            if isinstance(backend, GatewayError):
+                raise backend
             submission = Submission.prepare(
-                service.clusters.get(run.attempts[0].cluster),
+                backend,
                 service.store,
                 tag=attempt.tag,
                 as_user=run.os_user,

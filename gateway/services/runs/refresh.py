@@ -91,8 +91,13 @@ class Refresher:
             return RefreshReport(0, 0, 0, 0)
         names = self.clusters.names()
         by_cluster: dict[str, list[Attempt]] = defaultdict(list)
+        # Each recorded cluster named once per cycle: every name_of reads the site's clusters (a
+        # read of the access generation), which per attempt made the cycle's cost grow with them.
+        named: dict[str | None, str] = {}
         for attempt in attempts:
-            by_cluster[self.clusters.name_of(attempt.cluster)].append(attempt)
+            if attempt.cluster not in named:
+                named[attempt.cluster] = self.clusters.name_of(attempt.cluster)
+            by_cluster[named[attempt.cluster]].append(attempt)
         report = RefreshReport(0, 0, 0, 0)
         for name, group in by_cluster.items():
             if name not in names:

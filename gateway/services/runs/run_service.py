@@ -136,14 +136,17 @@ class RunService:
         When Slurm does not answer, the run is returned still SUBMITTING; reconciliation settles it.
         Each new run counts as a submission, each refusal by its error class (``GatewayMetrics``).
         """
-        try:
-            submitted = self._submit_keyed(spec, principal, derived_from, idempotency_key, identity)
-        except GatewayError as exc:
-            self.metrics.refused(refusal_reason(exc))
-            raise
-        if not submitted.replayed:
-            self.metrics.submitted(submitted.run.project, submitted.run.queue)
-        warning = self.space_warning(submitted.run.project) if self.space_warning else None
+        # One read of the access generation for the whole submission (admission, the cluster's
+        # backend, the send, the space warning), not one per cached read: the site as of one moment.
+        with self.admission.access.snapshot():
+            try:
+                submitted = self._submit_keyed(spec, principal, derived_from, idempotency_key, identity)
+            except GatewayError as exc:
+                self.metrics.refused(refusal_reason(exc))
+                raise
+            if not submitted.replayed:
+                self.metrics.submitted(submitted.run.project, submitted.run.queue)
+            warning = self.space_warning(submitted.run.project) if self.space_warning else None
         return replace(submitted, warnings=(warning,)) if warning else submitted
 
     def submit_batch(
