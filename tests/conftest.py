@@ -11,6 +11,7 @@ import os
 import shutil
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -31,6 +32,50 @@ os.environ.setdefault("GATEWAY_SETTINGS_FILE", "")
 
 # Job output must land where slurmd (same host, root) can write and we can read.
 JOB_ROOT = Path(os.environ.get("GW_TEST_JOB_ROOT", "/tmp/gw-test-jobs"))
+
+# The modules that hold a worker longest, with their seconds on a 2-core machine (`make test`'s
+# --durations, sums of a module's setup, calls and teardown; round numbers, for the order only).
+# Under `--dist loadfile` a module runs on one worker, and xdist hands modules out by their number
+# of tests, most first: these few-test modules came last and ran on after the other workers had
+# finished. Handed out first instead (the longest first, then xdist's own order), they run beside
+# the rest. A module missing here is only scheduled later; a module that became long belongs here.
+LONG_MODULES_S = {
+    "tests/service/test_api_conformance.py": 360,
+    "tests/service/test_api_input.py": 260,
+    "tests/service/test_poc.py": 250,
+    "tests/service/test_deploy_playbook.py": 160,
+    "tests/service/test_site_eval_environment.py": 150,
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On the workers of ``--dist loadfile``: modules in the order they are best started, the long
+    ones first, then most tests first.
+
+    This is xdist's own order (``pytest_xdist_make_scheduler`` below keeps it from sorting again)
+    with LONG_MODULES_S in front; a module's own tests keep their order. Runs without xdist (the
+    exclusive part among them) keep pytest's order.
+    """
+    if not hasattr(config, "workerinput") or config.getoption("dist", None) != "loadfile":
+        return
+    counts = Counter(item.nodeid.split("::", 1)[0] for item in items)
+
+    def key(item: pytest.Item) -> tuple[int, int]:
+        module = item.nodeid.split("::", 1)[0]
+        return (-LONG_MODULES_S.get(module, 0), -counts[module])
+
+    items.sort(key=key)  # stable: a module's tests, and modules alike, keep their relative order
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: no error where xdist is not loaded
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadfile`` in the collection's order (above), not re-sorted by number of tests."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    config.option.loadscopereorder = False
+    return LoadFileScheduling(config, log)
 
 
 @pytest.fixture(scope="session")

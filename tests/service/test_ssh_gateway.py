@@ -13,7 +13,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 
@@ -26,7 +25,7 @@ from gateway.core.slurm.states import RunState
 from gateway.services import Services
 from gateway.settings import Settings
 from gateway.wiring import build_services
-from tests.conftest import JOB_ROOT
+from tests.conftest import JOB_ROOT, wait_for_accounting
 from tests.service.conftest import (
     BACKENDS,
     OPERATOR,
@@ -137,10 +136,10 @@ def test_a_run_is_cancelled_over_ssh(gateway):
     assert refresh_until(services, run["id"]).state is RunState.CANCELLED
 
 
-def test_a_dead_submit_host_leaves_runs_stale_in_their_last_state_until_it_returns(gateway, server):
+def test_a_dead_submit_host_leaves_runs_stale_in_their_last_state_until_it_returns(gateway, server, slurm):
     services, client, tokens = gateway
-    run = submit(client, tokens["alice"], command="sleep 12; echo finished")
-    refresh_until(services, run["id"], states={RunState.RUNNING})
+    run = submit(client, tokens["alice"], command="sleep 4; echo finished")
+    job_id = refresh_until(services, run["id"], states={RunState.RUNNING}).latest.job_id
     server.kill()
     try:
         report = services.refresher.refresh()
@@ -148,7 +147,8 @@ def test_a_dead_submit_host_leaves_runs_stale_in_their_last_state_until_it_retur
         assert report.stale >= 1 and during.state is RunState.RUNNING and during.latest.stale
         health = client.get("/healthz")
         assert health.status_code == 503 and health.json()["slurm"]["via"]["ok"] is False
-        time.sleep(15)  # the job ends meanwhile; the gateway cannot know yet
+        # the job ends meanwhile (Slurm says so); the gateway cannot know yet
+        wait_for_accounting(slurm, job_id, timeout_s=60)
         services.refresher.refresh()
         assert services.runs.store.get_run(run["id"]).state is RunState.RUNNING
     finally:

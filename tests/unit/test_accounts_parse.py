@@ -7,6 +7,9 @@ not time out on demand. The real cluster tests are tests/slurm/test_accounts.py.
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
 
 from gateway.adapters.runner import CommandResult
@@ -211,9 +214,14 @@ class ReplayRunner:
         return CommandResult(tuple(argv), returncode, stdout, stderr, 0.01)
 
 
+# A fake runner writes nothing to Slurm: its adapter holds a lock of its own, not the host's, which the
+# tests that change real accounts (and every gateway here) hold for seconds at a time.
+WRITE_LOCK = os.path.join(tempfile.gettempdir(), f"gw-unit-sacctmgr-writes-{os.getpid()}.lock")
+
+
 def accounts(**kwargs) -> tuple[SlurmAccounts, ReplayRunner]:
     runner = ReplayRunner(**kwargs)
-    return SlurmAccounts(runner, cluster="gwlocal"), runner
+    return SlurmAccounts(runner, cluster="gwlocal", write_lock=WRITE_LOCK), runner
 
 
 def test_nothing_new_added_with_exit_1_is_not_an_error():

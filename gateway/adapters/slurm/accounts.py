@@ -86,7 +86,7 @@ from gateway.adapters.slurm.associations import (
 )
 from gateway.adapters.slurm.cli import _UNAVAILABLE, SLURM_ENV
 from gateway.adapters.slurm.clusters import configured_cluster_name
-from gateway.adapters.slurm.writelock import sacctmgr_writes
+from gateway.adapters.slurm.writelock import LOCK_PATH, sacctmgr_writes
 from gateway.core import names
 from gateway.errors import (
     CommandError,
@@ -113,7 +113,8 @@ class SlurmAccounts:
     queue check before a removal asks that cluster's ``squeue`` (``-M
     cluster`` when the cluster was named). Every method raises ``SlurmError``
     with sacctmgr's message when it refuses, ``SlurmUnavailable`` when it does
-    not answer.
+    not answer. Writes hold the host's sacctmgr write lock (``write_lock``, the
+    file of ``writelock.py``).
     """
 
     def __init__(
@@ -123,6 +124,7 @@ class SlurmAccounts:
         cluster: str | None = None,
         timeout_s: float = 30.0,
         slurm_conf: str | None = None,
+        write_lock: str = LOCK_PATH,
     ) -> None:
         if cluster is not None and not names.NAME.fullmatch(cluster):
             raise SpecError(
@@ -134,6 +136,7 @@ class SlurmAccounts:
         self._named = cluster is not None and slurm_conf is None  # reach its squeue with -M
         self.env = {**SLURM_ENV, **({"SLURM_CONF": slurm_conf} if slurm_conf else {})}
         self._conf = slurm_conf
+        self._write_lock = write_lock  # the host's; tests of a fake runner give one of their own
 
     @property
     def cluster(self) -> str:
@@ -198,7 +201,7 @@ class SlurmAccounts:
             check_change(change)
         leaving = {(c.account, c.user) for c in changes if c.kind == REMOVE_USER}
         leaving |= {(c.account, None) for c in changes if c.kind == REMOVE_ACCOUNT}
-        with sacctmgr_writes():
+        with sacctmgr_writes(self._write_lock):
             for change in sorted(changes, key=lambda c: kind_order(c.kind)):
                 self._apply_one(change, leaving)
 
