@@ -86,6 +86,10 @@ class UserUsePublic(BaseModel):
 class UsageReportPublic(BaseModel):
     project: str
     account: str
+    cluster: str = Field(
+        description="The Slurm cluster these numbers are from (each enforces the caps on its own "
+        "associations; docs/clusters.md)"
+    )
     since: datetime = Field(description="Start of the month GPU-hours count from (UTC)")
     gpus: UsePublic = Field(description="GPUs in use now")
     gpu_hours: UsePublic = Field(description="GPU-hours this month")
@@ -98,6 +102,7 @@ class UsageReportPublic(BaseModel):
         return cls(
             project=usage.project,
             account=usage.account,
+            cluster=usage.cluster,
             since=usage.since,
             gpus=UsePublic.of(usage.gpus),
             gpu_hours=UsePublic.of(usage.gpu_hours),

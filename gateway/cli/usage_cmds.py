@@ -9,8 +9,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from gateway.cli.common import JsonOpt, call
+from gateway.cli.common import JsonOpt, call, client, fail
 from gateway.cli.output import console, print_json
+from gateway.client.errors import ApiError
 
 
 def register(app: typer.Typer) -> None:
@@ -22,22 +23,52 @@ def register(app: typer.Typer) -> None:
 
 def quota(
     project: Annotated[str | None, typer.Argument(help="Project (default: all of yours).")] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(help="Only on this Slurm cluster (default: each one the project has queues on)."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Usage against the caps: GPUs now, GPU-hours this month, jobs in queue."""
+    """Usage against the caps: GPUs now, GPU-hours this month, jobs in queue; one block per cluster
+    (each cluster enforces the caps on its own associations, docs/clusters.md)."""
     names = [project] if project else [p["name"] for p in call("projects")]
-    reports = [call("usage", name) for name in names]
+    reports = [report for name in names for report in _reports(name, cluster)]
     if as_json:
         print_json(reports)
         return
-    table = Table(show_edge=False, header_style="bold")
-    for column in ("PROJECT", "WHO", "GPUS NOW", "GPU-HOURS THIS MONTH", "JOBS IN QUEUE"):
-        table.add_column(column)
     for report in reports:
-        table.add_row(report["project"], "(project)", *_uses(report))
+        title = f"[bold]project {escape(report['project'])}[/bold] on cluster {escape(report['cluster'])}"
+        if report.get("error"):
+            console.print(f"{title}: [red]not answering[/red]: {escape(report['error'])}")
+            console.print()
+            continue
+        console.print(title)
+        table = Table(show_edge=False, header_style="bold")
+        for column in ("WHO", "GPUS NOW", "GPU-HOURS THIS MONTH", "JOBS IN QUEUE"):
+            table.add_column(column)
+        table.add_row("(project)", *_uses(report))
         for user in report["users"]:
-            table.add_row("", user["user"], *_uses(user))
-    console.print(table)
+            table.add_row(user["user"], *_uses(user))
+        console.print(table)
+        console.print()
+
+
+def _reports(project: str, cluster: str | None) -> list[dict]:
+    """``project``'s usage on ``cluster``, or on each cluster its queues are on (a queue naming none
+    is on the first); a cluster whose Slurm does not answer (5xx) is given by its error."""
+    if cluster is not None:
+        return [call("usage", project, cluster=cluster)]
+    asked = list(dict.fromkeys(q.get("cluster") for q in call("project", project)["queues"])) or [None]
+    reports: dict[str, dict] = {}
+    for name in asked:
+        try:
+            report = client().usage(project, cluster=name)
+        except ApiError as exc:
+            if exc.status < 500:
+                fail(exc)
+            report = {"project": project, "cluster": name or "(the first)", "error": str(exc.detail)}
+        reports.setdefault(report["cluster"], report)
+    return list(reports.values())
 
 
 def queue(

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import Response
 
 from gateway.core import names
-from gateway.errors import GatewayError
+from gateway.services.accounting.usage import ClusterUsage
 from gateway.services.retention.storage import StorageReport
 from gateway.web import svg
 from gateway.web.deps import PagesDep, PrincipalDep, services_of
@@ -27,26 +27,15 @@ def projects(request: Request, pages: PagesDep, principal: PrincipalDep) -> Resp
 
 @router.get("/projects/{project}")
 def project_page(request: Request, project: Name, pages: PagesDep, principal: PrincipalDep) -> Response:
-    """A project: caps, queues, members, usage now and this month (drawn against the caps), what
-    its priced accounting records this month cost, and its run directories' storage (against the
-    space limit, over time, per user) with its retention holds."""
+    """A project: caps, queues, members, usage now and this month on each cluster it has queues on
+    (drawn against the caps; a cluster that does not answer shown by its error), what its priced
+    accounting records this month cost, and its run directories' storage (against the space limit,
+    over time, per user) with its retention holds."""
     services = services_of(request)
     found = services.projects.get(principal, project)
-    usage, problem = None, None
-    try:
-        usage = services.usage.project_usage(principal, project)
-    except GatewayError as exc:  # Slurm accounting not answering: the page still shows the caps
-        problem = str(exc)
+    usages = [_usage_block(u) for u in services.usage.usage_by_cluster(principal, project)]
     # this month's cost: the cost report (gw report cost --by project --project P) of the project
     cost = services.reports.report(principal, "cost", by="project", project=project)
-    bars = []
-    if usage is not None:
-        for label, use in (
-            ("GPU-hours this month", usage.gpu_hours),
-            ("GPUs in use now", usage.gpus),
-            ("Jobs in queue", usage.jobs_in_queue),
-        ):
-            bars.append(svg.use_bar(label, use.used, use.cap, use.unit))
     storage = services.storage.report(principal, by="user", project=project)
     holds = services.holds.list(principal, project)
     return pages.render(
@@ -54,15 +43,27 @@ def project_page(request: Request, project: Name, pages: PagesDep, principal: Pr
         "project.html",
         principal,
         project=found,
-        usage=usage,
-        problem=problem,
-        bars=bars,
+        usages=usages,
         cost=cost,
         storage=storage,
         space=storage.projects[0] if storage.projects else None,
         storage_plots=_storage_plots(storage),
         holds=holds,
     )
+
+
+def _usage_block(found: ClusterUsage) -> dict[str, Any]:
+    """One cluster's usage for the page: its name, the usage (None with ``error``: Slurm did not
+    answer, the page still shows the caps) and its bars drawn against the caps."""
+    bars = []
+    if found.usage is not None:
+        for label, use in (
+            ("GPU-hours this month", found.usage.gpu_hours),
+            ("GPUs in use now", found.usage.gpus),
+            ("Jobs in queue", found.usage.jobs_in_queue),
+        ):
+            bars.append(svg.use_bar(label, use.used, use.cap, use.unit))
+    return {"cluster": found.cluster, "usage": found.usage, "error": found.error, "bars": bars}
 
 
 def _storage_plots(storage: StorageReport) -> list[object]:

@@ -100,7 +100,9 @@ def _form_context(request: Request, principal: Principal, values: FormValues) ->
     quota = None
     if project is not None:
         try:
-            quota = services.submit_form.quota_left(principal, project.name)
+            # the chosen queue's cluster: each cluster enforces the caps on its own associations
+            cluster = queue.cluster if queue is not None else None
+            quota = services.submit_form.quota_left(principal, project.name, cluster=cluster)
         except GatewayError as exc:  # Slurm's accounting did not answer: the form still works
             values.error("quota", f"quota left unknown now: {exc}")
     if queue is not None:

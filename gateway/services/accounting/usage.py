@@ -6,14 +6,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from gateway.adapters.slurm.clusters import SlurmClusters
+from gateway.adapters.slurm.clusters import DEFAULT_NAME, SlurmClusters
 from gateway.adapters.slurm.protocol import SlurmBackend
 from gateway.core.access.policy import require
 from gateway.core.access.quota import gpu_hours, month_start
 from gateway.core.domain import Principal, Project, Quota
 from gateway.core.slurm.records import JobStatus, NodeInfo, PartitionInfo
 from gateway.core.slurm.states import RunState
-from gateway.errors import SlurmError
+from gateway.errors import GatewayError, SlurmError
 from gateway.store.access import AccessStore
 
 UseUnit = Literal["GPUs", "GPU-hours", "jobs"]
@@ -54,6 +54,16 @@ class ProjectUsage:
     jobs_in_queue: Use
     running_gpu_jobs: list[str]  # job ids holding GPUs now
     users: list[UserUse] = field(default_factory=list)
+    cluster: str = DEFAULT_NAME  # the Slurm cluster these numbers are from (each keeps its own)
+
+
+@dataclass(frozen=True)
+class ClusterUsage:
+    """A project's usage on one cluster, or why that cluster could not say."""
+
+    cluster: str
+    usage: ProjectUsage | None
+    error: str | None = None  # the cluster's Slurm did not answer (``usage`` None)
 
 
 @dataclass(frozen=True)
@@ -97,14 +107,44 @@ class UsageService:
         slurm = None
         if cluster is not None and self.clusters is not None:
             slurm = self.clusters.get(self.clusters.check(cluster))
-        return self.usage(found, now=now, slurm=slurm)
+        return self.usage(found, now=now, slurm=slurm, cluster=cluster)
+
+    def project_clusters(self, principal: Principal, project: str) -> list[str]:
+        """The clusters ``project`` has queues on, in the site file's order (the first cluster alone
+        when it has no queue); NotFound as ``project_usage``."""
+        require(principal, "project.read", project, hide=True)
+        found = self.access.project(project)
+        if self.clusters is None:
+            return [DEFAULT_NAME]
+        used = {self.clusters.of_queue(q) for q in found.queues}
+        return [name for name in self.clusters.names() if name in used] or [self.clusters.first()]
+
+    def usage_by_cluster(
+        self, principal: Principal, project: str, *, now: datetime | None = None
+    ) -> list[ClusterUsage]:
+        """``project_usage`` on each of ``project_clusters``; a cluster whose Slurm does not answer
+        is given by its error, and the others are still asked."""
+        out = []
+        for name in self.project_clusters(principal, project):
+            try:
+                out.append(ClusterUsage(name, self.project_usage(principal, project, cluster=name, now=now)))
+            except GatewayError as exc:
+                out.append(ClusterUsage(name, None, str(exc)))
+        return out
 
     def usage(
-        self, project: Project, *, now: datetime | None = None, slurm: SlurmBackend | None = None
+        self,
+        project: Project,
+        *,
+        now: datetime | None = None,
+        slurm: SlurmBackend | None = None,
+        cluster: str | None = None,
     ) -> ProjectUsage:
         """Two Slurm calls: sacct for this month's GPU-hours, squeue for GPUs in use and jobs in queue,
-        on ``slurm`` (one cluster's backend: Slurm holds each cluster's associations to their caps
-        apart; default: the service's own)."""
+        on ``slurm``, cluster ``cluster``'s backend (Slurm holds each cluster's associations to their
+        caps apart; default: the service's own, the first cluster's)."""
+        if cluster is None:
+            cluster = self.clusters.first() if self.clusters is not None else DEFAULT_NAME
         now = now or datetime.now(UTC)
         since = month_start(now)
         slurm = slurm or self.slurm
@@ -146,6 +186,7 @@ class UsageService:
             ),
             running_gpu_jobs=[r.job_id for r in running],
             users=users,
+            cluster=cluster,
         )
 
     def queue(

@@ -34,6 +34,7 @@ class QueueChoices:
     gpu_counts: list[int]  # GPUs per node some node of the partition has (0 first)
     max_walltime_min: int | None  # None: no limit known
     walltimes_min: list[int]  # the walltimes to offer, the limit last
+    cluster: str | None = None  # the cluster its partition is on (its usage is that cluster's)
 
     @property
     def takes_gpus(self) -> bool:
@@ -58,6 +59,7 @@ class QuotaLeft:
     gpus_cap: float | None
     gpu_hours_cap: float | None
     for_user: str | None = None  # when the member's own cap is tighter than the project's
+    cluster: str | None = None  # the Slurm cluster whose usage this is (each keeps its own)
 
 
 class SubmitFormService:
@@ -90,15 +92,19 @@ class SubmitFormService:
             role = principal.role(project.name) or ("admin" if principal.is_admin else None)
             if role is None:
                 continue
-            queues = [_queue_choices(q, of(q)[0].get(q.partition), of(q)[1]) for q in project.queues]
+            queues = [
+                _queue_choices(q, of(q)[0].get(q.partition), of(q)[1], clusters.of_queue(q))
+                for q in project.queues
+            ]
             may = allowed(principal, "run.submit", project.name)
             out.append(ProjectChoices(project.name, role, may, queues))
         return out
 
-    def quota_left(self, principal: Principal, project: str) -> QuotaLeft:
+    def quota_left(self, principal: Principal, project: str, *, cluster: str | None = None) -> QuotaLeft:
         """GPUs free now and GPU-hours left this month under ``project``'s caps (and the caller's own
-        member caps, when tighter). NotFound when the caller is not in the project."""
-        use = self.usage.project_usage(principal, project)
+        member caps, when tighter) on ``cluster`` (None: the first; a queue's usage is its cluster's).
+        NotFound when the caller is not in the project or there is no such cluster."""
+        use = self.usage.project_usage(principal, project, cluster=cluster)
         found: Project = self.runs.admission.access.project(project)
         member = next((m for m in found.members if m.user == principal.user), None)
         gpus = _left(use.gpus.cap, use.gpus.used)
@@ -115,7 +121,7 @@ class SubmitFormService:
                     gpus, who = my_gpus, principal.user
                 if my_hours is not None and (hours is None or my_hours < hours):
                     hours, who = my_hours, principal.user
-        return QuotaLeft(gpus, hours, use.gpus.cap, use.gpu_hours.cap, who)
+        return QuotaLeft(gpus, hours, use.gpus.cap, use.gpu_hours.cap, who, cluster=use.cluster)
 
     def preview(self, spec: RunSpec, *, principal: Principal) -> RenderedScript:
         """The sbatch script ``spec`` would be submitted as (with a placeholder run id), after every
@@ -128,8 +134,10 @@ def _left(cap: float | None, used: float) -> float | None:
     return None if cap is None else max(cap - used, 0)
 
 
-def _queue_choices(queue: Queue, partition: PartitionInfo | None, nodes: list[NodeInfo]) -> QueueChoices:
-    """What ``queue`` offers, from its own limits and its partition's nodes."""
+def _queue_choices(
+    queue: Queue, partition: PartitionInfo | None, nodes: list[NodeInfo], cluster: str
+) -> QueueChoices:
+    """What ``queue`` (on ``cluster``) offers, from its own limits and its partition's nodes."""
     mine = [n for n in nodes if queue.partition in n.partitions]
     if queue.gpu_types:
         with_gpus = [n for n in mine if n.gpus and (n.gpu_type is None or n.gpu_type in queue.gpu_types)]
@@ -144,4 +152,6 @@ def _queue_choices(queue: Queue, partition: PartitionInfo | None, nodes: list[No
     gpu_types = sorted({n.gpu_type for n in with_gpus if n.gpu_type} & set(queue.gpu_types)) or (
         list(queue.gpu_types) if with_gpus else []
     )
-    return QueueChoices(queue.name, queue.partition, gpu_types, list(range(most + 1)), limit, steps)
+    return QueueChoices(
+        queue.name, queue.partition, gpu_types, list(range(most + 1)), limit, steps, cluster=cluster
+    )
