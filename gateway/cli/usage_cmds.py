@@ -55,10 +55,12 @@ def quota(
 
 def _reports(project: str, cluster: str | None) -> list[dict]:
     """``project``'s usage on ``cluster``, or on each cluster its queues are on (a queue naming none
-    is on the first); a cluster whose Slurm does not answer (5xx) is given by its error."""
+    is on the first: that one first, then the others by name); a cluster whose Slurm does not answer
+    (5xx) is given by its error."""
     if cluster is not None:
         return [call("usage", project, cluster=cluster)]
-    asked = list(dict.fromkeys(q.get("cluster") for q in call("project", project)["queues"])) or [None]
+    named = {q.get("cluster") for q in call("project", project)["queues"]} or {None}
+    asked = sorted(named, key=lambda name: (name is not None, name or ""))  # the first cluster first
     reports: dict[str, dict] = {}
     for name in asked:
         try:
