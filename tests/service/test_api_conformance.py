@@ -95,18 +95,30 @@ SERVER_ONLY_RULES: dict[str, list[tuple[str, str]]] = {
             r"a (user|project) is listed twice|two projects share one Slurm account|maps to root"
             r"|project \S+ (lists a (member|queue|secret) twice|names unknown users)"
             r"|a site secret is listed twice|site secret \S+ names unknown projects"
-            r"|a cluster is listed twice|two clusters are reached the same way|queue \S+ names cluster",
+            r"|a cluster is listed twice|two clusters are reached the same way|queue \S+ names cluster"
+            r"|accounting\.clusters has rates for cluster",
         ),
         # a cluster's two ways to be reached exclude each other; rest needs its sockets and slurm.conf
-        (r"body\.clusters\.\d+", r"give slurm_conf .* or slurm_name|backend rest needs"),
+        (
+            r"body\.clusters\.\d+",
+            r"give slurm_conf .* or slurm_name|backend rest needs|backend rest runs its slurmrestd"
+            r"|restd_socket_dir is for backend rest only",
+        ),
+        # a submit host's fields: a host name, absolute paths, an OS user; per_user_key's {user}
+        (
+            r"body\.clusters\.\d+\.submit_host(\.(host|known_hosts|service_key|user_keys|service_user))?",
+            r"not a host name or address|not an absolute file path|not a valid OS user name"
+            r"|must contain \{user\}",
+        ),
         # a secret's source: one of file and env (each optional in the schema), and a file gw can open
         (r"body\.(projects\.\d+\.)?secrets\.\d+", r"give exactly one of file \(a file gw serve can read\)"),
         (
             r"body\.(projects\.\d+\.)?secrets\.\d+\.file",
             r"secret \S+: (gw serve cannot open|.* is not a regular)",
         ),
-        (r"body\.accounting", r"two rates for partition"),  # the rates' rule: each one once
-        (r"body\.accounting\.rates\.\d+\.valid_from", r"out of range"),  # years 1970 to 9998
+        # the rates' rule (each one once) and valid_from's years (1970 to 9998), a cluster's rates too
+        (r"body\.accounting(\.clusters\.[^.]+)?", r"two rates for partition"),
+        (r"body\.accounting(\.clusters\.[^.]+)?\.rates\.\d+\.valid_from", r"out of range"),
     ],
     # each kind's own fields, the lock's format, the archive's content, the build job's admission
     # (docs/environments.md): the description says each field, not which kind needs it
