@@ -36,6 +36,7 @@ from gateway.core.slurm.states import RunState
 from gateway.store.accounting import RecordFilter
 from gateway.wiring import build_services
 from tests.conftest import JOB_ROOT
+from tests.service.clusters_setup import C2_CONF, require_c2
 from tests.service.conftest import (
     TEARDOWN_SITE,
     drain_accounts,
@@ -44,7 +45,6 @@ from tests.service.conftest import (
     refresh_until,
     unique_tag,
 )
-from tests.service.test_clusters import C2_CONF, _c2_up
 from tests.sshd import SshServer
 
 pytestmark = pytest.mark.slurm
@@ -90,8 +90,7 @@ def _sacctmgr(*args: str) -> None:
 @pytest.fixture(scope="module", params=["rest", "ssh"])
 def world(request, backend, settings, ssh_server, tmp_path_factory) -> Iterator[dict]:
     """The gateway on its own database with gwlocal2 reached the ``request.param`` way."""
-    if not _c2_up():
-        pytest.skip("the second local cluster gwlocal2 is not up (make cluster)")
+    require_c2()  # skipped where gwlocal2 is not set up, failed (saying why) where it does not answer
     ensure_os_users()
     runs_dir = JOB_ROOT / f"mcb-runs-{uuid.uuid4().hex[:8]}"
     runs_dir.mkdir(parents=True)
