@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 
 from gateway.adapters.runner import LocalRunner
@@ -327,3 +328,30 @@ def refresh_until(services: Services, run_id: str, *, states=TERMINAL, timeout_s
             return run
         time.sleep(0.5)
     raise AssertionError(f"run {run_id} stayed {run.state} for {timeout_s} s: {run.latest}")
+
+
+# -- several clusters (tests/service/clusters_setup.py) ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def multi(backend, settings, tmp_path_factory) -> Iterator[Services]:
+    """The gateway of ``clusters_setup`` on a database of the asking module's own (gwlocal2 answering)."""
+    from tests.service.clusters_setup import multi_gateway
+
+    with multi_gateway(backend, settings, tmp_path_factory) as built:
+        yield built
+
+
+@pytest.fixture(scope="module")
+def api(multi) -> Iterator[TestClient]:
+    """An API client of ``multi`` (modules with an ``api`` of their own keep theirs)."""
+    from tests.service.clusters_setup import api_client
+
+    with api_client(multi) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def principal_mc(multi) -> Principal:
+    """tester on ``multi`` (site admin, lead of mc)."""
+    return multi.access.principal("tester", source="pytest")

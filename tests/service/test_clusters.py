@@ -15,24 +15,18 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 
-from gateway.core.domain import Principal
 from gateway.core.site.schema import parse_site
 from gateway.core.slurm.states import TERMINAL, RunState
 from gateway.errors import SlurmUnavailable
-from gateway.services import Services
 from tests.service.clusters_setup import (
     C2_CONF,
     C2_ENV,
     OPERATOR,
-    api_client,
     dead_copy,
-    multi_gateway,
     refresh_until,
     refresh_until_running,
     sacct_state,
@@ -40,24 +34,6 @@ from tests.service.clusters_setup import (
 )
 
 pytestmark = pytest.mark.slurm
-
-
-@pytest.fixture(scope="module")
-def multi(backend, settings, tmp_path_factory) -> Iterator[Services]:
-    """The gateway of ``clusters_setup`` on a database of this module's own (gwlocal2 answering)."""
-    with multi_gateway(backend, settings, tmp_path_factory) as built:
-        yield built
-
-
-@pytest.fixture(scope="module")
-def api(multi) -> Iterator[TestClient]:
-    with api_client(multi) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
-def principal_mc(multi) -> Principal:
-    return multi.access.principal("tester", source="pytest")
 
 
 def test_site_file_names_clusters(multi):

@@ -5,43 +5,20 @@ gwdead: ``/healthz`` and ``gw health`` say whether and when each cluster's contr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC
 
 import pytest
-from fastapi.testclient import TestClient
 
-from gateway.core.domain import Principal
 from gateway.services import Services
 from tests.service.clusters_setup import (
     C2_ENV,
-    api_client,
     controller_silent,
     dead_copy,
-    multi_gateway,
     refresh_until_running,
     spec,
 )
 
 pytestmark = pytest.mark.slurm
-
-
-@pytest.fixture(scope="module")
-def multi(backend, settings, tmp_path_factory) -> Iterator[Services]:
-    """The gateway of ``clusters_setup`` on a database of this module's own (gwlocal2 answering)."""
-    with multi_gateway(backend, settings, tmp_path_factory) as built:
-        yield built
-
-
-@pytest.fixture(scope="module")
-def api(multi) -> Iterator[TestClient]:
-    with api_client(multi) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
-def principal_mc(multi) -> Principal:
-    return multi.access.principal("tester", source="pytest")
 
 
 def _scrape(services: Services) -> dict[tuple[str, tuple], float]:

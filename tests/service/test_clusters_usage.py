@@ -17,36 +17,15 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from fastapi.testclient import TestClient
 
 from gateway.api.app import create_app
-from gateway.core.domain import Principal
-from gateway.services import Services
-from tests.service.clusters_setup import OPERATOR, api_client, multi_gateway, spec
+from tests.service.clusters_setup import OPERATOR, spec
 from tests.service.gw_serve import GW, serve_in_thread
 from tests.service.web_client import web_client
 
 pytestmark = pytest.mark.slurm
 CLUSTERS = ["gwlocal", "gwlocal2", "gwdead"]  # mc's queues' clusters, in the site file's order
 SHOWN = ["gwlocal", "gwdead", "gwlocal2"]  # gw quota's blocks: the first cluster, then the others by name
-
-
-@pytest.fixture(scope="module")
-def multi(backend, settings, tmp_path_factory) -> Iterator[Services]:
-    """The gateway of ``clusters_setup`` on a database of this module's own (gwlocal2 answering)."""
-    with multi_gateway(backend, settings, tmp_path_factory) as built:
-        yield built
-
-
-@pytest.fixture(scope="module")
-def api(multi) -> Iterator[TestClient]:
-    with api_client(multi) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
-def principal_mc(multi) -> Principal:
-    return multi.access.principal("tester", source="pytest")
 
 
 @pytest.fixture(scope="module")
