@@ -29,8 +29,10 @@ def quota(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Usage against the caps: GPUs now, GPU-hours this month, jobs in queue; one block per cluster
-    (each cluster enforces the caps on its own associations, docs/clusters.md)."""
+    """Usage against the caps: GPUs now, GPU-hours this month, jobs in queue.
+
+    One block per cluster the project has queues on (each cluster enforces the caps on its own
+    associations, docs/clusters.md)."""
     names = [project] if project else [p["name"] for p in call("projects")]
     reports = [report for name in names for report in _reports(name, cluster)]
     if as_json:
