@@ -129,7 +129,7 @@ def main(argv: list[str]) -> int:
 
         store = AccountingStore(db)
         table = rates()
-        store.add_rate_version(table, "bench", "bench")
+        store.add_rate_version(table, "bench")
         service = AccountingService(
             store,
             RunStore(db),

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
-from gateway.core.accounting.cost import RateTable, RateVersion, table_to_json
+from gateway.core.accounting.cost import RateTable, RateVersion, table_sha256, table_to_json
 from gateway.core.accounting.records import (
     GatewayAttempt,
     LedgerRecord,
@@ -223,17 +223,19 @@ class AccountingStore:
 
     # -- rate tables ------------------------------------------------------------------------------
 
-    def add_rate_version(
-        self, table: RateTable, sha256: str, by: str, *, audit: AuditEntry | None = None
-    ) -> RateVersion:
-        """Store ``table`` as the next version (its ``version`` field is ignored); returns it."""
+    def add_rate_version(self, table: RateTable, by: str, *, audit: AuditEntry | None = None) -> RateVersion:
+        """Store ``table`` as the next version (its ``version`` field is ignored); returns it.
+
+        Its sha256 is the table's own (``table_sha256``), never one a caller gives: an apply of the
+        exported table compares with it, and a digest of something else made it plan a new version.
+        """
         with self.db.session() as session:
             number = (session.scalar(select(func.max(RateVersionRow.version))) or 0) + 1
             row = RateVersionRow(
                 version=number,
                 currency=table.currency,
                 rates=table_to_json(table),
-                sha256=sha256,
+                sha256=table_sha256(table),
                 applied_by=by,
             )
             session.add(row)

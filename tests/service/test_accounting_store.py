@@ -6,10 +6,14 @@ import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from gateway.core.accounting.cost import Rate, RateTable, price
+from sqlalchemy import update
+
+from gateway.core.accounting.cost import Rate, RateTable, price, table_sha256
 from gateway.core.accounting.records import RecordLink, SacctRecord, SacctStep, Tres
 from gateway.core.reports.rows import unreconciled
+from gateway.core.site.rates import spec_of
 from gateway.store.accounting import AccountingStore, Entry, RecordFilter
+from gateway.store.models_accounting import RateVersionRow
 from tests.service.conftest import OPERATOR
 
 T0 = datetime(2026, 11, 3, 8, 0, tzinfo=UTC)
@@ -63,16 +67,43 @@ def test_prices_and_rate_versions(services):
     record = replace(running(cluster, "8"), state="FAILED", end_time=T0 + timedelta(hours=2), elapsed_s=7200)
     store.save([Entry(record, RecordLink(), None)])
     table = RateTable(0, "EUR", (Rate("gpu", "fake", T0 - timedelta(days=30), 2.0, 0.1, 0.01),), {})
-    version = store.add_rate_version(table, "sha-" + cluster, "pytest")
+    version = store.add_rate_version(table, "pytest")
     assert (
         store.current_rates().version == version.version and store.current_rates().table.rates == table.rates
     )
+    # the version keeps the table's own digest, and an export of it applied again plans nothing (a
+    # digest given by the caller, once "sha-<cluster>", made the next file's round trip plan a version)
+    assert version.sha256 == table_sha256(table) == spec_of(version.table).sha256
+    assert [c for c in rate_plan(services) if "rate table" in c] == []
     stored = next(r for r in store.priced_with(version.version, limit=100_000) if r.record.cluster == cluster)
     priced = price(stored.record, version.table)
     store.set_prices([(stored.id, priced)])
     (got,) = [r for r in store.records(RecordFilter(job_ids=["8"])) if r.record.cluster == cluster]
     assert got.price == priced and got.price.cost == 2 * (2.0 + 2 * 0.1 + 2 * 0.01)
     assert all(r.id != got.id for r in store.priced_with(version.version, limit=100_000))
+
+
+def rate_plan(services) -> list[str]:
+    """What a dry-run apply of the site's own export would change."""
+    return services.site.apply(OPERATOR, services.site.export(OPERATOR), dry_run=True).changes
+
+
+def test_an_export_of_a_version_whose_row_keeps_another_digest_plans_nothing(services):
+    """The apply compares the stored table's content with the file's, not the digest its row keeps
+    (a row written by an earlier release, or by hand, with a digest of something else)."""
+    store: AccountingStore = services.accounting.store
+    current = store.current_rates()  # the worker's table stays as it was (its content, then its digest)
+    table = current.table if current else RateTable(0, "EUR", (Rate("cpu", "*", T0, 0.0, 0.25, 0.0),), {})
+    version = store.add_rate_version(table, "pytest").version
+    row = update(RateVersionRow).where(RateVersionRow.version == version)
+    with store.db.session() as session:
+        session.execute(row.values(sha256="0" * 64))
+    try:
+        assert store.current_rates().sha256 == "0" * 64
+        assert [c for c in rate_plan(services) if "rate table" in c] == []
+    finally:
+        with store.db.session() as session:
+            session.execute(row.values(sha256=table_sha256(table)))
 
 
 def test_one_job_id_on_two_clusters_is_two_records_each_reported_under_its_cluster(services):

@@ -29,6 +29,8 @@ held the resources.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
@@ -228,6 +230,13 @@ def table_to_json(table: RateTable) -> dict:
     return doc
 
 
+def table_sha256(table: RateTable) -> str:
+    """The sha256 of the table's canonical JSON (currency, rates, charge rules, clusters' own rates):
+    two tables that price alike have the same, whatever their version number."""
+    doc = {"currency": table.currency, **table_to_json(table)}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
 def _rates_from_json(items: Sequence[dict], cluster: str | None = None) -> tuple[Rate, ...]:
     return tuple(
         Rate(
@@ -265,7 +274,7 @@ class RateVersion:
     """One applied rate table, as the store keeps it."""
 
     table: RateTable
-    sha256: str  # of the canonical JSON of currency, rates and charge rules
+    sha256: str  # table_sha256 of the table, computed by the store when it keeps the version
     applied_by: str
     applied_at: datetime
 

@@ -25,15 +25,13 @@ adds no version). See docs/accounting.md and accounting/rates.example.yaml.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from datetime import UTC, date, datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gateway.core import names
-from gateway.core.accounting.cost import ANY, ClusterRates, Rate, RateTable, midnight, table_to_json
+from gateway.core.accounting.cost import ANY, ClusterRates, Rate, RateTable, midnight, table_sha256
 from gateway.core.described import documented
 
 PRICE = Annotated[float, Field(ge=0, le=1_000_000)]
@@ -202,9 +200,8 @@ class AccountingSpec(_Strict):
 
     @property
     def sha256(self) -> str:
-        """The sha256 of the table's canonical JSON (currency, rates, charge rules)."""
-        doc = {"currency": self.currency, **table_to_json(self.table())}
-        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+        """The sha256 of the table's canonical JSON (``table_sha256``: currency, rates, charge rules)."""
+        return table_sha256(self.table())
 
 
 def spec_of(table: RateTable) -> AccountingSpec:

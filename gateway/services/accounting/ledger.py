@@ -201,12 +201,12 @@ class AccountingService:
         """The newest rate table version; None before any was applied."""
         return self.store.current_rates()
 
-    def set_rates(self, by: str, table: RateTable, sha256: str, audit: AuditEntry) -> RateVersion:
+    def set_rates(self, by: str, table: RateTable, audit: AuditEntry) -> RateVersion:
         """Store ``table`` as the next rate table version (audited), then re-price every record by it.
 
         Called by the site apply (``gw admin apply``) when the file's accounting section changed.
         """
-        version = self.store.add_rate_version(table, sha256, by, audit=audit)
+        version = self.store.add_rate_version(table, by, audit=audit)
         self.reprice()
         return version
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from gateway.adapters import secret_source
 from gateway.core.access.policy import require
+from gateway.core.accounting.cost import table_sha256
 from gateway.core.clock import utcnow
 from gateway.core.domain import OPERATOR, Principal, Project, User
 from gateway.core.retention.policy import effective, project_overrides, site_default, stored
@@ -285,7 +286,8 @@ class SiteService:
         if wanted is None or self.accounting is None:
             return []
         current = self.accounting.current_rates()
-        if current is not None and current.sha256 == wanted.sha256:
+        # the stored table's content, not the digest its row keeps: an export gives that table back
+        if current is not None and table_sha256(current.table) == wanted.sha256:
             return []
         version = (current.version if current else 0) + 1
         before = {"version": current.version, "sha256": current.sha256} if current else None
@@ -295,7 +297,7 @@ class SiteService:
         if wanted.clusters:
             own = ", ".join(f"{name} {len(c.rates)}" for name, c in sorted(wanted.clusters.items()))
             line += f"; clusters' own rates: {own}"
-        write = partial(self.accounting.set_rates, actor.user, wanted.table(), wanted.sha256, entry)
+        write = partial(self.accounting.set_rates, actor.user, wanted.table(), entry)
         return [_Step(line, write)]
 
     def _retention_steps(
