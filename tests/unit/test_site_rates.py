@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from gateway.core.accounting.cost import price
+from gateway.core.accounting.cost import price, table_from_json, table_sha256, table_to_json
 from gateway.core.accounting.records import SacctRecord, Tres
 from gateway.core.site.rates import spec_of
 from gateway.core.site.schema import parse_site
@@ -45,6 +46,11 @@ def test_the_example_rate_table_parses_and_prices():
             "{rates: [{partition: cpu, valid_from: 2026-01-01}, {partition: cpu, valid_from: 2026-01-01}]}",
             "two rates for partition cpu",
         ),
+        (  # a table keeps its times to the second: two rates in one second would be one rate twice
+            "{rates: [{partition: cpu, valid_from: '2026-01-01T12:00:00.1Z'},"
+            " {partition: cpu, valid_from: '2026-01-01T12:00:00.7Z'}]}",
+            "two rates for partition cpu",
+        ),
         ("{charge: {cpu: min}}", "sum"),
         ("{rates: [{partition: cpu, valid_from: 2026-01-01, gpu_type: 'A 100'}]}", "GPU type"),
     ],
@@ -53,6 +59,21 @@ def test_bad_sections_are_refused_with_the_reason(section, word):
     with pytest.raises(SpecError) as caught:
         parse_site(f"accounting: {section}\n")
     assert word in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "section",
+    [
+        "{currency: USD, rates: [{partition: cpu, valid_from: '2026-11-01T12:00:00.5+05:30', gpu_hour: 1}]}",
+        "{rates: [{valid_from: '2026-11-01T00:00:00Z', gpu_hour: 1.0e-300}, {valid_from: 2026-12-01}]}",
+        "{charge: {gpu: max}, rates: [{partition: gpu, gpu_type: a100, valid_from: 2026-11-01}]}",
+    ],
+)
+def test_an_exported_table_has_the_digest_of_the_applied_one(section):
+    """What the store keeps (the table's JSON) read back and exported is the same table (same digest)."""
+    applied = parse_site(f"accounting: {section}\n").accounting
+    kept = table_from_json(1, applied.currency, json.loads(json.dumps(table_to_json(applied.table()))))
+    assert spec_of(kept).sha256 == applied.sha256 == table_sha256(kept)
 
 
 CLUSTER_RATES = """

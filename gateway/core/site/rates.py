@@ -80,9 +80,10 @@ class RateSpec(_Strict):
 
     @property
     def starts(self) -> datetime:
-        """When this rate applies from, as an aware UTC datetime."""
+        """When this rate applies from, as an aware UTC datetime, to the second: the stored table keeps
+        seconds (two rates a fraction of a second apart are the same rate twice, and are refused)."""
         if isinstance(self.valid_from, datetime):
-            return self.valid_from.astimezone(UTC)
+            return self.valid_from.astimezone(UTC).replace(microsecond=0)
         return midnight(self.valid_from)
 
     @field_validator("gpu_type")
