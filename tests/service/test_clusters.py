@@ -32,6 +32,7 @@ from tests.service.clusters_setup import (
     sacct_state,
     spec,
 )
+from tests.service.conftest import BACKENDS
 
 pytestmark = pytest.mark.slurm
 
@@ -211,7 +212,12 @@ def test_unreachable_controller_marks_only_its_runs_stale(multi, principal_mc, t
 SLURMCTLD2 = "slurmctld -f /etc/slurm-gwlocal2/slurm.conf"
 
 
+# On the first database only: what it checks is Slurm's side (a controller that stops answering for a
+# minute, then comes back); the database only keeps the states and stale flags that
+# test_unreachable_controller_marks_only_its_runs_stale checks on both. Each database was 90 s more
+# of the exclusive part, where nothing else runs.
 @pytest.mark.exclusive
+@pytest.mark.parametrize("backend", BACKENDS[:1], indirect=True)
 def test_stopped_controller(multi, principal_mc):
     """gwlocal2's real slurmctld stopped for a minute (only gwlocal2's: gwlocal is never touched): its
     running run stays unfailed and is followed to its end once the controller is back; a gwlocal run
@@ -221,7 +227,8 @@ def test_stopped_controller(multi, principal_mc):
     daemon = Path(__file__).resolve().parents[2] / "ansible" / "files" / "slurm-daemon"
     if not daemon.exists():
         pytest.skip("ansible/files/slurm-daemon (the playbook's daemon helper) is not in this tree")
-    long = multi.runs.submit(build_spec(spec("two", "sleep 90")), principal=principal_mc)
+    # long enough to outlast the minute and the stop itself (a few seconds), no longer
+    long = multi.runs.submit(build_spec(spec("two", "sleep 75")), principal=principal_mc)
     refresh_until_running(multi, long.id)
     pid = "/run/slurm-gwlocal2/slurmctld.pid"
     subprocess.run(["bash", str(daemon), "stop", SLURMCTLD2, pid], check=True, env=C2_ENV)

@@ -42,12 +42,20 @@ def start_slurmctld() -> None:
 
 @pytest.mark.exclusive
 def test_slurmctld_down_gives_stale_flags_not_failures_and_everything_is_recovered(services, principal):
+    """The job ends while slurmctld is stopped: cycles meanwhile flag it stale and keep it RUNNING; the
+    controller back, it is followed to its end.
+
+    Waited for by events, not fixed sleeps: the job's own marker file says it ended (each cycle with
+    the controller away is an squeue that gives up after about 9 s), then two such cycles run after its
+    end, and the controller is started again at once.
+    """
+    marker = JOB_ROOT / f"outage-{uuid.uuid4().hex[:8]}"
     spec = build_spec(
         {
             "name": "outage",
             "project": PROJECT,
             "queue": "cpu",
-            "command": "sleep 6",
+            "command": f"sleep 6 && touch {marker}",
             "workdir": "/tmp",
             "tags": [unique_tag()],
             "resources": {"mem_gb": 0.1},
@@ -57,10 +65,10 @@ def test_slurmctld_down_gives_stale_flags_not_failures_and_everything_is_recover
     refresh_until(services, run.id, states={RunState.RUNNING})
     subprocess.run([*DAEMON, "stop", *CTLD], check=True)
     try:
-        for _ in range(3):  # the job ends meanwhile; the gateway cannot know yet
-            report = services.refresher.refresh()
-            assert report.stale >= 1
-            time.sleep(3)
+        assert services.refresher.refresh().stale >= 1
+        wait_for(marker.exists, timeout_s=60, what="the job to end while slurmctld is stopped")
+        for _ in range(2):  # the job has ended; the gateway cannot know yet
+            assert services.refresher.refresh().stale >= 1
         latest = services.runs.store.get_run(run.id).latest
         assert latest.stale and latest.state is RunState.RUNNING, latest
     finally:
@@ -69,6 +77,7 @@ def test_slurmctld_down_gives_stale_flags_not_failures_and_everything_is_recover
     assert done.state is RunState.SUCCEEDED and not done.latest.stale
     assert [e.to_state for e in done.latest.events][-1] is RunState.SUCCEEDED
     assert done.latest.end_time and done.latest.elapsed_s >= 5
+    marker.unlink()
 
 
 def _postgres_only(database_url: str) -> None:
