@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,19 +16,25 @@ from gateway.core.runs.tasks import task_dir
 from gateway.core.slurm.states import LIVE, TERMINAL, RunState
 from gateway.core.spec.run_spec import build_spec
 from gateway.store.task_metrics import TaskMetricsStore, TaskResult
+from tests.conftest import JOB_ROOT
 from tests.service.conftest import PROJECT, unique_tag
 
 pytestmark = pytest.mark.slurm
 
 POINTS = [0, 1, 2, 3]
 LATE = 3  # the task that runs on while the others have ended
-# task i: a summary {"acc": 0.5 + i/10, "i": i} and a series loss = i + step/10 at steps 1..3
-TRAIN = (
-    "i=$GW_PARAM_I; "
-    'echo "{\\"acc\\": 0.5$i, \\"i\\": $i}" > "$GW_TASK_DIR/summary.json"; '
-    'for s in 1 2 3; do echo "{\\"step\\": $s, \\"loss\\": $i.$s}" >> "$GW_TASK_DIR/loss.jsonl"; done; '
-    f'if [ "$i" = "{LATE}" ]; then sleep 25; fi'
-)
+
+
+def train(release: Path) -> str:
+    """Task i writes a summary {"acc": 0.5 + i/10, "i": i} and a series loss = i + step/10 at steps
+    1..3; the LATE task then runs on until the test creates ``release`` (at most a minute): it ends
+    once the others were recorded, not after a fixed sleep."""
+    return (
+        "i=$GW_PARAM_I; "
+        'echo "{\\"acc\\": 0.5$i, \\"i\\": $i}" > "$GW_TASK_DIR/summary.json"; '
+        'for s in 1 2 3; do echo "{\\"step\\": $s, \\"loss\\": $i.$s}" >> "$GW_TASK_DIR/loss.jsonl"; done; '
+        f'if [ "$i" = "{LATE}" ]; then for n in $(seq 600); do [ -e {release} ] && break; sleep 0.1; done; fi'
+    )
 
 
 def wrote(i: int) -> TaskResult:
@@ -44,6 +51,7 @@ def cycle(services) -> None:
 
 
 def test_each_task_s_metrics_are_recorded_when_it_ends_and_read_from_the_database(services, principal):
+    release = JOB_ROOT / f"late-task-{unique_tag()}"
     spec = build_spec(
         {
             "name": "task-metrics",
@@ -51,7 +59,7 @@ def test_each_task_s_metrics_are_recorded_when_it_ends_and_read_from_the_databas
             "tags": [unique_tag()],
             "queue": "cpu",
             "workdir": "/tmp",
-            "command": TRAIN,
+            "command": train(release),
             "resources": {"mem_gb": 0.25, "walltime_min": 5},
             "metrics": ["summary.json", "loss.jsonl"],
             "sweep": {"grid": {"i": POINTS}},
@@ -65,11 +73,14 @@ def test_each_task_s_metrics_are_recorded_when_it_ends_and_read_from_the_databas
     while time.monotonic() < deadline:
         cycle(services)
         now = services.runs.store.get_run(run.id).latest
-        if now.state in LIVE:
+        if now.state in LIVE and not release.exists():
             recorded_while_live = results.harvested(attempt.id)
+            if set(POINTS) - {LATE} <= recorded_while_live:  # the early ones, while LATE waits
+                release.touch()
         if now.state in TERMINAL:
             break
         time.sleep(0.5)
+    release.unlink(missing_ok=True)
     ended = services.runs.store.get_run(run.id)
     assert ended.state is RunState.SUCCEEDED, ended.latest
     # the early tasks were recorded by the live harvest, before the array ended, and the late one not
