@@ -13,8 +13,9 @@ if TYPE_CHECKING:
     from gateway.client.errors import ApiError
     from gateway.client.gateway import Batch, Gateway
     from gateway.client.values import BatchEntry, RunSummary
+    from gateway.client.waiting import WaitProgress, WaitTimeout
 
-__all__ = ["ApiError", "Batch", "BatchEntry", "Gateway", "RunSummary"]
+__all__ = ["ApiError", "Batch", "BatchEntry", "Gateway", "RunSummary", "WaitProgress", "WaitTimeout"]
 
 
 def __getattr__(name: str) -> Any:
@@ -26,6 +27,10 @@ def __getattr__(name: str) -> Any:
         from gateway.client import values
 
         return getattr(values, name)
+    if name in ("WaitProgress", "WaitTimeout"):
+        from gateway.client import waiting
+
+        return getattr(waiting, name)
     if name == "ApiError":
         from gateway.client.errors import ApiError
 

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
@@ -18,6 +19,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from gateway.adapters.runner import LocalRunner
+from gateway.adapters.slurm.cli import SlurmCLI
 from gateway.api import create_app
 from gateway.core.domain import Member, Project, Quota, RunFilter
 from gateway.core.sbatch.render import SubmitTarget
@@ -27,6 +30,8 @@ from gateway.core.spec.run_spec import build_spec
 from gateway.errors import BatchRejected, QuotaExceeded, SpecError
 from gateway.services.runs.admission import Admitted, Walltime
 from gateway.services.runs.batch import BatchItem, _Pending, _within_caps
+from gateway.settings import Settings
+from gateway.wiring import build_services
 from tests.service.conftest import PROJECT, unique_tag
 from tests.service.test_crash import past_grace
 
@@ -281,3 +286,42 @@ def test_all_or_none_service_error_lists_items(services, principal):
     with pytest.raises(BatchRejected) as refused:
         services.runs.submit_batch([BatchItem(spec(tag)), BatchItem({"queue": 1})], principal=principal)
     assert [i for i, _ in refused.value.items] == [1] and refused.value.total == 2
+
+
+class CountingRunner(LocalRunner):
+    """The real local runner, counting the sbatch processes running at one moment (the most seen)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.live = self.most = self.sbatch = 0
+
+    def run(self, argv, **kwargs):
+        if argv[0] != "sbatch" or "--test-only" in argv:
+            return super().run(argv, **kwargs)
+        with self.lock:
+            self.live, self.sbatch = self.live + 1, self.sbatch + 1
+            self.most = max(self.most, self.live)
+        try:
+            return super().run(argv, **kwargs)
+        finally:
+            with self.lock:
+                self.live -= 1
+
+
+def test_the_cli_backend_runs_several_sbatch_at_once_never_more_than_the_bound(settings, services, principal):
+    """9 runs with batch_submit_parallel 3: 9 sbatch processes, more than one at a time, never 4."""
+    runner = CountingRunner()
+    bounded = build_services(
+        Settings(**{**settings.model_dump(), "batch_submit_parallel": 3}),
+        slurm=SlurmCLI(runner),
+        upgrade=False,
+    )
+    try:
+        tag = own_tag()
+        items = [BatchItem(spec(tag, params={"i": i})) for i in range(9)]
+        outcome = bounded.runs.submit_batch(items, principal=principal)
+        assert outcome.failed == 0 and all(o.run and o.run.latest.job_id for o in outcome.items)
+        assert runner.sbatch == 9, "one sbatch per run"
+        assert 2 <= runner.most <= 3, f"at most {runner.most} sbatch ran at once"
+    finally:
+        bounded.close()
