@@ -12,10 +12,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gateway.client.errors import ApiError
     from gateway.client.gateway import Batch, Gateway
-    from gateway.client.values import BatchEntry, RunSummary
+    from gateway.client.values import BatchEntry, RunOutputs, RunSummary
     from gateway.client.waiting import WaitProgress, WaitTimeout
 
-__all__ = ["ApiError", "Batch", "BatchEntry", "Gateway", "RunSummary", "WaitProgress", "WaitTimeout"]
+__all__ = [
+    "ApiError",
+    "Batch",
+    "BatchEntry",
+    "Gateway",
+    "RunOutputs",
+    "RunSummary",
+    "WaitProgress",
+    "WaitTimeout",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -23,7 +32,7 @@ def __getattr__(name: str) -> Any:
         from gateway.client import gateway
 
         return getattr(gateway, name)
-    if name in ("BatchEntry", "RunSummary"):
+    if name in ("BatchEntry", "RunOutputs", "RunSummary"):
         from gateway.client import values
 
         return getattr(values, name)

@@ -30,7 +30,7 @@ from gateway.client import waiting
 from gateway.client.api import GatewayClient
 from gateway.client.errors import ApiError
 from gateway.client.settings import ClientSettings
-from gateway.client.values import BatchEntry, RunSummary, run_of, task_of
+from gateway.client.values import BatchEntry, RunOutputs, RunSummary, outputs_of, run_of, task_of
 from gateway.client.waiting import WaitProgress
 from gateway.core.domain import Run
 from gateway.core.runs.tasks import SweepTask, rank_tasks
@@ -227,6 +227,11 @@ class Gateway:
     def task(self, run: RunLike, index: int, *, attempt: int | None = None) -> SweepTask:
         """One task of a sweep, its metric ``series`` included; its log: ``logs(run, task=index)``."""
         return task_of(self.api.task(_run_id(run), index, attempt=attempt))
+
+    def outputs(self, run: RunLike) -> RunOutputs:
+        """The run's final metrics, their per-step series and its output files (``Artifact``), as the
+        gateway harvested them once the run ended (``RunOutputs.harvested``)."""
+        return outputs_of(self.api.run_outputs(_run_id(run)))
 
     def cancel(self, run: RunLike) -> Run:
         """Cancel the run's live attempt; the run after it (an ended run comes back unchanged)."""

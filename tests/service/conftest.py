@@ -182,6 +182,11 @@ projects:
     quota: {{gpus: 2}}
     members: [{{user: tester, role: member}}]
     queues: [{{name: gpu, partition: gpu, gpu_types: [fake]}}]
+  - name: batchcap
+    slurm_account: {account}q
+    quota: {{jobs_in_queue: 3}}
+    members: [{{user: tester, role: member}}]
+    queues: [{{name: cpu, partition: cpu}}]
   - name: other
     slurm_account: {account}o
     members: [{{user: outsider, role: lead}}]

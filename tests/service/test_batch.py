@@ -325,3 +325,23 @@ def test_the_cli_backend_runs_several_sbatch_at_once_never_more_than_the_bound(s
         assert 2 <= runner.most <= 3, f"at most {runner.most} sbatch ran at once"
     finally:
         bounded.close()
+
+
+def test_a_batch_over_the_jobs_cap_of_a_real_project_is_refused_whole_or_cut_at_the_cap(api, services):
+    """Project batchcap may queue 3 jobs: 4 runs that fit one by one are refused together (422,
+    the 4th named with the totals, nothing recorded); with partial the first 3 are submitted."""
+    tag = own_tag()
+    items = [{"spec": spec(tag, project="batchcap", params={"i": i})} for i in range(4)]
+    refused = api.post("/runs/batch", json={"items": items})
+    assert refused.status_code == 422 and refused.json()["error"] == "batch_rejected", refused.text
+    (over,) = refused.json()["items"]
+    assert over["index"] == 3 and over["error"]["error"] == "quota_exceeded"
+    assert "queues 4 jobs, over the jobs-in-queue cap of project batchcap (3)" in over["error"]["detail"]
+    assert services.runs.store.list_runs(RunFilter(tag=tag)).items == [], "nothing was recorded"
+    cut = api.post("/runs/batch", json={"items": items, "partial": True})
+    assert cut.status_code == 200, cut.text
+    assert [i["status"] for i in cut.json()["items"]] == [201, 201, 201, 422]
+    made = {i["run"]["id"] for i in cut.json()["items"][:3]}
+    jobs = slurm_jobs_by_run()
+    assert all(len(jobs[r]) == 1 for r in made)
+    assert {r.id for r in services.runs.store.list_runs(RunFilter(tag=tag)).items} == made
