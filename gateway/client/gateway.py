@@ -291,11 +291,16 @@ class Batch:
         self.entries: list[BatchEntry] = []
         self.sent = False
 
-    def submit(self, spec: SpecLike) -> PendingRun:
-        """Add ``spec`` to the batch; its handle, whose ``run`` is there once the batch is sent."""
+    def submit(self, spec: SpecLike, *, idempotency_key: str | None = None) -> PendingRun:
+        """Add ``spec`` to the batch; its handle, whose ``run`` is there once the batch is sent.
+        ``idempotency_key``: the item's own (as ``Gateway.submit`` takes one), else the batch's
+        ``#<index>``."""
         if self.sent:
             raise RuntimeError("this batch was sent already; open another with gw.batch()")
-        self._specs.append(_spec_body(spec))
+        item: dict[str, Any] = {"spec": _spec_body(spec)}
+        if idempotency_key is not None:
+            item["idempotency_key"] = idempotency_key
+        self._specs.append(item)
         pending = PendingRun(len(self._pending))
         self._pending.append(pending)
         return pending
@@ -319,7 +324,7 @@ class Batch:
         if not self._specs:
             return []
         answer = self.gateway.api.submit_batch(
-            [{"spec": s} for s in self._specs], partial=self.partial, idempotency_key=self.idempotency_key
+            self._specs, partial=self.partial, idempotency_key=self.idempotency_key
         )
         self.entries = [BatchEntry.of(item) for item in answer["items"]]
         for pending, entry in zip(self._pending, self.entries, strict=True):

@@ -250,13 +250,17 @@ def test_a_batch_whose_answer_is_cut_is_sent_again_under_its_key_and_makes_each_
     try:
         url = f"http://127.0.0.1:{proxy.port}"
         with Gateway(url, server["GW_TOKEN"], retry_pauses_s=(0.2, 1.0)) as cut, cut.batch() as batch:
-            pending = [batch.submit(spec(tag, params={"i": i})) for i in range(3)]
+            pending = [batch.submit(spec(tag, params={"i": i})) for i in range(2)]
+            pending.append(batch.submit(spec(tag, params={"i": 2}), idempotency_key=f"{tag}-own"))
         assert proxy.cut == 1, "the first answer was dropped"
         assert all(p.entry.replayed for p in pending), "the retry got the first request's runs"
         runs = gateway.runs(tag=tag)
         assert sorted(r.id for r in runs) == sorted(p.run.id for p in pending)
         jobs = slurm_jobs_by_run()
         assert all(len(jobs[r.id]) == 1 for r in runs), {r.id: jobs.get(r.id) for r in runs}
+        # an item's own key is that of a single submission: the same run either way
+        again = gateway.submit(spec(tag, params={"i": 2}), idempotency_key=f"{tag}-own")
+        assert again.id == pending[2].run.id
     finally:
         proxy.close()
         cancel_tag(gateway, tag)
