@@ -272,11 +272,14 @@ def test_a_batch_killed_at_any_point_yields_one_job_or_none_per_run(settings, se
             assert settled.state is RunState.NEVER_SUBMITTED and settled.job_id is None
     if when == "started":
         assert not any(jobs.get(r.id) for r in runs), "it died before the first script was sent"
+    # all or none (the default): a replayed item's error (never submitted) refuses nothing
     again = services.runs.submit_batch(
-        [BatchItem(s) for s in specs], principal=principal, partial=True, idempotency_key=key
+        [BatchItem(s) for s in specs], principal=principal, idempotency_key=key
     )
     assert {o.run.id for o in again.items if o.run} == {r.id for r in runs}
     assert all(o.replayed for o in again.items)
+    never = {r.id for r in runs if not jobs.get(r.id)}
+    assert {o.run.id for o in again.items if o.error is not None and o.run} == never
     assert slurm_jobs_by_run().keys() & {r.id for r in runs} == jobs.keys() & {r.id for r in runs}
     assert len(services.runs.store.list_runs(RunFilter(tag=tag)).items) == 6
 
