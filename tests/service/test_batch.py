@@ -32,7 +32,7 @@ from gateway.services.runs.admission import Admitted, Walltime
 from gateway.services.runs.batch import BatchItem, _Pending, _within_caps
 from gateway.settings import Settings
 from gateway.wiring import build_services
-from tests.service.conftest import PROJECT, unique_tag
+from tests.service.conftest import OPERATOR, PROJECT, unique_tag
 from tests.service.test_crash import past_grace
 
 pytestmark = pytest.mark.slurm
@@ -335,13 +335,14 @@ def test_a_batch_over_the_jobs_cap_of_a_real_project_is_refused_whole_or_cut_at_
     the 4th named with the totals, nothing recorded); with partial the first 3 are submitted."""
     tag = own_tag()
     items = [{"spec": spec(tag, project="batchcap", params={"i": i})} for i in range(4)]
-    refused = api.post("/runs/batch", json={"items": items})
+    capper = {"Authorization": f"Bearer {services.auth.issue_token(OPERATOR, 'capper', name='pytest')[0]}"}
+    refused = api.post("/runs/batch", json={"items": items}, headers=capper)
     assert refused.status_code == 422 and refused.json()["error"] == "batch_rejected", refused.text
     (over,) = refused.json()["items"]
     assert over["index"] == 3 and over["error"]["error"] == "quota_exceeded"
     assert "queues 4 jobs, over the jobs-in-queue cap of project batchcap (3)" in over["error"]["detail"]
     assert services.runs.store.list_runs(RunFilter(tag=tag)).items == [], "nothing was recorded"
-    cut = api.post("/runs/batch", json={"items": items, "partial": True})
+    cut = api.post("/runs/batch", json={"items": items, "partial": True}, headers=capper)
     assert cut.status_code == 200, cut.text
     assert [i["status"] for i in cut.json()["items"]] == [201, 201, 201, 422]
     made = {i["run"]["id"] for i in cut.json()["items"][:3]}
