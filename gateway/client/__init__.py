@@ -12,9 +12,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gateway.client.errors import ApiError
     from gateway.client.gateway import Batch, Gateway
-    from gateway.client.values import BatchEntry, RunSummary
+    from gateway.client.values import BatchEntry, RunOutputs, RunSummary
+    from gateway.client.waiting import WaitProgress, WaitTimeout
 
-__all__ = ["ApiError", "Batch", "BatchEntry", "Gateway", "RunSummary"]
+__all__ = [
+    "ApiError",
+    "Batch",
+    "BatchEntry",
+    "Gateway",
+    "RunOutputs",
+    "RunSummary",
+    "WaitProgress",
+    "WaitTimeout",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -22,10 +32,14 @@ def __getattr__(name: str) -> Any:
         from gateway.client import gateway
 
         return getattr(gateway, name)
-    if name in ("BatchEntry", "RunSummary"):
+    if name in ("BatchEntry", "RunOutputs", "RunSummary"):
         from gateway.client import values
 
         return getattr(values, name)
+    if name in ("WaitProgress", "WaitTimeout"):
+        from gateway.client import waiting
+
+        return getattr(waiting, name)
     if name == "ApiError":
         from gateway.client.errors import ApiError
 

@@ -10,6 +10,7 @@
     with gw.batch() as batch:           # one POST /runs/batch when the block ends
         pending = [batch.submit({**spec, "params": {"lr": lr}}) for lr in (0.1, 0.01, 0.001)]
     runs = [p.run for p in pending]     # RunSummary values: id, state, job_id ...
+    ended = gw.wait_all(pending, timeout_s=600, progress=print)  # all polled each round; WaitTimeout
 
 The same HTTP client as ``gw`` underneath (``GatewayClient``: one kept-alive connection, a
 submission retried under one Idempotency-Key after a cut connection or a 502/503); an error is
@@ -18,28 +19,26 @@ submission retried under one Idempotency-Key after a cut connection or a 502/503
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeAlias
 
+from gateway.client import waiting
 from gateway.client.api import GatewayClient
 from gateway.client.errors import ApiError
 from gateway.client.settings import ClientSettings
-from gateway.client.values import BatchEntry, RunSummary, run_of, task_of
+from gateway.client.values import BatchEntry, RunOutputs, RunSummary, outputs_of, run_of, task_of
+from gateway.client.waiting import WaitProgress
 from gateway.core.domain import Run
 from gateway.core.runs.tasks import SweepTask, rank_tasks
-from gateway.core.slurm.states import TERMINAL, RunState
+from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import RunSpec
 
 SpecLike = RunSpec | Mapping[str, Any] | str | PathLike[str]
-RunLike = Run | RunSummary | str
-
-# States while the gateway waits on Slurm or could not ask it: wait() keeps polling through these.
-_RETRIED = frozenset({0, 502, 503})
+RunLike: TypeAlias = "Run | RunSummary | PendingRun | BatchEntry | str"
 
 
 def _spec_body(spec: SpecLike) -> dict[str, Any]:
@@ -55,7 +54,16 @@ def _spec_body(spec: SpecLike) -> dict[str, Any]:
 
 
 def _run_id(run: RunLike) -> str:
-    return run if isinstance(run, str) else run.id
+    """The id of a run given as an id, a ``Run``, a ``RunSummary``, or a batch's ``PendingRun`` or
+    ``BatchEntry`` (one without a run raises the item's ``ApiError``)."""
+    if isinstance(run, str):
+        return run
+    if isinstance(run, PendingRun | BatchEntry):
+        if run.run is None:  # a BatchEntry refused (a PendingRun's .run raises its error itself)
+            assert run.error is not None
+            raise run.error
+        return run.run.id
+    return run.id
 
 
 class Gateway:
@@ -153,33 +161,32 @@ class Gateway:
     def wait(self, run: RunLike, *, timeout_s: float | None = None, poll_s: float = 2.0) -> Run:
         """Poll until the run ends; the ended run (``run.state``: succeeded, failed ...).
 
-        Raises TimeoutError after ``timeout_s`` (None: no limit). A gateway that restarts or a Slurm
-        that is slow (status 0, 502, 503) is waited through."""
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        run_id = _run_id(run)
-        while True:
-            try:
-                current = self.api.run(run_id)
-            except ApiError as exc:
-                if exc.status not in _RETRIED:
-                    raise
-            else:
-                if RunState(current["state"]) in TERMINAL:
-                    return run_of(current)
-            if deadline is not None and time.monotonic() + poll_s > deadline:
-                raise TimeoutError(f"run {run_id} did not end within {timeout_s} s")
-            time.sleep(poll_s)
+        Raises ``WaitTimeout`` (a TimeoutError) after ``timeout_s`` (None: no limit). A gateway that
+        restarts or a Slurm that is slow (status 0, 502, 503) is waited through."""
+        return waiting.wait_all(self.api.run, [_run_id(run)], timeout_s=timeout_s, poll_s=poll_s)[0]
 
     def wait_all(
-        self, runs: list[RunLike], *, timeout_s: float | None = None, poll_s: float = 2.0
+        self,
+        runs: Sequence[RunLike],
+        *,
+        timeout_s: float | None = None,
+        poll_s: float = 2.0,
+        progress: Callable[[WaitProgress], None] | None = None,
     ) -> list[Run]:
-        """``wait`` for each run in turn (one shared deadline); the ended runs, in order."""
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        ended = []
-        for run in runs:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ended.append(self.wait(run, timeout_s=left, poll_s=poll_s))
-        return ended
+        """Wait until every run has ended, all of them polled each round (one shared deadline); the
+        ended runs, in the order given. ``progress`` hears of each run as it ends (``WaitProgress``:
+        the run, how many ended of how many, seconds since the start). Raises ``WaitTimeout``, whose
+        ``.ended`` and ``.pending`` say which runs ended and which did not."""
+        ids = [_run_id(r) for r in runs]
+        return waiting.wait_all(self.api.run, ids, timeout_s=timeout_s, poll_s=poll_s, progress=progress)
+
+    def as_completed(
+        self, runs: Sequence[RunLike], *, timeout_s: float | None = None, poll_s: float = 2.0
+    ) -> Iterator[Run]:
+        """Each run as it ends, first ended first (submitit's ``helpers.as_completed``); raises
+        ``WaitTimeout`` when ``timeout_s`` passes with runs still live."""
+        ids = [_run_id(r) for r in runs]
+        return waiting.as_completed(self.api.run, ids, timeout_s=timeout_s, poll_s=poll_s)
 
     def logs(
         self,
@@ -220,6 +227,11 @@ class Gateway:
     def task(self, run: RunLike, index: int, *, attempt: int | None = None) -> SweepTask:
         """One task of a sweep, its metric ``series`` included; its log: ``logs(run, task=index)``."""
         return task_of(self.api.task(_run_id(run), index, attempt=attempt))
+
+    def outputs(self, run: RunLike) -> RunOutputs:
+        """The run's final metrics, their per-step series and its output files (``Artifact``), as the
+        gateway harvested them once the run ended (``RunOutputs.harvested``)."""
+        return outputs_of(self.api.run_outputs(_run_id(run)))
 
     def cancel(self, run: RunLike) -> Run:
         """Cancel the run's live attempt; the run after it (an ended run comes back unchanged)."""
@@ -279,11 +291,16 @@ class Batch:
         self.entries: list[BatchEntry] = []
         self.sent = False
 
-    def submit(self, spec: SpecLike) -> PendingRun:
-        """Add ``spec`` to the batch; its handle, whose ``run`` is there once the batch is sent."""
+    def submit(self, spec: SpecLike, *, idempotency_key: str | None = None) -> PendingRun:
+        """Add ``spec`` to the batch; its handle, whose ``run`` is there once the batch is sent.
+        ``idempotency_key``: the item's own (as ``Gateway.submit`` takes one), else the batch's
+        ``#<index>``."""
         if self.sent:
             raise RuntimeError("this batch was sent already; open another with gw.batch()")
-        self._specs.append(_spec_body(spec))
+        item: dict[str, Any] = {"spec": _spec_body(spec)}
+        if idempotency_key is not None:
+            item["idempotency_key"] = idempotency_key
+        self._specs.append(item)
         pending = PendingRun(len(self._pending))
         self._pending.append(pending)
         return pending
@@ -307,7 +324,7 @@ class Batch:
         if not self._specs:
             return []
         answer = self.gateway.api.submit_batch(
-            [{"spec": s} for s in self._specs], partial=self.partial, idempotency_key=self.idempotency_key
+            self._specs, partial=self.partial, idempotency_key=self.idempotency_key
         )
         self.entries = [BatchEntry.of(item) for item in answer["items"]]
         for pending, entry in zip(self._pending, self.entries, strict=True):

@@ -4,7 +4,7 @@ A run comes back as ``gateway.core.domain.Run`` (its spec a ``RunSpec``, its att
 with their ``StateEvent`` timeline, states ``RunState``, times aware datetimes), as the services
 pass it; what the API leaves out of a run's public form (database ids) is 0. A listing's or a
 batch's rows are ``RunSummary``; a batch item's outcome is ``BatchEntry``; a sweep's task is
-``gateway.core.runs.tasks.SweepTask``.
+``gateway.core.runs.tasks.SweepTask``; a run's metrics and files are ``RunOutputs``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from gateway.client.errors import ApiError
-from gateway.core.domain import Attempt, Run, StateEvent
+from gateway.core.domain import Artifact, Attempt, Run, StateEvent
 from gateway.core.runs.tasks import SweepTask
 from gateway.core.slurm.states import TERMINAL, RunState
 from gateway.core.spec.run_spec import build_spec
@@ -194,4 +194,43 @@ def task_of(data: dict[str, Any]) -> SweepTask:
         series={k: [(s, float(v)) for s, v in points] for k, points in (data.get("series") or {}).items()},
         artifacts=list(data["artifacts"]),
         notes=list(data["notes"]),
+    )
+
+
+@dataclass(frozen=True)
+class RunOutputs:
+    """What a run left (``GET /runs/{id}/outputs``), as the MLflow client's ``get_run().data.metrics``,
+    ``get_metric_history`` and ``list_artifacts`` give it: final ``metrics``, each metric's
+    ``series`` of (step, value), the declared output files as ``Artifact`` (database ids 0), and
+    ``harvested``: every attempt's outputs were read (False: look again once the run has ended and
+    the gateway harvested it)."""
+
+    run_id: str
+    metrics: dict[str, float]
+    series: dict[str, list[tuple[int | None, float]]]
+    artifacts: list[Artifact]
+    harvested: bool
+
+
+def outputs_of(data: dict[str, Any]) -> RunOutputs:
+    """A ``RunOutputsPublic`` JSON body as ``RunOutputs``."""
+    artifacts = [
+        Artifact(
+            id=0,
+            run_id=a["run_id"],
+            attempt_id=0,
+            attempt_number=a["attempt"],
+            path=a["path"],
+            size_bytes=a["size"],
+            sha256=a["sha256"],
+            created_at=datetime.fromisoformat(a["created_at"]),
+        )
+        for a in data["artifacts"]
+    ]
+    return RunOutputs(
+        run_id=data["run_id"],
+        metrics={k: float(v) for k, v in data["metrics"].items()},
+        series={k: [(s, float(v)) for s, v in points] for k, points in data["series"].items()},
+        artifacts=artifacts,
+        harvested=bool(data["harvests"]) and all(h.get("at") for h in data["harvests"]),
     )

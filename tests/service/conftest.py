@@ -150,7 +150,8 @@ def settings(backend, database_url, kept, tmp_path_factory) -> Settings:
 PROJECT = "test"  # the project every service test submits to; tests tell their runs apart by tag
 
 # Users map to root (the tests run as root) except alice and bob, who get OS users of their own;
-# fuzzer, a lead like tester, is the API conformance test's own (whatever it sends is told apart by it).
+# fuzzer, a lead like tester, is the API conformance test's own (whatever it sends is told apart by it);
+# capper is only in project batchcap, whose jobs-in-queue cap test_batch.py fills.
 SITE = """
 allow_root_mapping: true
 users:
@@ -161,6 +162,7 @@ users:
   - {{name: mia, os_user: root}}
   - {{name: rita, os_user: root}}
   - {{name: outsider, os_user: root}}
+  - {{name: capper, os_user: root}}
   - {{name: nomap}}
   - {{name: alice, os_user: gwtalice}}
   - {{name: bob, os_user: gwtbob}}
@@ -182,6 +184,11 @@ projects:
     quota: {{gpus: 2}}
     members: [{{user: tester, role: member}}]
     queues: [{{name: gpu, partition: gpu, gpu_types: [fake]}}]
+  - name: batchcap
+    slurm_account: {account}q
+    quota: {{jobs_in_queue: 3}}
+    members: [{{user: capper, role: member}}]
+    queues: [{{name: cpu, partition: cpu}}]
   - name: other
     slurm_account: {account}o
     members: [{{user: outsider, role: lead}}]

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
@@ -18,6 +19,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from gateway.adapters.runner import LocalRunner
+from gateway.adapters.slurm.cli import SlurmCLI
 from gateway.api import create_app
 from gateway.core.domain import Member, Project, Quota, RunFilter
 from gateway.core.sbatch.render import SubmitTarget
@@ -27,7 +30,9 @@ from gateway.core.spec.run_spec import build_spec
 from gateway.errors import BatchRejected, QuotaExceeded, SpecError
 from gateway.services.runs.admission import Admitted, Walltime
 from gateway.services.runs.batch import BatchItem, _Pending, _within_caps
-from tests.service.conftest import PROJECT, unique_tag
+from gateway.settings import Settings
+from gateway.wiring import build_services
+from tests.service.conftest import OPERATOR, PROJECT, unique_tag
 from tests.service.test_crash import past_grace
 
 pytestmark = pytest.mark.slurm
@@ -267,11 +272,14 @@ def test_a_batch_killed_at_any_point_yields_one_job_or_none_per_run(settings, se
             assert settled.state is RunState.NEVER_SUBMITTED and settled.job_id is None
     if when == "started":
         assert not any(jobs.get(r.id) for r in runs), "it died before the first script was sent"
+    # all or none (the default): a replayed item's error (never submitted) refuses nothing
     again = services.runs.submit_batch(
-        [BatchItem(s) for s in specs], principal=principal, partial=True, idempotency_key=key
+        [BatchItem(s) for s in specs], principal=principal, idempotency_key=key
     )
     assert {o.run.id for o in again.items if o.run} == {r.id for r in runs}
     assert all(o.replayed for o in again.items)
+    never = {r.id for r in runs if not jobs.get(r.id)}
+    assert {o.run.id for o in again.items if o.error is not None and o.run} == never
     assert slurm_jobs_by_run().keys() & {r.id for r in runs} == jobs.keys() & {r.id for r in runs}
     assert len(services.runs.store.list_runs(RunFilter(tag=tag)).items) == 6
 
@@ -281,3 +289,63 @@ def test_all_or_none_service_error_lists_items(services, principal):
     with pytest.raises(BatchRejected) as refused:
         services.runs.submit_batch([BatchItem(spec(tag)), BatchItem({"queue": 1})], principal=principal)
     assert [i for i, _ in refused.value.items] == [1] and refused.value.total == 2
+
+
+class CountingRunner(LocalRunner):
+    """The real local runner, counting the sbatch processes running at one moment (the most seen)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.live = self.most = self.sbatch = 0
+
+    def run(self, argv, **kwargs):
+        if argv[0] != "sbatch" or "--test-only" in argv:
+            return super().run(argv, **kwargs)
+        with self.lock:
+            self.live, self.sbatch = self.live + 1, self.sbatch + 1
+            self.most = max(self.most, self.live)
+        try:
+            return super().run(argv, **kwargs)
+        finally:
+            with self.lock:
+                self.live -= 1
+
+
+def test_the_cli_backend_runs_several_sbatch_at_once_never_more_than_the_bound(settings, services, principal):
+    """9 runs with batch_submit_parallel 3: 9 sbatch processes, more than one at a time, never 4."""
+    runner = CountingRunner()
+    bounded = build_services(
+        Settings(**{**settings.model_dump(), "batch_submit_parallel": 3}),
+        slurm=SlurmCLI(runner),
+        upgrade=False,
+    )
+    try:
+        tag = own_tag()
+        items = [BatchItem(spec(tag, params={"i": i})) for i in range(9)]
+        outcome = bounded.runs.submit_batch(items, principal=principal)
+        assert outcome.failed == 0 and all(o.run and o.run.latest.job_id for o in outcome.items)
+        assert runner.sbatch == 9, "one sbatch per run"
+        assert 2 <= runner.most <= 3, f"at most {runner.most} sbatch ran at once"
+    finally:
+        bounded.close()
+
+
+def test_a_batch_over_the_jobs_cap_of_a_real_project_is_refused_whole_or_cut_at_the_cap(api, services):
+    """Project batchcap may queue 3 jobs: 4 runs that fit one by one are refused together (422,
+    the 4th named with the totals, nothing recorded); with partial the first 3 are submitted."""
+    tag = own_tag()
+    items = [{"spec": spec(tag, project="batchcap", params={"i": i})} for i in range(4)]
+    capper = {"Authorization": f"Bearer {services.auth.issue_token(OPERATOR, 'capper', name='pytest')[0]}"}
+    refused = api.post("/runs/batch", json={"items": items}, headers=capper)
+    assert refused.status_code == 422 and refused.json()["error"] == "batch_rejected", refused.text
+    (over,) = refused.json()["items"]
+    assert over["index"] == 3 and over["error"]["error"] == "quota_exceeded"
+    assert "queues 4 jobs, over the jobs-in-queue cap of project batchcap (3)" in over["error"]["detail"]
+    assert services.runs.store.list_runs(RunFilter(tag=tag)).items == [], "nothing was recorded"
+    cut = api.post("/runs/batch", json={"items": items, "partial": True}, headers=capper)
+    assert cut.status_code == 200, cut.text
+    assert [i["status"] for i in cut.json()["items"]] == [201, 201, 201, 422]
+    made = {i["run"]["id"] for i in cut.json()["items"][:3]}
+    jobs = slurm_jobs_by_run()
+    assert all(len(jobs[r]) == 1 for r in made)
+    assert {r.id for r in services.runs.store.list_runs(RunFilter(tag=tag)).items} == made

@@ -1,6 +1,7 @@
 """Batches from the outside: `gw submit a.yaml b.yaml`, `--from-dir`, `gw sbatch --each`, and the
-Python client (`Gateway`, its batch context, and the example in docs/python-client.md), all
-against a real `gw serve` on a free port and real Slurm."""
+Python client (`Gateway`, its batch context, waiting on many runs, a batch's cut answer sent again,
+and the example in docs/python-client.md), all against a real `gw serve` on a free port and real
+Slurm."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from gateway.client import ApiError, Gateway, RunSummary
+from gateway.client import ApiError, Gateway, RunSummary, WaitProgress, WaitTimeout
 from gateway.core.domain import Run
 from gateway.core.slurm.states import RunState
 from tests.service.gw_serve import GW, gw_serve
+from tests.service.test_batch import slurm_jobs_by_run
+from tests.service.test_idempotency import CuttingProxy
 
 pytestmark = pytest.mark.slurm
 ROOT = Path(__file__).resolve().parents[2]
@@ -188,6 +191,7 @@ def test_the_python_client_example_runs(server, tmp_path):
     lines = done.stdout.splitlines()
     assert lines[1].startswith("succeeded 0") and "lr=0.3" in done.stdout and "done" in lines
     assert "{0.1: 'succeeded', 0.01: 'succeeded', 0.001: 'succeeded'}" in done.stdout
+    assert [line for line in lines if line.endswith(" ended")] == ["1/3 ended", "2/3 ended", "3/3 ended"]
     # the sweep's tasks, best (lowest loss) first: task 2 (lr 0.001), then 1, then 0
     ranked = [line for line in lines if line.split()[:1] in (["0"], ["1"], ["2"]) and "{'lr':" in line]
     assert ranked == [
@@ -195,3 +199,68 @@ def test_the_python_client_example_runs(server, tmp_path):
         "1 {'lr': 0.01} succeeded 0.01",
         "0 {'lr': 0.1} succeeded 0.1",
     ]
+
+
+def test_wait_all_polls_every_run_reports_progress_and_names_the_live_ones_at_a_timeout(gateway):
+    """Two quick runs and a held one from one batch: wait_all gives the quick ones back as Run
+    values in the order given, telling progress as each ends; with the held one it times out
+    naming it, the ended ones in hand; as_completed yields the quick one, then times out."""
+    tag = f"t{uuid.uuid4().hex[:10]}"
+    quick = spec(tag, hold=False, workdir="/tmp")
+    try:
+        with gateway.batch() as batch:
+            fast = [batch.submit({**quick, "params": {"i": i}}) for i in range(2)]
+            held = batch.submit(spec(tag))
+        seen: list[WaitProgress] = []
+        ended = gateway.wait_all(fast, timeout_s=120, poll_s=0.5, progress=seen.append)
+        assert [r.id for r in ended] == [p.run.id for p in fast]
+        assert all(isinstance(r, Run) and r.state is RunState.SUCCEEDED for r in ended)
+        assert [(s.ended, s.total) for s in seen] == [(1, 2), (2, 2)]
+        assert {s.run.id for s in seen} == {p.run.id for p in fast} and seen[-1].elapsed_s > 0
+        with pytest.raises(WaitTimeout) as late:
+            gateway.wait_all([held, fast[0], held.run.id], timeout_s=1, poll_s=0.2)
+        assert isinstance(late.value, TimeoutError)
+        assert late.value.pending == [held.run.id] and [r.id for r in late.value.ended] == [fast[0].run.id]
+        assert f"1 of 2 runs did not end within 1 s ({held.run.id})" in str(late.value)
+        arriving = gateway.as_completed([held, fast[1]], timeout_s=1, poll_s=0.2)
+        assert next(arriving).id == fast[1].run.id
+        with pytest.raises(WaitTimeout):
+            next(arriving)
+        with pytest.raises(TimeoutError, match=held.run.id):
+            gateway.wait(held, timeout_s=0.5, poll_s=0.2)
+        with pytest.raises(ApiError) as missing:  # not waited through: said at once
+            gateway.wait_all(["r-0000000000000000"], timeout_s=60)
+        assert missing.value.status == 404
+        (refused,) = gateway.submit_many([spec(tag, project="nosuch")], partial=True)
+        with pytest.raises(ApiError) as item_error:  # an item without a run: its own error
+            gateway.wait_all([refused])
+        assert item_error.value.status == 404 and "nosuch" in str(item_error.value.detail)
+        with pytest.raises(ValueError, match="poll_s"):
+            gateway.wait_all([held], poll_s=-1)
+    finally:
+        cancel_tag(gateway, tag)
+
+
+def test_a_batch_whose_answer_is_cut_is_sent_again_under_its_key_and_makes_each_run_once(server, gateway):
+    """Gateway.batch() through a proxy that drops the first answer after gw serve made the runs:
+    the client sends the batch again under the same Idempotency-Key and gets those runs back,
+    replayed; each run has one Slurm job (the single path's cut-connection test, for a batch)."""
+    tag = f"t{uuid.uuid4().hex[:10]}"
+    proxy = CuttingProxy(int(server["GW_URL"].rsplit(":", 1)[1]), every=2)  # connections 1, 3 ... cut
+    try:
+        url = f"http://127.0.0.1:{proxy.port}"
+        with Gateway(url, server["GW_TOKEN"], retry_pauses_s=(0.2, 1.0)) as cut, cut.batch() as batch:
+            pending = [batch.submit(spec(tag, params={"i": i})) for i in range(2)]
+            pending.append(batch.submit(spec(tag, params={"i": 2}), idempotency_key=f"{tag}-own"))
+        assert proxy.cut == 1, "the first answer was dropped"
+        assert all(p.entry.replayed for p in pending), "the retry got the first request's runs"
+        runs = gateway.runs(tag=tag)
+        assert sorted(r.id for r in runs) == sorted(p.run.id for p in pending)
+        jobs = slurm_jobs_by_run()
+        assert all(len(jobs[r.id]) == 1 for r in runs), {r.id: jobs.get(r.id) for r in runs}
+        # an item's own key is that of a single submission: the same run either way
+        again = gateway.submit(spec(tag, params={"i": 2}), idempotency_key=f"{tag}-own")
+        assert again.id == pending[2].run.id
+    finally:
+        proxy.close()
+        cancel_tag(gateway, tag)

@@ -28,6 +28,7 @@ from gateway.core.spec.run_spec import build_spec
 from gateway.errors import Conflict, SubmitRejected
 from gateway.settings import Settings
 from gateway.wiring import build_services
+from tests.conftest import wait_for
 from tests.service.conftest import PROJECT, unique_tag
 from tests.service.gw_serve import gw_serve
 
@@ -304,3 +305,66 @@ def _burst(serve, proxy: CuttingProxy, settings: ClientSettings, tag: str, made:
     assert {r["id"] for r in runs} == {r["id"] for r in made}
     for run in runs:
         assert len(slurm.find_by_tag(f"gw-{run['id']}-1")) == 1, run["id"]
+
+
+def _account_jobs(account: str) -> set[str]:
+    """The jobs Slurm holds under ``account`` (only this test's gw serve submits under it)."""
+    out = subprocess.run(["squeue", "-h", "-A", account, "-o", "%i"], capture_output=True, text=True).stdout
+    return set(out.split())
+
+
+def test_a_batch_whose_gw_serve_is_killed_mid_send_leaves_one_job_or_none_per_run(tmp_path, slurm):
+    """24 runs in one batch through `gw`'s client; gw serve is killed (-9) as soon as Slurm holds a
+    first job of it, and started again; the client sends the batch again under its key and gets
+    the same 24 runs. Once the restarted gateway has reconciled them, each run has exactly one Slurm
+    job, or none and is never_submitted; a third send makes nothing new (the single path's
+    killed-server test, for a batch)."""
+    grace = {"GATEWAY_SUBMIT_GRACE_S": "8", "GATEWAY_SLURM_SUBMIT_TIMEOUT_S": "5"}
+    with gw_serve(
+        tmp_path, prefix="idemb", settings={**grace, "GATEWAY_BATCH_SUBMIT_PARALLEL": "2"}
+    ) as serve:
+        assert serve.process is not None
+        tag, batch_key = unique_tag(), key()
+        items = [{"spec": spec(tag, name=f"idemb-{i}").model_dump(mode="json")} for i in range(24)]
+        settings = ClientSettings(url=serve.url, token=serve.tokens["tester"], timeout_s=60)
+        client = GatewayClient(settings, retry_pauses_s=(0.5, 1, 2, 4, 8, 16, 16))
+        answers: list[dict] = []
+        sender = threading.Thread(
+            target=lambda: answers.append(client.submit_batch(items, idempotency_key=batch_key)), daemon=True
+        )
+        ids: set[str] = set()
+        try:
+            sender.start()
+            deadline = time.monotonic() + 60
+            while not _account_jobs(serve.account) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            serve.process.kill9()
+            serve.process.start()
+            sender.join(timeout=120)
+            assert answers, "the client's retries got an answer from the restarted gw serve"
+            ids = {i["run"]["id"] for i in answers[0]["items"]}
+            direct = GatewayClient(ClientSettings(url=serve.url, token=serve.tokens["tester"], timeout_s=60))
+
+            def settled() -> list[dict]:
+                runs = direct.runs(tag=tag, limit=100)["items"]
+                return runs if runs and all(r["state"] != "submitting" for r in runs) else []
+
+            runs = wait_for(settled, timeout_s=120, what="the restarted gw serve to reconcile the batch")
+            assert {r["id"] for r in runs} == ids and len(ids) == 24
+            jobs = {r["id"]: jobs_of_runs({r["id"]}) for r in runs}
+            for run in runs:
+                assert len(jobs[run["id"]]) <= 1, (run["id"], jobs[run["id"]])
+                if jobs[run["id"]]:
+                    assert run["state"] in ("queued", "held") and run["job_id"] == jobs[run["id"]][0], run
+                else:
+                    assert run["state"] == "never_submitted" and run["job_id"] is None, run
+            # replayed as the first request left them, all or none notwithstanding: a run never
+            # submitted comes back with its error, a submitted one with its job
+            again = direct.submit_batch(items, idempotency_key=batch_key)
+            assert {i["run"]["id"] for i in again["items"]} == ids and again["replayed"] == 24
+            never = {r["id"] for r in runs if r["state"] == "never_submitted"}
+            assert {i["run"]["id"] for i in again["items"] if i["error"]} == never
+            assert all(i["status"] == 200 for i in again["items"] if i["run"]["id"] not in never)
+            assert {r: jobs_of_runs({r}) for r in ids} == jobs, "the third send made no job"
+        finally:
+            cancel_jobs(jobs_of_runs(ids) if ids else sorted(_account_jobs(serve.account)))

@@ -65,23 +65,39 @@ def test_cancel_through_the_service_ends_the_job(rest_services):
     assert ended.state is RunState.CANCELLED
 
 
-def test_a_batch_goes_through_the_users_daemon_over_kept_alive_connections(rest_services):
+def test_a_batch_goes_through_the_users_daemon_over_kept_alive_connections(rest_services, monkeypatch):
     """A batch on slurmrestd: every run one job under the user's own daemon, each run exactly once,
-    its job ids recorded together; the batch's sends share the daemon's kept-alive connections."""
+    its job ids recorded together; the batch's sends share the daemon's kept-alive connections:
+    12 runs sent 4 at a time open at most 4 connections to it (one per run without them)."""
+    from gateway.adapters.slurm import rest_http
     from gateway.services.runs.batch import BatchItem
 
+    opened: list[str] = []
+    connect = rest_http._UnixConnection.connect
+
+    def counted(conn: rest_http._UnixConnection) -> None:  # the real connect, counted
+        opened.append(str(conn.path))
+        connect(conn)
+
     alice = rest_services.access.principal("alice", source="pytest")
+    warm = rest_services.runs.submit(spec("true", hold=True), principal=alice)  # starts the daemon
+    rest_services.slurm.cancel(warm.latest.job_id)
+    monkeypatch.setattr(rest_http._UnixConnection, "connect", counted)  # the daemon is up: count now
+    monkeypatch.setattr(
+        rest_services.runs, "settings", rest_services.settings.model_copy(update={"batch_submit_parallel": 4})
+    )
     tag = unique_tag()
-    items = [BatchItem(spec("true", hold=True, tags=[tag], params={"i": i})) for i in range(6)]
+    items = [BatchItem(spec("true", hold=True, tags=[tag], params={"i": i})) for i in range(12)]
     outcome = rest_services.runs.submit_batch(items, principal=alice)
     try:
         assert outcome.failed == 0
         jobs = [o.run.latest.job_id for o in outcome.items]
-        assert all(jobs) and len(set(jobs)) == 6
+        assert all(jobs) and len(set(jobs)) == 12
         for o in outcome.items:
             assert rest_services.slurm.find_by_tag(o.run.latest.tag) == [o.run.latest.job_id]
             assert o.run.latest.events[-1].to_state is RunState.QUEUED
         assert "gwtalice" in rest_services.clusters.get().backend.daemons.running()
+        assert 1 <= len(opened) <= 4, f"{len(opened)} connections opened for 12 sends 4 at a time"
     finally:
         for o in outcome.items:
             if o.run and o.run.latest.job_id:

@@ -16,6 +16,7 @@ import pytest
 from gateway.api import create_app
 from gateway.client import Gateway
 from gateway.client.errors import ApiError
+from gateway.core.domain import Artifact
 from gateway.core.slurm.states import RunState
 from gateway.web import mount_web
 from tests.service import conftest as service_fixtures
@@ -123,6 +124,24 @@ def test_the_python_client_gives_tasks_as_values_best_first(sweep, pages_url, to
         assert refused.value.status == 404
         with pytest.raises(ValueError, match="give 'min'"):
             gw.tasks(sweep["id"], best="loss", order="lowest")
+
+
+def test_the_python_client_gives_a_runs_outputs_as_values(sweep, pages_url, tokens):
+    """Gateway.outputs: the API's /runs/{id}/outputs as RunOutputs, its files domain Artifacts."""
+    answer = sweep["api"].get(f"/runs/{sweep['id']}/outputs").json()
+    with Gateway(pages_url, tokens["tester"]) as gw:
+        outputs = gw.outputs(sweep["id"])
+        assert outputs.run_id == sweep["id"] and outputs.harvested
+        assert all(isinstance(a, Artifact) for a in outputs.artifacts)
+        assert sorted(a.path for a in outputs.artifacts) == [f"tasks/{i}/model.txt" for i in range(3)]
+        assert [(a.path, a.sha256, a.size_bytes) for a in outputs.artifacts] == [
+            (a["path"], a["sha256"], a["size"]) for a in answer["artifacts"]
+        ]
+        assert outputs.metrics == answer["metrics"]
+        assert outputs.series == {k: [tuple(p) for p in v] for k, v in answer["series"].items()}
+        with pytest.raises(ApiError) as missing:
+            gw.outputs("r-0000000000000000")
+        assert missing.value.status == 404
 
 
 def gw(pages_url, tokens, *args: str) -> subprocess.CompletedProcess:

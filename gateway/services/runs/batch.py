@@ -9,7 +9,9 @@ several scripts, ``Gateway.batch()``) takes up to ``batch_max_items`` specs and,
    GPU-hours and jobs together against each project's and member's caps: a batch whose runs fit
    one by one but not together is refused as one run that could never fit would be;
 3. all-or-none (the default): any refused item refuses the batch (``BatchRejected``, nothing
-   written); with ``partial``, the refused items get their error and the others go on;
+   written); with ``partial``, the refused items get their error and the others go on. An item
+   replayed with its earlier error (its run never submitted) refuses nothing: it is answered as
+   the earlier request left it;
 4. renders each run and records them all, each with its first attempt SUBMITTING under its unique
    tag, its audit event and its key, in one transaction (``RunStore.create_runs``);
 5. sends each recorded attempt through the one submission path, ``batch_submit_parallel`` at
@@ -175,7 +177,11 @@ def submit_batch(
     with service.admission.access.snapshot():
         pending = _admit(service, pending, principal, outcomes)
         if outcomes and not partial:
-            refused = [(i, o.error) for i, o in sorted(outcomes.items()) if o.error is not None]
+            # A replayed item's error (Slurm refused its run, or it was never submitted) is a fact of
+            # the earlier request, answered per item: all or none counts only this request's refusals.
+            refused = [
+                (i, o.error) for i, o in sorted(outcomes.items()) if o.error is not None and not o.replayed
+            ]
             if refused:
                 for _, error in refused:
                     service.metrics.refused(refusal_reason(error))
