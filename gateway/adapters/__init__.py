@@ -4,7 +4,7 @@
   ``runner_metered.py`` timing each call);
 - the run host, the files and OS accounts where jobs run (``runhost.py``, the protocol;
   ``runhost_local.py``, ``runhost_ssh.py``, their shared half ``runhost_base.py`` and the agent
-  ``runhost_agent.py``);
+  ``runhost_agent/``, a package sent to the run host as one program);
 - SSH to a submit host (``ssh.py``, ``ssh_login.py``: the only modules importing paramiko;
   ``ssh_hop.py``, what services see of it);
 - Slurm (``slurm/``: the protocol, the CLI backend, slurmrestd, the cache, accounts);

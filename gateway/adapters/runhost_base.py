@@ -22,7 +22,52 @@ from gateway.adapters.runhost import DirUsage, FileRead, OutputFile, OutputScan,
 from gateway.adapters.runner import CommandRunner
 from gateway.errors import CommandError, CommandTimeout, RunHostError, RunHostUnavailable
 
-AGENT_SOURCE = Path(runhost_agent.__file__).read_text(encoding="utf-8")
+# Runs the agent package from the sources it carries, none from disk: on a submit host the gateway is
+# not installed, and ``-I -S`` keeps the job user's own paths and site packages out.
+_PROGRAM = """import sys
+from importlib.machinery import ModuleSpec
+
+SOURCES = %r
+
+
+class Loader:
+    def find_spec(self, name, path=None, target=None):
+        if name in SOURCES:
+            return ModuleSpec(name, self, is_package=name == "runhost_agent")
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        exec(compile(SOURCES[module.__name__], module.__name__, "exec"), module.__dict__)
+
+
+sys.meta_path.insert(0, Loader())
+import runhost_agent
+
+sys.exit(runhost_agent.main())
+"""
+
+
+def agent_program() -> str:
+    """The ``runhost_agent`` package as one ``python3 -I -S -c`` program (its ``main``).
+
+    Its modules travel as text, keyed ``runhost_agent`` and ``runhost_agent.<module>``, and are
+    imported from there (they import one another relatively); ``__main__`` stays behind.
+    """
+    package = Path(runhost_agent.__file__).parent
+    sources = {
+        "runhost_agent" if path.stem == "__init__" else f"runhost_agent.{path.stem}": path.read_text(
+            encoding="utf-8"
+        )
+        for path in sorted(package.glob("*.py"))
+        if path.stem != "__main__"
+    }
+    return _PROGRAM % (sources,)
+
+
+AGENT_SOURCE = agent_program()
 
 
 class AgentRunHost:

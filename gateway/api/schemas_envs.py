@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.api.schemas_catalog import CatalogEntryPublic
 from gateway.core.described import documented
 from gateway.core.envs.lockfile import MAX_LOCK_CHARS
 from gateway.core.envs.record import Environment, EnvVersion
@@ -122,25 +123,14 @@ class EnvVersionDetail(EnvVersionPublic):
         return cls(**EnvVersionPublic.of(v).model_dump(), packages=v.packages, lock=v.content.get("lock"))
 
 
-class EnvironmentPublic(BaseModel):
-    id: str
-    project: str
-    name: str
-    description: str
-    created_by: str
-    created_at: datetime
+class EnvironmentPublic(CatalogEntryPublic):
     version_count: int
     latest: EnvVersionPublic | None
 
     @classmethod
     def of(cls, e: Environment) -> EnvironmentPublic:
         return cls(
-            id=e.id,
-            project=e.project,
-            name=e.name,
-            description=e.description,
-            created_by=e.created_by,
-            created_at=e.created_at,
+            **cls.entry_fields(e),
             version_count=e.version_count,
             latest=EnvVersionPublic.of(e.latest) if e.latest else None,
         )

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.api.schemas_catalog import CatalogEntryPublic
 from gateway.api.schemas_telemetry import GpuUsePublic
 from gateway.core.described import ABSOLUTE_LINE, documented
 from gateway.core.domain import Dataset, DatasetVersion
@@ -94,13 +95,7 @@ class DatasetVersionDetail(DatasetVersionPublic):
     files: list[FileEntryPublic] | None = Field(default=None, description="The manifest, when asked for")
 
 
-class DatasetPublic(BaseModel):
-    id: str
-    project: str
-    name: str
-    description: str
-    created_by: str
-    created_at: datetime
+class DatasetPublic(CatalogEntryPublic):
     shared_with: list[str] = Field(description="Projects that may read it and use it in runs")
     version_count: int
     latest: DatasetVersionPublic | None
@@ -108,12 +103,7 @@ class DatasetPublic(BaseModel):
     @classmethod
     def of(cls, dataset: Dataset) -> DatasetPublic:
         return cls(
-            id=dataset.id,
-            project=dataset.project,
-            name=dataset.name,
-            description=dataset.description,
-            created_by=dataset.created_by,
-            created_at=dataset.created_at,
+            **cls.entry_fields(dataset),
             shared_with=list(dataset.shared_with),
             version_count=dataset.version_count,
             latest=DatasetVersionPublic.of(dataset.latest) if dataset.latest else None,

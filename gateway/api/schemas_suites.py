@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.api.schemas_catalog import CatalogEntryPublic
 from gateway.core.eval.domain import EvalSuite, SuiteVersionRecord
 from gateway.services.eval.trace import version_dict
 
@@ -68,13 +69,7 @@ class SuiteVersionRegistered(SuiteVersionDetail):
     created: bool = Field(description="False: the suite already had a version with this content")
 
 
-class EvalSuitePublic(BaseModel):
-    id: str
-    project: str
-    name: str
-    description: str
-    created_by: str
-    created_at: datetime
+class EvalSuitePublic(CatalogEntryPublic):
     version_count: int
     latest_version: int | None
     versions_by: Literal["lead", "member"] = Field(
@@ -87,12 +82,7 @@ class EvalSuitePublic(BaseModel):
     @classmethod
     def of(cls, suite: EvalSuite) -> EvalSuitePublic:
         return cls(
-            id=suite.id,
-            project=suite.project,
-            name=suite.name,
-            description=suite.description,
-            created_by=suite.created_by,
-            created_at=suite.created_at,
+            **cls.entry_fields(suite),
             version_count=suite.version_count,
             latest_version=suite.latest_number,
             versions_by=suite.versions_by,  # type: ignore[arg-type]  # a str in core; the suite service writes only these words

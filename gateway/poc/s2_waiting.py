@@ -136,15 +136,7 @@ def cap(world: World, sc: Scenario) -> None:
 def busy(world: World, sc: Scenario) -> None:
     """A GPU run behind nodes the POC's fillers keep busy waits for Resources, then starts."""
     partition = placement.partition_view(world, "gpu", _gpu_partition(world))
-    fillers = []
-    for node in partition["nodes"]:
-        filler = world.submit(
-            gpu_spec(world, f"fills-{node['name']}", "sleep 300", 0, cpus_per_task=node["cpus"])
-        )
-        fillers.append(filler["id"])
-    sc.made("run", *fillers)
-    for filler in fillers:
-        world.wait_run(filler, {"running"}, step="busy: the fillers start")
+    fillers = _fill_nodes(world, sc, partition)
     blocked = world.submit(gpu_spec(world, "behind-busy-nodes", "echo started after the nodes freed", 1))
     sc.made("run", blocked["id"])
     on = placement.cluster_of(world, "gpu")
@@ -165,45 +157,7 @@ def busy(world: World, sc: Scenario) -> None:
             f"category {why['category']}: {why['summary']}",
         )
         _explained_busy(sc, why, partition)
-        gpu = placement.partition_view(world, "gpu", partition["name"])
-        pending = {j["run_id"] for j in gpu["pending"]}
-        sc.check(
-            "busy: admin's queue lists it pending",
-            blocked["id"] in pending,
-            f"{blocked['id']} among the partition's pending jobs",
-            sorted(r for r in pending if r),
-        )
-        not_full = [
-            n["name"]
-            for n in gpu["nodes"]
-            if n["alloc_cpus"] < n["cpus"] and n["state"] not in ("down", "drain")
-        ]
-        sc.check(
-            "busy: admin's queue shows the nodes busy",
-            not not_full,
-            "every node of the partition with all its CPUs allocated",
-            "; ".join(f"{n['name']} {n['state']} {n['alloc_cpus']}/{n['cpus']} CPUs" for n in gpu["nodes"]),
-        )
-        sc.showed(
-            "the admin's queue view",
-            f"partition {gpu['name']}{f' on {on}' if on else ''}: "
-            + "; ".join(f"{n['name']} {n['state']} {n['alloc_cpus']}/{n['cpus']} CPUs" for n in gpu["nodes"])
-            + f"; {len(gpu['running'])} running, {len(gpu['pending'])} pending",
-        )
-        running = {j["run_id"] for j in gpu["running"]}
-        sc.check(
-            "busy: admin's queue lists the fillers running",
-            set(fillers) <= running,
-            f"{', '.join(fillers)} running",
-            sorted(r for r in running if r),
-        )
-        ours = [p for p in gpu["projects"] if p["project"] == world.project]
-        sc.check(
-            "busy: admin's usage per project",
-            bool(ours),
-            f"project {world.project} in the queue view's usage",
-            [p["project"] for p in gpu["projects"]],
-        )
+        _admin_sees_busy(world, sc, blocked["id"], fillers, partition["name"], on)
         recorded(world, blocked["id"], BUSY_CODES, "busy: the wait is on record while it waits")
     finally:
         for filler in fillers:
@@ -215,6 +169,72 @@ def busy(world: World, sc: Scenario) -> None:
     sc.check("busy: time waited per reason", busy_s > 0, "seconds waited for Resources > 0", _waits(waits))
     sc.did(f"Cancelled the fillers; {blocked['id']} started and succeeded after waiting {_waits(waits)}.")
     world.shared["busy_run"] = blocked["id"]
+
+
+def _fill_nodes(world: World, sc: Scenario, partition: dict[str, Any]) -> list[str]:
+    """One filler run per node of ``partition``, asking for all its CPUs and no GPU; once all run,
+    their ids."""
+    fillers = []
+    for node in partition["nodes"]:
+        filler = world.submit(
+            gpu_spec(world, f"fills-{node['name']}", "sleep 300", 0, cpus_per_task=node["cpus"])
+        )
+        fillers.append(filler["id"])
+    sc.made("run", *fillers)
+    for filler in fillers:
+        world.wait_run(filler, {"running"}, step="busy: the fillers start")
+    return fillers
+
+
+def _admin_sees_busy(
+    world: World, sc: Scenario, blocked_id: str, fillers: list[str], partition_name: str, on: str | None
+) -> None:
+    """The admin's queue view of the partition: the blocked run pending, every node full, the
+    fillers running, and the project's usage."""
+    gpu = placement.partition_view(world, "gpu", partition_name)
+    pending = {j["run_id"] for j in gpu["pending"]}
+    sc.check(
+        "busy: admin's queue lists it pending",
+        blocked_id in pending,
+        f"{blocked_id} among the partition's pending jobs",
+        sorted(r for r in pending if r),
+    )
+    not_full = [
+        n["name"] for n in gpu["nodes"] if n["alloc_cpus"] < n["cpus"] and n["state"] not in ("down", "drain")
+    ]
+    sc.check(
+        "busy: admin's queue shows the nodes busy",
+        not not_full,
+        "every node of the partition with all its CPUs allocated",
+        _nodes(gpu),
+    )
+    sc.showed(
+        "the admin's queue view",
+        f"partition {gpu['name']}{f' on {on}' if on else ''}: "
+        + _nodes(gpu)
+        + f"; {len(gpu['running'])} running, {len(gpu['pending'])} pending",
+    )
+    running = {j["run_id"] for j in gpu["running"]}
+    sc.check(
+        "busy: admin's queue lists the fillers running",
+        set(fillers) <= running,
+        f"{', '.join(fillers)} running",
+        sorted(r for r in running if r),
+    )
+    ours = [p for p in gpu["projects"] if p["project"] == world.project]
+    sc.check(
+        "busy: admin's usage per project",
+        bool(ours),
+        f"project {world.project} in the queue view's usage",
+        [p["project"] for p in gpu["projects"]],
+    )
+
+
+def _nodes(partition: dict[str, Any]) -> str:
+    """A partition's nodes as the admin's queue view shows them: name, state, allocated/all CPUs."""
+    return "; ".join(
+        f"{n['name']} {n['state']} {n['alloc_cpus']}/{n['cpus']} CPUs" for n in partition["nodes"]
+    )
 
 
 def _explained_busy(sc: Scenario, why: dict[str, Any], partition: dict[str, Any]) -> None:

@@ -362,3 +362,35 @@ def api(multi) -> Iterator[TestClient]:
 def principal_mc(multi) -> Principal:
     """tester on ``multi`` (site admin, lead of mc)."""
     return multi.access.principal("tester", source="pytest")
+
+
+# -- who may do what (tests/service/test_access*.py, helpers in access_setup.py) --------------------
+
+
+@pytest.fixture(scope="module")
+def app(services) -> Iterator[TestClient]:
+    """An API client of the session's services (modules with an ``app`` of their own keep theirs)."""
+    from gateway.api import create_app
+
+    with TestClient(create_app(services=services)) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def ended_run(services, principal) -> str:
+    """A finished run of project ``test``, submitted by its lead (tester); its id (each module its own)."""
+    from gateway.core.spec.run_spec import build_spec
+
+    spec = build_spec(
+        {
+            "name": "matrix",
+            "project": PROJECT,
+            "queue": "cpu",
+            "command": "echo hi",
+            "workdir": "/tmp",
+            "tags": [unique_tag()],
+            "resources": {"mem_gb": 0.1},
+        }
+    )
+    run = services.runs.submit(spec, principal=principal)
+    return refresh_until(services, run.id).id

@@ -1,59 +1,21 @@
-"""Who may do what, through the API, for every route; tokens; OS users; the audit trail."""
+"""Who may do what, through the API, for every route: the permission matrix, and what a role's
+refusal looks like in a batch and in another project's runs.
+
+The same roles' tokens, OS users and the audit trail: test_access_accounts.py, test_access_audit.py.
+"""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
-from sqlalchemy import text
 
 from gateway.adapters.files import scan
-from gateway.api import create_app
-from gateway.core.audit.entry import AuditEntry
-from gateway.core.site.schema import parse_site
-from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import build_spec
 from gateway.services.lineage.datasets import Registration
-from gateway.services.site.apply import SiteChanges
-from gateway.services.site.auth import digest
-from gateway.store import Database
-from gateway.store.audit import AuditStore
-from tests.service.conftest import OPERATOR, PROJECT, SITE, refresh_until, unique_tag
+from tests.service.access_setup import ROLES, call
+from tests.service.conftest import OPERATOR, PROJECT, refresh_until, unique_tag
 from tests.service.permission_tables import eval_expectations, release_expectations
-
-ROOT = Path(__file__).resolve().parents[2]
-ROLES = ("admin", "lead", "member", "viewer", "outsider", "anonymous")
-USER_OF = {"admin": "admin", "lead": "tester", "member": "mia", "viewer": "watcher", "outsider": "outsider"}
-
-
-@pytest.fixture(scope="module")
-def app(services):
-    with TestClient(create_app(services=services)) as client:
-        yield client
-
-
-@pytest.fixture(scope="module")
-def ended_run(services, principal):
-    """A finished run of project ``test``, submitted by its lead (tester)."""
-    spec = build_spec(
-        {
-            "name": "matrix",
-            "project": PROJECT,
-            "queue": "cpu",
-            "command": "echo hi",
-            "workdir": "/tmp",
-            "tags": [unique_tag()],
-            "resources": {"mem_gb": 0.1},
-        }
-    )
-    run = services.runs.submit(spec, principal=principal)
-    return refresh_until(services, run.id).id
 
 
 @pytest.fixture(scope="module")
@@ -100,11 +62,6 @@ def environment(services, principal) -> str:
         EnvRegistration(project=PROJECT, name=name, kind="modules", modules=MODULES), principal=principal
     )
     return name
-
-
-def call(app, tokens, role, method, path, **kwargs):
-    headers = {} if role == "anonymous" else {"Authorization": f"Bearer {tokens[USER_OF[role]]}"}
-    return app.request(method, path, headers=headers, **kwargs)
 
 
 # Every route x every role: the status the caller gets. Built so that allowed calls
@@ -314,142 +271,3 @@ def test_nobody_sees_another_projects_runs(app, tokens, ended_run):
     for path in (f"/runs/{ended_run}", f"/runs/{ended_run}/logs"):
         response = call(app, tokens, "outsider", "GET", path)
         assert response.status_code == 404 and "script" not in response.text
-
-
-def test_users_without_an_os_user_cannot_submit(services):
-    spec = build_spec({"name": "x", "project": PROJECT, "queue": "cpu", "command": "true"})
-    with pytest.raises(Exception, match="no OS user"):
-        services.runs.submit(spec, principal=services.access.principal("nomap"))
-
-
-def test_root_mapping_needs_the_site_to_allow_it(database_url):
-    with pytest.raises(Exception, match="allow_root_mapping"):
-        parse_site("users: [{name: x, os_user: root}]")
-
-
-def test_tokens_expire_and_revoke(app, services):
-    secret, token = services.auth.issue_token(OPERATOR, "mia", name="short")
-    headers = {"Authorization": f"Bearer {secret}"}
-    assert app.get("/runs", headers=headers).status_code == 200
-    services.auth.revoke(services.access.principal("mia"), token.id)
-    response = app.get("/runs", headers=headers)
-    assert response.status_code == 401 and "revoked" in response.json()["detail"]
-    old = "gwt_" + "x" * 43
-    services.access.add_token(
-        user="mia",
-        name="old",
-        prefix=old[:12],
-        token_sha256=digest(old),
-        expires_at=datetime.now(UTC) - timedelta(1),
-    )
-    response = app.get("/runs", headers={"Authorization": f"Bearer {old}"})
-    assert response.status_code == 401 and "expired" in response.json()["detail"]
-    stored = [t.prefix for t in services.access.tokens("mia")]
-    assert secret not in str(stored) and secret[:12] in stored  # only a prefix and a digest are kept
-
-
-def test_jobs_run_as_the_users_os_account(app, services, tokens):
-    def submit(user, project):
-        spec = {
-            "name": "whoami",
-            "project": project,
-            "queue": "cpu",
-            "workdir": "/tmp",
-            "tags": [unique_tag()],
-            "command": 'id -un; touch "$GW_RUN_DIR/made-by-job"',
-            "resources": {"mem_gb": 0.1},
-        }
-        response = app.post("/runs", json=spec, headers={"Authorization": f"Bearer {tokens[user]}"})
-        assert response.status_code == 201, response.text
-        return response.json()
-
-    alice_run = submit("alice", "pa")
-    run = refresh_until(services, alice_run["id"])
-    assert run.state is RunState.SUCCEEDED, run.latest
-    alice = {"Authorization": f"Bearer {tokens['alice']}"}
-    assert app.get(f"/runs/{run.id}/logs", headers=alice).json()["text"] == "gwtalice\n"
-    (record,) = services.slurm.accounting([run.latest.job_id])
-    assert record.user == "gwtalice"
-    import pwd
-
-    uid = pwd.getpwnam("gwtalice").pw_uid
-    assert os.stat(Path(run.run_dir) / "made-by-job").st_uid == uid
-    assert os.stat(Path(run.run_dir) / f"stdout-{run.latest.job_id}.log").st_uid == uid
-    bob = {"Authorization": f"Bearer {tokens['bob']}"}
-    for path in (f"/runs/{run.id}", f"/runs/{run.id}/logs"):
-        assert app.get(path, headers=bob).status_code == 404
-    assert run.id not in [r["id"] for r in app.get("/runs", headers=bob).json()["items"]]
-    response = app.post(
-        "/runs", headers=bob, json={"name": "x", "project": "pa", "queue": "cpu", "command": "true"}
-    )
-    assert response.status_code == 404
-
-
-def test_apply_is_idempotent_and_removing_a_member_removes_the_association(services, slurm):
-    account = f"gwtap{os.getpid()}"
-    site = SITE.format(account=account)
-    config = parse_site(site)
-    first = services.site.apply(OPERATOR, config)
-    # the second apply changes nothing; what it keeps (projects other test files of this process
-    # made, which the file leaves out) is what the first kept
-    again = services.site.apply(OPERATOR, config)
-    assert again == SiteChanges(changes=[], slurm=[], kept=first.kept)
-    assert services.slurm_sync.sync(OPERATOR) == []
-    assocs = _assocs(f"{account}b")
-    assert "gwtbob" in assocs
-    without_bob = parse_site(site.replace("    members: [{user: bob, role: member}]\n", "    members: []\n"))
-    dry = services.site.apply(OPERATOR, without_bob, dry_run=True)
-    assert any("remove user gwtbob" in c for c in dry.slurm), dry  # planned against the new site
-    assert "gwtbob" in _assocs(f"{account}b")
-    result = services.site.apply(OPERATOR, without_bob)
-    assert result.changes and "change project pb" in result.changes[0]
-    assert result.slurm == dry.slurm
-    assert "gwtbob" not in _assocs(f"{account}b")
-    services.site.apply(OPERATOR, config)  # back to the session's site for the tests after this one
-
-
-def _assocs(account: str) -> str:
-    return subprocess.run(
-        ["sacctmgr", "-nP", "show", "assoc", f"account={account}", "format=user"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-
-
-def test_every_change_is_audited(app, services, tokens, ended_run):
-    events = services.audit.events(OPERATOR, target=ended_run).items
-    assert [e.action for e in events] == ["run.submit"] and events[0].actor == "tester"
-    assert events[0].after["os_user"] == "root" and events[0].source == "pytest"
-    actions = {e.action for e in services.audit.events(OPERATOR, limit=10_000).items}
-    assert {"user.add", "project.add", "token.issue", "slurm.add_account", "run.submit"} <= actions
-    lead = call(app, tokens, "lead", "GET", "/audit").json()["items"]
-    assert lead and {e["project"] for e in lead} <= {"test", "capped"}
-
-
-def test_audit_verify_detects_edits_and_deletions(tmp_path):
-    url = f"sqlite:///{tmp_path}/audit.db"
-    db = Database(url)
-    db.upgrade()
-    audit = AuditStore(db)
-    for n in range(5):
-        audit.record(AuditEntry("alice", "run.submit", "run", f"r-{n}", "p", None, None, {"n": n}))
-    assert audit.verify() == []
-    with db.engine.begin() as conn:
-        conn.execute(text("UPDATE audit_events SET actor = 'mallory' WHERE seq = 3"))
-    assert [str(p) for p in audit.verify()] == ["event 3: was edited: its hash does not match its content"]
-    cli = subprocess.run(
-        [sys.executable, "-m", "gateway.cli.main", "admin", "audit", "verify"],
-        env={**os.environ, "GATEWAY_DATABASE_URL": url},
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
-    assert cli.returncode == 1 and "event 3" in cli.stderr
-    with db.engine.begin() as conn:
-        conn.execute(text("UPDATE audit_events SET actor = 'alice' WHERE seq = 3"))
-        conn.execute(text("DELETE FROM audit_events WHERE seq = 4"))
-    problems = [str(p) for p in audit.verify()]
-    assert "event 4: missing (deleted?)" in problems and any(p.startswith("event 5") for p in problems)
-    db.dispose()

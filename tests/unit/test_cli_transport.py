@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-import gateway.client.api as client_module
+import gateway.client.api_base as client_module  # where the retried submission sleeps
 from gateway.client.api import GatewayClient
 from gateway.client.errors import ApiError
 from gateway.client.settings import ClientSettings

@@ -95,4 +95,33 @@ def api(serve: Serve, user: str) -> httpx.Client:
     )
 
 
-__all__ = ["api", "shot", "REPO", "shutil"]
+# -- the submit form and one's own runs (test_web_ui.py, test_web_sessions.py, test_web_run_pages.py) --
+
+RUN_DONE_S = 180  # a tiny CPU job: queue, run, accounting harvested
+
+
+def choose(page, select: str, value: str) -> None:
+    """Pick ``value`` in a select that makes htmx fetch the form's new choices, and wait until the new
+    form is in place (typing into the old one would be lost)."""
+    is_refresh = lambda r: r.url.endswith("/ui/submit") and r.request.method == "POST"  # noqa: E731
+    with page.expect_response(is_refresh):
+        page.select_option(select, value)
+    page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping')")
+    assert page.eval_on_selector(select, "e => e.value") == value
+
+
+def fill_run(page, *, project: str, queue: str, name: str, command: str) -> None:
+    """The submit form's project and queue (each choice waited for), name and command."""
+    choose(page, "#project", project)
+    choose(page, "#queue", queue)
+    page.fill("#name", name)
+    page.fill("#command", command)
+
+
+def own_runs(serve, user: str, tag: str | None = None) -> list[dict]:
+    """``user``'s runs (with ``tag`` only, when given), through the API."""
+    params = {"submitter": user, **({"tag": tag} if tag else {})}
+    return api(serve, user).get("/runs", params=params).json()["items"]
+
+
+__all__ = ["RUN_DONE_S", "api", "choose", "fill_run", "own_runs", "shot", "REPO", "shutil"]

@@ -1,5 +1,7 @@
 """The web UI in a real browser (Debian's chromium through Playwright) against a real `gw serve` and
-the real Slurm cluster: sign-in, the submit form and its limits, run pages, escaping, CSRF, roles."""
+the real Slurm cluster: the submit form and its limits, a run submitted through it and released, datasets,
+the project and admin pages, and every page kind's layout. Signing in, escaping, CSRF and roles:
+test_web_sessions.py; waiting, array and failed runs' pages: test_web_run_pages.py."""
 
 from __future__ import annotations
 
@@ -12,10 +14,9 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.service.gw_serve import GW
-from tests.web.conftest import REPO, api, shot
+from tests.web.conftest import REPO, RUN_DONE_S, api, choose, fill_run, own_runs, shot
 
 pytestmark = pytest.mark.slurm
-RUN_DONE_S = 180  # a tiny CPU job: queue, run, accounting harvested
 
 
 def _gpus_per_node(partition: str) -> list[int]:
@@ -28,68 +29,6 @@ def _gpus_per_node(partition: str) -> list[int]:
         match = re.search(r"gpu(?::[^:(\s]+)?:(\d+)", line)
         counts.append(int(match.group(1)) if match else 0)
     return counts
-
-
-def choose(page, select: str, value: str) -> None:
-    """Pick ``value`` in a select that makes htmx fetch the form's new choices, and wait until the new
-    form is in place (typing into the old one would be lost)."""
-    is_refresh = lambda r: r.url.endswith("/ui/submit") and r.request.method == "POST"  # noqa: E731
-    with page.expect_response(is_refresh):
-        page.select_option(select, value)
-    page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping')")
-    assert page.eval_on_selector(select, "e => e.value") == value
-
-
-def _fill_run(page, *, project: str, queue: str, name: str, command: str) -> None:
-    choose(page, "#project", project)
-    choose(page, "#queue", queue)
-    page.fill("#name", name)
-    page.fill("#command", command)
-
-
-def _own_runs(serve, user: str, tag: str | None = None) -> list[dict]:
-    params = {"submitter": user, **({"tag": tag} if tag else {})}
-    return api(serve, user).get("/runs", params=params).json()["items"]
-
-
-def test_sign_in_sign_out_and_a_bad_token(signed_in, browser, serve):
-    page = signed_in("tester")
-    shot(page, "runs-list")
-    cookies = {c["name"]: c for c in page.context.cookies()}
-    session = cookies["gw_session"]
-    assert session["httpOnly"] and session["sameSite"] == "Lax" and session["expires"] > time.time()
-    assert "script-src 'self'" in page.request.get(f"{serve.url}/ui/runs").headers["content-security-policy"]
-    page.click("#sign-out")
-    page.wait_for_selector("#token")
-    assert page.request.get(f"{serve.url}/ui/runs", max_redirects=0).status == 303  # signed out
-
-    other = browser.new_context()
-    try:
-        bad = other.new_page()
-        bad.goto(f"{serve.url}/ui/login")
-        bad.fill("#token", "gwt_" + "x" * 43)
-        bad.click("#sign-in")
-        expect(bad.locator("#login-error")).to_contain_text("unknown token")
-        shot(bad, "sign-in-refused")
-    finally:
-        other.close()
-
-
-def test_revoking_the_token_ends_the_session_made_from_it(browser, serve):
-    issued = api(serve, "tester").post("/tokens", json={"name": "web-revoke"}).json()
-    context = browser.new_context()
-    try:
-        page = context.new_page()
-        page.goto(f"{serve.url}/ui/login")
-        page.fill("#token", issued["token"])
-        page.click("#sign-in")
-        expect(page.locator("#signed-in-as")).to_have_text("tester")
-        assert api(serve, "tester").delete(f"/tokens/{issued['id']}").status_code == 200
-        page.goto(f"{serve.url}/ui/runs")
-        assert "/ui/login" in page.url
-        expect(page.locator("main")).to_contain_text("was revoked")
-    finally:
-        context.close()
 
 
 def test_the_form_offers_only_gpu_counts_the_queues_nodes_have(signed_in):
@@ -117,32 +56,32 @@ def test_the_form_offers_only_gpu_counts_the_queues_nodes_have(signed_in):
 def test_a_4_gpu_run_against_a_2_gpu_cap_is_refused_next_to_the_field(signed_in, serve):
     page = signed_in("tester")
     page.goto(f"{serve.url}/ui/submit")
-    _fill_run(page, project="capped", queue="gpu", name="too-many-gpus", command="nvidia-smi")
+    fill_run(page, project="capped", queue="gpu", name="too-many-gpus", command="nvidia-smi")
     expect(page.locator("#quota-left")).to_contain_text("of 2")
     page.select_option("#gpus_per_node", "4")
     page.click("#submit")
     error = page.locator(".field-error[data-field=gpus_per_node]")
     expect(error).to_contain_text("the cap of project capped is 2")
     shot(page, "submit-refused-over-cap")
-    assert not [r for r in _own_runs(serve, "tester") if r["name"] == "too-many-gpus"]
+    assert not [r for r in own_runs(serve, "tester") if r["name"] == "too-many-gpus"]
 
 
 def test_a_preview_of_more_memory_than_a_node_has_is_refused_next_to_the_field(signed_in, serve):
     page = signed_in("tester")
     page.goto(f"{serve.url}/ui/submit")
-    _fill_run(page, project="test", queue="cpu", name="too-much-memory", command="true")
+    fill_run(page, project="test", queue="cpu", name="too-much-memory", command="true")
     page.fill("#mem_gb", "64")
     page.click("#preview")
     error = page.locator(".field-error[data-field=mem_gb]")
     expect(error).to_contain_text("nodes of queue cpu have at most 4000 MB")
     assert not page.locator("#preview-script").count()
-    assert not [r for r in _own_runs(serve, "tester") if r["name"] == "too-much-memory"]
+    assert not [r for r in own_runs(serve, "tester") if r["name"] == "too-much-memory"]
 
 
 def test_submit_tiny_lm_through_the_form_and_watch_it_succeed(signed_in, serve):
     page = signed_in("tester")
     page.goto(f"{serve.url}/ui/submit")
-    _fill_run(
+    fill_run(
         page,
         project="test",
         queue="cpu",
@@ -163,7 +102,7 @@ def test_submit_tiny_lm_through_the_form_and_watch_it_succeed(signed_in, serve):
     assert page.locator("#preview-script").evaluate("e => e.scrollHeight <= e.clientHeight + 1")
     expect(page.locator("#spec-yaml")).to_contain_text("name: tiny-lm-web")
     expect(page.locator("#sbatch-command")).to_contain_text("gw sbatch -A test -p cpu")
-    assert not _own_runs(serve, "tester", tag="web-ui")  # a preview submits nothing
+    assert not own_runs(serve, "tester", tag="web-ui")  # a preview submits nothing
     shot(page, "submit-preview")
     page.click("#submit")
     page.wait_for_url(re.compile(r".*/ui/runs/r-[0-9a-f]{16}$"))
@@ -203,143 +142,6 @@ def _release(page, serve, run_id: str) -> None:
     shot(page, "model-releases")
 
 
-def test_a_waiting_run_shows_why_and_is_cancelled_from_its_page(signed_in, serve):
-    created = api(serve, "tester").post(
-        "/runs",
-        json={"name": "held-web", "project": "test", "queue": "cpu", "command": "true", "hold": True},
-    )
-    assert created.status_code == 201, created.text
-    run_id = created.json()["id"]
-    page = signed_in("tester")
-    page.goto(f"{serve.url}/ui/runs/{run_id}")
-    deadline = time.monotonic() + 60
-    while not page.locator("#why-waiting").count() and time.monotonic() < deadline:
-        time.sleep(2)
-        page.reload()
-    expect(page.locator("#why-waiting")).to_contain_text("held")
-    shot(page, "run-waiting")
-    listing = page.context.new_page()  # the runs list, open while the run is cancelled on its page
-    listing.goto(f"{serve.url}/ui/runs?project=test")
-    row_state = listing.locator(f"tr[data-run='{run_id}'] .state")
-    expect(row_state).to_have_text(re.compile("held|queued"))
-    page.click("#cancel")
-    expect(page.locator("#run-state")).to_have_text("cancelled", timeout=60_000)
-    expect(row_state).to_have_text("cancelled", timeout=30_000)  # htmx polled the rows: no reload
-    # a cancellation is its own outcome, named with who asked: not "Why it failed"
-    deadline = time.monotonic() + 60
-    while not page.locator("#cancelled").count() and time.monotonic() < deadline:
-        time.sleep(1)
-        page.reload()
-    expect(page.locator("#cancelled-by")).to_have_text("Cancelled by tester.")
-    assert not page.locator("#why-failed").count()
-
-
-def test_an_array_run_shows_each_task_and_its_log_names_the_task(signed_in, serve):
-    created = api(serve, "tester").post(
-        "/runs",
-        json={
-            "name": "array-web",
-            "project": "test",
-            "queue": "cpu",
-            "command": "echo task $SLURM_ARRAY_TASK_ID",
-            "resources": {"mem_gb": 0.1, "walltime_min": 5},
-            "sweep": {"params": [{"i": 0}, {"i": 1}, {"i": 2}]},
-        },
-    )
-    assert created.status_code == 201, created.text
-    run_id = created.json()["id"]
-    page = signed_in("tester")
-    page.goto(f"{serve.url}/ui/runs/{run_id}")
-    expect(page.locator("#run-state")).to_have_text("succeeded", timeout=RUN_DONE_S * 1000)
-    page.reload()
-    expect(page.locator("#tasks-summary-1")).to_contain_text("Array of 3 tasks: 3 succeeded")
-    assert page.locator("#tasks-1 tbody tr").count() == 3
-    expect(page.locator("#log-task")).to_have_text("array task 0")
-    expect(page.locator("#log-text")).to_have_text("task 0")
-    page.fill("#log-task-input", "2")
-    page.click("#log-task-show")
-    expect(page.locator("#log-task")).to_have_text("array task 2")
-    expect(page.locator("#log-text")).to_have_text("task 2")
-    page.fill("#log-task-input", "7")
-    page.click("#log-task-show")
-    expect(page.locator("#log")).to_contain_text("has no array task 7; its tasks are 0-2")
-
-
-def test_a_failed_run_shows_its_class_and_reruns_linked_to_the_original(signed_in, serve):
-    created = api(serve, "tester").post(
-        "/runs", json={"name": "fails-web", "project": "test", "queue": "cpu", "command": "exit 3"}
-    )
-    run_id = created.json()["id"]
-    page = signed_in("tester")
-    page.goto(f"{serve.url}/ui/runs/{run_id}")
-    expect(page.locator("#run-state")).to_have_text("failed", timeout=RUN_DONE_S * 1000)
-    deadline = time.monotonic() + 60
-    while not page.locator("#failure-class").count() and time.monotonic() < deadline:
-        time.sleep(2)
-        page.reload()
-    expect(page.locator("#failure-class")).to_have_text("user_code")
-    shot(page, "run-failed")
-    page.fill("#changes", "command=echo fixed")
-    page.click("#rerun")
-    page.wait_for_url(re.compile(r".*/ui/runs/r-[0-9a-f]{16}$"))
-    assert run_id not in page.url
-    expect(page.locator("#derived-from a")).to_have_text(run_id)
-    page.click("#derived-from a")
-    expect(page.locator("#reruns")).to_be_visible()
-
-
-def test_text_users_and_jobs_control_is_shown_as_text(signed_in, serve):
-    page = signed_in("tester")
-    page.goto(f"{serve.url}/ui/submit")
-    _fill_run(page, project="test", queue="cpu", name="<script>window.pwned=1</script>", command="true")
-    page.click("#submit")
-    expect(page.locator(".field-error[data-field=name]")).to_contain_text("<script>window.pwned=1</script>")
-    hostile = "<script>window.pwned=2</script>"
-    created = api(serve, "tester").post(
-        "/runs",
-        json={
-            "name": "escaped-web",
-            "project": "test",
-            "queue": "cpu",
-            "command": f"echo '{hostile}'",
-            "params": {"note": hostile},
-        },
-    )
-    run_id = created.json()["id"]
-    page.goto(f"{serve.url}/ui/runs/{run_id}")
-    expect(page.locator("#run-state")).to_have_text("succeeded", timeout=RUN_DONE_S * 1000)
-    expect(page.locator("#log-text")).to_contain_text(hostile)
-    expect(page.locator("#params")).to_contain_text(hostile)
-    assert page.evaluate("() => window.pwned") is None
-    assert page.eval_on_selector_all("script", "s => s.map(x => x.getAttribute('src'))") == [
-        "/ui-static/htmx.min.js"
-    ]
-    shot(page, "run-escaped-log")
-
-
-def test_a_form_posted_without_its_csrf_token_is_refused(signed_in, serve):
-    page = signed_in("tester")
-    form = {"project": "test", "queue": "cpu", "name": "no-csrf", "command": "true", "action": "submit"}
-    refused = page.request.post(f"{serve.url}/ui/submit", form=form)
-    assert refused.status == 403 and "CSRF" in refused.text()
-    forged = page.request.post(f"{serve.url}/ui/submit", form={**form, "csrf": "x" * 43})
-    assert forged.status == 403
-    assert not [r for r in _own_runs(serve, "tester") if r["name"] == "no-csrf"]
-
-
-def test_a_viewer_sees_no_submit_button_and_the_server_refuses_anyway(signed_in, serve):
-    page = signed_in("watcher")
-    page.goto(f"{serve.url}/ui/submit")
-    expect(page.locator("#no-submit")).to_be_visible()
-    assert page.locator("#submit").count() == 0
-    shot(page, "submit-viewer")
-    csrf = page.get_attribute("header form input[name=csrf]", "value")
-    form = {"csrf": csrf, "project": "test", "queue": "cpu", "name": "viewer-run", "command": "true"}
-    refused = page.request.post(f"{serve.url}/ui/submit", form={**form, "action": "submit"})
-    assert refused.status == 403
-    assert not _own_runs(serve, "watcher")
-
-
 def _register(serve, path, description: str) -> None:
     env = {**serve.env, "GW_URL": serve.url, "GW_CONFIG": serve.config, "GW_TOKEN": serve.tokens["tester"]}
     argv = [*GW, "dataset", "register", str(path), "--project", "test", "--name", "web-text"]
@@ -369,7 +171,7 @@ def test_datasets_their_diff_and_the_forms_dataset_versions(signed_in, serve, tm
     expect(diff).to_contain_text("+ extra.txt")
     shot(page, "dataset-diff")
     page.goto(f"{serve.url}/ui/submit")
-    _fill_run(page, project="test", queue="cpu", name="with-data", command='ls "$GW_DATASET_WEB_TEXT"')
+    fill_run(page, project="test", queue="cpu", name="with-data", command='ls "$GW_DATASET_WEB_TEXT"')
     offered = page.eval_on_selector_all("#datasets option", "os => os.map(o => o.value)")
     assert offered == ["web-text@latest", "web-text@2", "web-text@1"]
     page.select_option("#datasets", "web-text@1")

@@ -229,9 +229,7 @@ def approve(
     request_id: RequestId, body: Decision, services: ServicesDep, principal: PrincipalDep
 ) -> PromotionPublic:
     """Approve (leads and reviewers; never the requester)."""
-    return promotion_public(
-        services.promotions.decide(request_id, "approve", note=body.note, principal=principal)
-    )
+    return _decide(services, request_id, "approve", body, principal)
 
 
 @router.post(
@@ -244,9 +242,7 @@ def reject(
     request_id: RequestId, body: Decision, services: ServicesDep, principal: PrincipalDep
 ) -> PromotionPublic:
     """Reject (leads and reviewers; never the requester)."""
-    return promotion_public(
-        services.promotions.decide(request_id, "reject", note=body.note, principal=principal)
-    )
+    return _decide(services, request_id, "reject", body, principal)
 
 
 @router.get(
@@ -263,6 +259,16 @@ def artifact_releases(
     move to or from it and its promotion requests (empty when it was never released)."""
     return ArtifactReleasesPublic.model_validate(
         services.promotions.artifact_releases(sha256, principal=principal)
+    )
+
+
+def _decide(
+    services: Services, request_id: str, decision: str, body: Decision, principal: Principal
+) -> PromotionPublic:
+    """``decision`` ("approve" or "reject") of promotion request ``request_id``, with the body's note;
+    the request after it."""
+    return promotion_public(
+        services.promotions.decide(request_id, decision, note=body.note, principal=principal)
     )
 
 

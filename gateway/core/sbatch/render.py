@@ -228,26 +228,28 @@ def render_sbatch(
 def _context(
     spec: RunSpec, *, run_id: str, run_dir: str, target: SubmitTarget, inputs: Sequence[preflight.InputCheck]
 ) -> dict[str, Any]:
-    res = spec.resources
-    gpu_type = target.gpu_type or res.gpu_type
-    typed = f"{gpu_type}:" if gpu_type else ""
-    gres = f"gpu:{typed}{res.gpus_per_node}" if res.gpus_per_node else None
-    tasks = array_spec = None
-    if spec.sweep is not None:
-        indices = spec.sweep.task_indices()
-        tasks = [
-            {"index": index, **_param_set({**spec.params, **override})}
-            for index, override in zip(indices, spec.sweep.expand(), strict=True)
-        ]
-        array_spec = compress_indices(indices)
-        if spec.sweep.max_parallel:
-            array_spec += f"%{spec.sweep.max_parallel}"
+    """The template's ``run``: the job's names, then each step's part in the order the script uses."""
     return {
         "run_id": run_id,
         "run_dir": run_dir,
         "spec_sha256": spec.spec_hash(),
         "job_name": spec.name,
         "project": spec.project,
+        **_placement(spec, target),
+        **_sbatch_options(spec),
+        **_job_variables(spec, run_dir, inputs),
+        **_program(spec, run_id, target),
+        **_array(spec),
+        **preflight.template_context(spec, inputs),  # run.preflight: checks, modules, venv, exit codes
+    }
+
+
+def _placement(spec: RunSpec, target: SubmitTarget) -> dict[str, Any]:
+    """Where the job runs and what it holds: partition, account, QoS, tasks, CPUs, memory, time, GPUs."""
+    res = spec.resources
+    gpu_type = target.gpu_type or res.gpu_type
+    typed = f"{gpu_type}:" if gpu_type else ""
+    return {
         "partition": target.partition,
         "account": target.account,
         "qos": spec.qos or target.qos,
@@ -260,10 +262,16 @@ def _context(
         "mem_per_cpu_mb": res.mem_per_cpu_mb,
         "mem_per_gpu_mb": res.mem_per_gpu_mb,
         "walltime_min": res.walltime_min,
-        "gres": gres,
+        "gres": f"gpu:{typed}{res.gpus_per_node}" if res.gpus_per_node else None,
         "gpus": f"{typed}{res.gpus}" if res.gpus else None,
         "gpus_per_task": f"{typed}{res.gpus_per_task}" if res.gpus_per_task else None,
         "gpus_per_node": res.gpus_per_node,
+    }
+
+
+def _sbatch_options(spec: RunSpec) -> dict[str, Any]:
+    """The sbatch-style spec's own options: its submit directory, job name, dependency, signal, verbatim."""
+    return {
         "sbatch_semantics": spec.semantics == "sbatch",
         "submit_dir": spec.submit_dir,
         "slurm_job_name": spec.slurm_job_name,
@@ -271,6 +279,12 @@ def _context(
         "signal": spec.signal,
         # verbatim options, in a stable order; each value matched its strict pattern in the spec
         "slurm_options": sorted(spec.slurm_options.items()),
+    }
+
+
+def _job_variables(spec: RunSpec, run_dir: str, inputs: Sequence[preflight.InputCheck]) -> dict[str, Any]:
+    """What reaches the job's environment: its variables, params, secrets' files and datasets."""
+    return {
         "env": dict(spec.env),
         # --export=NAME,... (NONE for none): Slurm's variables and these only, as sbatch's named export
         "export_names": (",".join(sorted(spec.env)) or "NONE") if spec.export == "named" else None,
@@ -287,6 +301,12 @@ def _context(
             + [{"name": i.name, "ref": i.ref, "digest": i.digest, "path": i.path} for i in inputs]
         ),
         "dataset_vars": {i.env_var: i.path for i in inputs},
+    }
+
+
+def _program(spec: RunSpec, run_id: str, target: SubmitTarget) -> dict[str, Any]:
+    """What the job runs and how: its directory, image, launcher, command or script, files, hold, requeue."""
+    return {
         "workdir": spec.workdir,
         "container_image": spec.container_image,
         "launcher": spec.launcher,
@@ -305,10 +325,22 @@ def _context(
         "stderr": spec.stderr,
         "hold": spec.hold,
         "requeue": spec.requeue,
-        "array_tasks": tasks,
-        "array_spec": array_spec,
-        **preflight.template_context(spec, inputs),  # run.preflight: checks, modules, venv, exit codes
     }
+
+
+def _array(spec: RunSpec) -> dict[str, Any]:
+    """A sweep's array: each task's index and param set, and the --array value (``%max_parallel``)."""
+    if spec.sweep is None:
+        return {"array_tasks": None, "array_spec": None}
+    indices = spec.sweep.task_indices()
+    tasks = [
+        {"index": index, **_param_set({**spec.params, **override})}
+        for index, override in zip(indices, spec.sweep.expand(), strict=True)
+    ]
+    array_spec = compress_indices(indices)
+    if spec.sweep.max_parallel:
+        array_spec += f"%{spec.sweep.max_parallel}"
+    return {"array_tasks": tasks, "array_spec": array_spec}
 
 
 def _environment(

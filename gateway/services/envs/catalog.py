@@ -295,15 +295,7 @@ class EnvCatalog:
             packages_sha256=packages_sha256(packages) if packages is not None else None,
             failure=failure,
             parent_diff=parent_diff,
-            audit=AuditEntry(
-                actor="gateway",
-                action="env.build",
-                target_type="environment_version",
-                target_id=version.id,
-                project=version.project,
-                source="gateway",
-                after=after,
-            ),
+            audit=_build_audit(version, after),
         )
         return self.store.version(version.id)
 
@@ -336,15 +328,7 @@ class EnvCatalog:
             version.id,
             status="failed",
             failure=failure,
-            audit=AuditEntry(
-                actor="gateway",
-                action="env.build",
-                target_type="environment_version",
-                target_id=version.id,
-                project=version.project,
-                source="gateway",
-                after={"environment": version.ref, "status": "failed", "failure": failure},
-            ),
+            audit=_build_audit(version, {"environment": version.ref, "status": "failed", "failure": failure}),
         )
         return self.store.version(version.id)
 
@@ -400,3 +384,17 @@ def drift_of(version: EnvVersion, observed: dict[str, Any]) -> dict[str, Any] | 
         diff = package_diff(version.packages, {str(k): str(v) for k, v in packages.items()})
         return None if is_empty(diff) else {"packages": diff}
     return None
+
+
+def _build_audit(version: EnvVersion, after: dict[str, Any]) -> AuditEntry:
+    """The audit entry of the end of ``version``'s build, the gateway's own ``env.build``: ``after``
+    holds its status (and failure, installed set, diff from the parent)."""
+    return AuditEntry(
+        actor="gateway",
+        action="env.build",
+        target_type="environment_version",
+        target_id=version.id,
+        project=version.project,
+        source="gateway",
+        after=after,
+    )
