@@ -12,6 +12,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from gateway.core.described import anchored, documented
 from gateway.core.domain import ClusterRestd
 
 _HTTP = re.compile(
@@ -22,6 +23,9 @@ URL_HELP = (
     "http://HOST:PORT (e.g. http://127.0.0.1:6830, no path, no user@; https is not supported: keep the "
     "daemon on loopback or a trusted network) or unix:///PATH (e.g. unix:///run/slurmrestd/slurmrestd.sock)"
 )
+# the two forms for the JSON schema (no named groups there); the port's range is the validator's alone
+_URL_PATTERN = anchored(re.sub(r"\?P<\w+>", "", f"{_HTTP.pattern}|{_UNIX.pattern}"))
+_KEY = re.compile(r"/[^\x00-\x1f]{1,4095}")
 _KEY_HELP = "the absolute path of the HS256 key file on the gateway's host (the jwt_key slurm.conf names)"
 
 
@@ -32,12 +36,17 @@ def parse_url(url: str) -> tuple[str, int] | str:
     if http is not None:
         port = int(http["port"])
         if not 1 <= port <= 65535:
-            raise ValueError(f"port {port} of {url!r} is not 1-65535")
+            raise ValueError(f"port {port} of {_shown(url)} is not 1-65535")
         return http["host"].strip("[]"), port
     unix = _UNIX.fullmatch(url)
     if unix is not None:
         return unix["path"]
-    raise ValueError(f"{url!r} is not a slurmrestd address; use {URL_HELP}")
+    raise ValueError(f"{_shown(url)} is not a slurmrestd address; use {URL_HELP}")
+
+
+def _shown(url: str) -> str:
+    """``url`` quoted for a message, at most 80 characters of it."""
+    return repr(url) if len(url) <= 80 else f"{url[:80]!r}..."
 
 
 class RestdSpec(BaseModel):
@@ -45,8 +54,8 @@ class RestdSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    url: Annotated[str, Field(max_length=4200)]
-    jwt_key: Annotated[str, Field(max_length=4096)]
+    url: Annotated[str, Field(max_length=4200), documented(pattern=_URL_PATTERN)]
+    jwt_key: Annotated[str, Field(max_length=4096), documented(pattern=anchored(_KEY))]
     # each token's life; a fresh one is signed when half of it is gone (Slurm checks exp, not iat)
     token_lifespan_s: Annotated[int, Field(ge=30, le=86400)] = 300
 
@@ -59,7 +68,7 @@ class RestdSpec(BaseModel):
     @field_validator("jwt_key")
     @classmethod
     def _key(cls, value: str) -> str:
-        if not re.fullmatch(r"/[^\x00-\x1f]{1,4095}", value):
+        if not _KEY.fullmatch(value):
             raise ValueError(f"not an absolute file path; give {_KEY_HELP}")
         return value
 
