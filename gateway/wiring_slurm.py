@@ -22,6 +22,7 @@ from gateway.adapters.slurm.cached import CachedSlurm
 from gateway.adapters.slurm.clusters import DEFAULT_NAME, SlurmClusters, configured_cluster_name
 from gateway.adapters.slurm.rest import SlurmRest
 from gateway.adapters.slurm.restd import RestDaemons
+from gateway.adapters.slurm.restd_site import SiteRestd
 from gateway.adapters.ssh import SshPool
 from gateway.adapters.ssh_hop import SubmitHop
 from gateway.adapters.ssh_login import SshTarget
@@ -165,18 +166,23 @@ def _slurm_cli(settings: Settings, runner: CommandRunner, cluster: Cluster | Non
 
 def slurm_backend(settings: Settings, runner: CommandRunner, cluster: Cluster | None = None) -> SlurmBackend:
     """The Slurm backend ``settings.slurm_backend`` names (or ``cluster``'s own ``backend``): the CLI, or
-    slurmrestd daemons (their exit-code fallback, sacct, through the CLI backend); aimed at ``cluster``
-    (None: the cluster this host's Slurm configuration names)."""
+    slurmrestd (the gateway's own daemons, or the site's at ``cluster.restd``), its exit-code fallback,
+    sacct, ``--test-only`` and the ledger through the CLI backend; aimed at ``cluster`` (None: the
+    cluster this host's Slurm configuration names)."""
     cli = _slurm_cli(settings, runner, cluster)
     kind = (cluster.backend if cluster else None) or settings.slurm_backend
     if kind == "cli" or (cluster is not None and cluster.submit_host is not None):  # its host: the CLI
         return cli
-    daemons = RestDaemons(
-        _socket_dir(settings, cluster),
-        max_daemons=settings.slurmrestd_max_daemons,
-        idle_stop_s=settings.slurmrestd_idle_stop_s,
-        slurm_conf=cluster.slurm_conf if cluster else None,
-    )
+    daemons: RestDaemons | SiteRestd
+    if cluster is not None and cluster.restd is not None:  # the site's own daemon: none started here
+        daemons = SiteRestd(cluster.restd, cluster=cluster.name)
+    else:
+        daemons = RestDaemons(
+            _socket_dir(settings, cluster),
+            max_daemons=settings.slurmrestd_max_daemons,
+            idle_stop_s=settings.slurmrestd_idle_stop_s,
+            slurm_conf=cluster.slurm_conf if cluster else None,
+        )
     return SlurmRest(
         daemons,
         cli,

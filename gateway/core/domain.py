@@ -288,6 +288,17 @@ class ClusterSubmitHost:
 
 
 @dataclass(frozen=True)
+class ClusterRestd:
+    """A slurmrestd the site runs for one cluster (rest_auth/jwt), reached at ``url`` (``http://HOST:PORT``
+    or ``unix:///PATH``); the gateway signs each user's short-lived token (``token_lifespan_s``) with
+    the HS256 key in ``jwt_key``, a file on the gateway's host (docs/clusters.md)."""
+
+    url: str
+    jwt_key: str
+    token_lifespan_s: int = 300
+
+
+@dataclass(frozen=True)
 class Cluster:
     """One Slurm cluster behind the gateway, as the site file lists it (docs/clusters.md).
 
@@ -295,7 +306,8 @@ class Cluster:
     ``-M slurm_name`` (default: ``name``), Slurm's multi-cluster option on one slurmdbd; with a
     ``submit_host`` its commands run there over SSH. ``backend`` None means the server's
     ``slurm_backend``; ``rest`` starts its slurmrestd daemons with ``SLURM_CONF=slurm_conf``, their
-    sockets in ``restd_socket_dir`` (None: the server's socket directory / the cluster's name).
+    sockets in ``restd_socket_dir`` (None: the server's socket directory / the cluster's name); with
+    ``restd`` it uses the site's own slurmrestd instead and starts none.
     """
 
     name: str
@@ -304,6 +316,7 @@ class Cluster:
     backend: str | None = None  # "cli" or "rest"; None: the server's slurm_backend
     restd_socket_dir: str | None = None
     submit_host: ClusterSubmitHost | None = None  # its Slurm commands over SSH (None: the server's runner)
+    restd: ClusterRestd | None = None  # rest: the site-run slurmrestd (None: the gateway's own daemons)
 
     @property
     def m_name(self) -> str | None:

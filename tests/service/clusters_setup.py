@@ -60,6 +60,11 @@ projects:
 """
 
 
+# gwlocal2's site-run slurmrestd (rest_auth/jwt) and its JWT key, as ansible/cluster.yml sets them up
+C2_RESTD_URL = "http://127.0.0.1:6830"
+C2_RESTD_SOCKET = Path("/run/slurmrestd-gwlocal2/slurmrestd.sock")
+C2_JWT_KEY = Path("/var/lib/slurm-gwlocal2/jwt_hs256.key")
+
 C2_WITHIN_S = 15.0  # how long gwlocal2's controller may take to answer under load before the module fails
 C2_POLL_S = 0.5
 
@@ -110,6 +115,23 @@ def require_c2() -> None:
             "(slurm_second_cluster: false) to leave these tests out",
             pytrace=False,
         )
+
+
+def require_site_restd() -> None:
+    """Skip where the playbook did not set up gwlocal2's site-run slurmrestd (no JWT key, nothing on its
+    port); ``require_c2`` first."""
+    require_c2()
+    if not C2_JWT_KEY.exists():
+        pytest.skip(f"gwlocal2 has no JWT set up here (no {C2_JWT_KEY}; make cluster, docs/cluster.md)")
+    try:
+        socket.create_connection(("127.0.0.1", 6830), timeout=2).close()
+    except OSError as exc:
+        pytest.skip(f"gwlocal2's site-run slurmrestd does not listen on {C2_RESTD_URL} ({exc}; make cluster)")
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on (now)."""
+    return _free_port()
 
 
 def _free_port() -> int:

@@ -102,7 +102,12 @@ SERVER_ONLY_RULES: dict[str, list[tuple[str, str]]] = {
         (
             r"body\.clusters\.\d+",
             r"give slurm_conf .* or slurm_name|backend rest needs|backend rest runs its slurmrestd"
-            r"|restd_socket_dir is for backend rest only",
+            r"|restd_socket_dir is for backend rest only|restd \(a site-run slurmrestd\) needs backend: rest",
+        ),
+        # a site-run slurmrestd's address (http://HOST:PORT or unix:///PATH) and its key file's path
+        (
+            r"body\.clusters\.\d+\.restd\.(url|jwt_key)",
+            r"is not a slurmrestd address|port \d+ of .* is not 1-65535|not an absolute file path",
         ),
         # a submit host's fields: a host name, absolute paths, an OS user; per_user_key's {user}
         (

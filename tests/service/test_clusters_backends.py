@@ -1,5 +1,6 @@
-"""A cluster reached through its own backend (docs/clusters.md): gwlocal2 on slurmrestd, and gwlocal2 through
-an SSH submit host of its own, each beside gwlocal on the CLI.
+"""A cluster reached through its own backend (docs/clusters.md): gwlocal2 on slurmrestd (the gateway's own
+daemons, or the site-run one with JWT), and gwlocal2 through an SSH submit host of its own, each beside
+gwlocal on the CLI.
 
 Each way (``rest``, ``ssh``) gets its own database and site: cluster gwlocal (``-M gwlocal``, the server's
 runner) and gwlocal2, either ``backend: rest`` with gwlocal2's ``slurm_conf`` (the gateway starts one
@@ -8,7 +9,8 @@ loopback, tests/sshd.py: the commands log in as the job's user with its key and 
 alice is mapped to the OS user gwtalice: slurmrestd will not run as root. What is checked against Slurm's own
 multi-cluster commands: the job is in ``squeue -M gwlocal2``/``sacct -M gwlocal2`` with its tag, as
 gwtalice, and never in gwlocal's; submission, refresh, cancel and accounting reads went through that cluster's
-daemon or host.
+daemon or host. The ``site`` way reaches the daemon the playbook runs for gwlocal2 (rest_auth/jwt on
+127.0.0.1:6830) with tokens the gateway signs with gwlocal2's key: no daemon is started by the gateway.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from fastapi.testclient import TestClient
 from gateway.adapters.runner_metered import MeteredRunner
 from gateway.adapters.runner_ssh import SshRunner
 from gateway.adapters.slurm.rest import SlurmRest
+from gateway.adapters.slurm.restd_site import SiteRestd
 from gateway.api.app import create_app
 from gateway.core.domain import Principal
 from gateway.core.site.schema import parse_site
@@ -36,7 +39,15 @@ from gateway.core.slurm.states import RunState
 from gateway.store.accounting import RecordFilter
 from gateway.wiring import build_services
 from tests.conftest import JOB_ROOT
-from tests.service.clusters_setup import C2_CONF, require_c2
+from tests.service.clusters_setup import (
+    C2_CONF,
+    C2_JWT_KEY,
+    C2_RESTD_URL,
+    dead_copy,
+    free_port,
+    require_c2,
+    require_site_restd,
+)
 from tests.service.conftest import (
     TEARDOWN_SITE,
     drain_accounts,
@@ -69,9 +80,13 @@ projects:
 
 
 def c2_entry(way: str, server: SshServer) -> str:
-    """gwlocal2's cluster entry for ``way``: slurmrestd with its slurm.conf, or its own submit host."""
+    """gwlocal2's cluster entry for ``way``: slurmrestd with its slurm.conf, the site-run slurmrestd, or its
+    own submit host."""
     if way == "rest":
         return json.dumps({"name": "gwlocal2", "backend": "rest", "slurm_conf": str(C2_CONF)})
+    if way == "site":
+        restd = {"url": C2_RESTD_URL, "jwt_key": str(C2_JWT_KEY), "token_lifespan_s": 60}
+        return json.dumps({"name": "gwlocal2", "backend": "rest", "restd": restd})
     host = {
         "host": "127.0.0.1",
         "port": server.port,
@@ -87,10 +102,12 @@ def _sacctmgr(*args: str) -> None:
     subprocess.run(["sacctmgr", "-i", *args], capture_output=True, text=True, check=False, timeout=60)
 
 
-@pytest.fixture(scope="module", params=["rest", "ssh"])
+@pytest.fixture(scope="module", params=["rest", "ssh", "site"])
 def world(request, backend, settings, ssh_server, tmp_path_factory) -> Iterator[dict]:
     """The gateway on its own database with gwlocal2 reached the ``request.param`` way."""
     require_c2()  # skipped where gwlocal2 is not set up, failed (saying why) where it does not answer
+    if request.param == "site":
+        require_site_restd()  # skipped where the playbook did not set up its slurmrestd
     ensure_os_users()
     runs_dir = JOB_ROOT / f"mcb-runs-{uuid.uuid4().hex[:8]}"
     runs_dir.mkdir(parents=True)
@@ -181,7 +198,10 @@ def settled(cluster: str, account: str, since: datetime, job_id: str, state: str
 def assert_through_its_way(world: dict) -> None:
     """gwlocal2's commands went through its own daemon (with its slurm.conf) or its own submit host."""
     backend = world["services"].clusters.get("gwlocal2").backend
-    if world["way"] == "rest":
+    if world["way"] == "site":
+        assert isinstance(backend, SlurmRest) and isinstance(backend.daemons, SiteRestd)
+        assert backend.daemons.url == C2_RESTD_URL  # the site's daemon; the gateway started none
+    elif world["way"] == "rest":
         assert isinstance(backend, SlurmRest)
         pid = backend.daemons.running()["gwtalice"]
         environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
@@ -280,5 +300,52 @@ def test_a_submit_host_whose_key_is_unknown_is_down_and_refuses_only_its_queue(w
         assert "cluster gwbadkey is not answering" in refused.json()["detail"]
         ok = api.post("/runs", json=spec("true"))
         assert ok.status_code == 201, ok.text
+    finally:
+        services.site.apply(OPERATOR, parse_site(json.dumps(real)), sync_slurm=False)
+
+
+def test_a_site_daemon_refusing_the_token_or_down_is_down_and_refuses_only_its_queue(world, tmp_path):
+    """gwlocal2's site-run slurmrestd reached with a wrong JWT key (gwbadkey: slurmctld refuses the
+    token) or at a port nothing listens on (gwnorestd): the health check marks each down, a submission
+    to its queue is a 503 naming it, never a 500, and no token appears in what is said; gwlocal2 and
+    gwlocal go on."""
+    if world["way"] != "site":
+        pytest.skip("a site-run slurmrestd's own check")
+    services, api = world["services"], world["api"]
+    real = services.site.export(OPERATOR).model_dump(mode="json")
+    wrong = tmp_path / "wrong.key"
+    wrong.write_bytes(b"not-the-key-of-gwlocal2-at-all!!")
+    restd = real["clusters"][1]["restd"]
+    broken = json.loads(json.dumps(real))
+    copy = tmp_path / "c2-copy"
+    copy.mkdir()
+    broken["clusters"] += [  # each its own slurm.conf for the CLI reads: a site file reaches a cluster once
+        {**real["clusters"][1], "name": "gwbadkey", "slurm_conf": str(C2_CONF),
+         "restd": {**restd, "jwt_key": str(wrong)}},
+        {**real["clusters"][1], "name": "gwnorestd", "slurm_conf": str(dead_copy(copy)),
+         "restd": {**restd, "url": f"http://127.0.0.1:{free_port()}"}},
+    ]  # fmt: skip
+    broken["projects"][0]["queues"] += [
+        {"name": "badkey", "partition": "cpu", "cluster": "gwbadkey"},
+        {"name": "norestd", "partition": "cpu", "cluster": "gwnorestd"},
+    ]
+    services.site.apply(OPERATOR, parse_site(json.dumps(broken)), sync_slurm=False)
+    try:
+        health = api.get("/healthz").json()
+        said = json.dumps(health)
+        assert health["clusters"]["gwbadkey"]["ok"] is False, health["clusters"]["gwbadkey"]
+        assert "check restd.jwt_key" in health["clusters"]["gwbadkey"]["error"]  # slurmctld refused it
+        assert health["clusters"]["gwnorestd"]["ok"] is False
+        assert "takes no connection" in health["clusters"]["gwnorestd"]["error"]
+        assert health["clusters"]["gwlocal2"]["ok"] is True and health["clusters"]["gwlocal"]["ok"] is True
+        for queue, cluster in (("badkey", "gwbadkey"), ("norestd", "gwnorestd")):
+            refused = api.post("/runs", json=spec("true", queue=queue))
+            assert refused.status_code == 503, refused.text
+            assert f"cluster {cluster} is not answering" in refused.json()["detail"]
+            said += refused.text
+        assert "eyJ" not in said  # a JWT begins with the base64 of '{"': none was shown
+        for queue in ("two", "one"):
+            ok = api.post("/runs", json=spec("true", queue=queue))
+            assert ok.status_code == 201, ok.text
     finally:
         services.site.apply(OPERATOR, parse_site(json.dumps(real)), sync_slurm=False)

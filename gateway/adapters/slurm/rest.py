@@ -1,10 +1,11 @@
 """The Slurm backend over slurmrestd's REST API (OpenAPI v0.0.38 and dbv0.0.38, Slurm 22.05).
 
-Submissions go to the submitting user's own daemon (``RestDaemons``), so the
-job is that user's and nothing is forked per job; queries and cancels go to
-the daemon of ``query_user`` (the SlurmUser by default: it sees and may
-cancel every job, as root's scancel does). Answers become the same records
-and errors as the CLI backend's (docs/slurm-backends.md):
+Submissions go to the submitting user's own daemon (``RestDaemons``), or to
+the site's daemon with that user's token (``SiteRestd``), so the job is that
+user's and nothing is forked per job; queries and cancels go as ``query_user``
+(the SlurmUser by default: it sees and may cancel every job, as root's scancel
+does). Answers become the same records and errors as the CLI backend's
+(docs/slurm-backends.md):
 
 - no answer, a dead daemon that cannot be restarted, an unreachable
   controller or database: ``SlurmUnavailable``, never a failed job;
@@ -36,6 +37,7 @@ from gateway.adapters.slurm.cli import (
 from gateway.adapters.slurm.protocol import PreparedSubmit
 from gateway.adapters.slurm.rest_http import NotSent
 from gateway.adapters.slurm.restd import RestDaemons
+from gateway.adapters.slurm.restd_site import SiteRestd
 from gateway.core.accounting.parse import LedgerRead
 from gateway.core.slurm.records import AccountingRecord, JobStatus, NodeInfo, PartitionInfo
 from gateway.core.slurm.rest_job import job_description
@@ -55,7 +57,9 @@ _UNAVAILABLE = re.compile(
     r"Unable to contact slurm controller|Socket timed out|Connection refused|Zero Bytes were transmitted"
     r"|Communication connection failure|Problem talking to the database|slurmdbd"
     r"|Unable to connect to database"
-    r"|Connection timed out",
+    r"|Connection timed out"
+    # slurmdbd refused the token a site-run daemon passed on (dbv0.0.38 says so with HTTP 200, error 1007)
+    r"|Protocol authentication error",
     re.IGNORECASE,
 )
 _INFORMATIONAL = {2042}  # ESLURM_JOB_HELD: "Job is in held state" comes with the job id of a --hold job
@@ -64,11 +68,12 @@ _ALREADY_DONE = re.compile(r"already completing or completed|Job/step already co
 
 
 class SlurmRest:
-    """``SlurmBackend`` over slurmrestd, one daemon per OS user."""
+    """``SlurmBackend`` over slurmrestd: one daemon per OS user (``RestDaemons``), or the site's own
+    daemon reached with each user's token (``SiteRestd``)."""
 
     def __init__(
         self,
-        daemons: RestDaemons,
+        daemons: RestDaemons | SiteRestd,
         sacct: SlurmCLI,
         *,
         query_user: str = "slurm",
@@ -97,6 +102,13 @@ class SlurmRest:
             except NotSent as exc:
                 raise SlurmUnavailable(str(exc), command=exc.command) from exc
         messages = _messages(answer)
+        if status in (401, 403):  # the daemon refused who we said we are: nothing was done
+            raise SlurmUnavailable(
+                f"slurmrestd {method} {path} refused the gateway's credentials for {user} (HTTP {status}): "
+                "for a site-run daemon, check the cluster's restd.jwt_key is the key its slurm.conf "
+                "AuthAltParameters names and that the user exists on the cluster",
+                command=f"slurmrestd {path.split('?')[0]}",
+            )
         if any(_UNAVAILABLE.search(m) for m in messages) or status in (502, 503, 504):
             raise SlurmUnavailable(
                 f"slurmrestd {method} {path}: Slurm did not answer: {'; '.join(messages)}",
@@ -119,7 +131,7 @@ class SlurmRest:
             # "Unspecified error": the state is unknown, never "no jobs".
             raise SlurmUnavailable(
                 f"slurmrestd GET {path}: Slurm did not answer (HTTP {answer['_status']}): "
-                f"{'; '.join(_messages(answer))}",
+                f"{'; '.join(_messages(answer))}{self._token_hint()}",
                 command=f"slurmrestd {path.split('?')[0]}",
             )
         if answer["_status"] >= 400 or key not in answer:
@@ -128,6 +140,16 @@ class SlurmRest:
                 command=f"slurmrestd {path.split('?')[0]}",
             )
         return answer
+
+    def _token_hint(self) -> str:
+        """What else an HTTP 500 of a site-run daemon may mean (slurmctld refused the token it passed on
+        and the daemon says only "Unspecified error")."""
+        if not isinstance(self.daemons, SiteRestd):
+            return ""
+        return (
+            f" (slurmrestd at {self.daemons.url} answers so too when slurmctld refused the gateway's token: "
+            "check restd.jwt_key is the key the cluster's AuthAltParameters names)"
+        )
 
     # -- operations --------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""HTTP to one slurmrestd over its unix socket: the one module that speaks HTTP to Slurm.
+"""HTTP to one slurmrestd over a unix socket or TCP: the one module that speaks HTTP to Slurm.
 
 A ``RestConnection`` keeps its connections alive between requests (no fork,
 no new socket per job) and turns every transport failure into a gateway
@@ -23,6 +23,7 @@ import http.client
 import json
 import socket as sockets
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,20 +56,43 @@ class _UnixConnection(http.client.HTTPConnection):
         self.sock = sock
 
 
-class RestConnection:
-    """Requests to the slurmrestd listening on ``socket``; answers are its JSON bodies. Thread-safe."""
+class _TcpConnection(http.client.HTTPConnection):
+    """An HTTP/1.1 connection to host:port, its connect bounded by ``connect_timeout_s``."""
 
-    def __init__(self, socket: Path, *, connect_timeout_s: float = 2.0) -> None:
+    def __init__(self, address: tuple[str, int], connect_timeout_s: float) -> None:
+        super().__init__(address[0], address[1], timeout=connect_timeout_s)
+
+
+class RestConnection:
+    """Requests to the slurmrestd listening on ``socket`` (a unix socket) or at ``tcp`` (host, port);
+    answers are its JSON bodies. Thread-safe."""
+
+    def __init__(
+        self,
+        socket: Path | None = None,
+        *,
+        tcp: tuple[str, int] | None = None,
+        connect_timeout_s: float = 2.0,
+    ) -> None:
+        if (socket is None) == (tcp is None):
+            raise ValueError("a RestConnection needs a unix socket or a TCP address, one of them")
         self.socket = socket
+        self.tcp = tcp
         self.connect_timeout_s = connect_timeout_s
-        self._idle: list[_UnixConnection] = []
+        self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
 
     def request(
-        self, method: str, path: str, *, timeout_s: float, body: dict[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        *,
+        timeout_s: float,
+        body: dict[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> tuple[int, dict[str, Any]]:
-        """(HTTP status, decoded JSON body) of one request; a body that is not JSON reads as
-        ``{"errors": [{"error": TEXT}]}``.
+        """(HTTP status, decoded JSON body) of one request with ``headers`` added; a body that is not
+        JSON reads as ``{"errors": [{"error": TEXT}]}``. Headers never appear in an error.
 
         Raises NotSent when the socket takes no connection, SlurmUnavailable when the daemon does not
         answer within ``timeout_s`` or drops the connection after the request was sent.
@@ -76,17 +100,16 @@ class RestConnection:
         what = f"slurmrestd {method} {path}"
         conn = self._take(min(timeout_s, self.connect_timeout_s))
         payload = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"} if payload is not None else {}
+        sent = {"Content-Type": "application/json"} if payload is not None else {}
+        sent.update(headers or {})
         if conn.sock is None:
             try:
                 conn.connect()
             except OSError as exc:
-                raise NotSent(
-                    f"{what}: the daemon's socket takes no connection ({exc})", command=what
-                ) from exc
+                raise NotSent(f"{what}: {self.where()} takes no connection ({exc})", command=what) from exc
         try:
             conn.sock.settimeout(timeout_s)
-            conn.request(method, path, body=payload, headers=headers)
+            conn.request(method, path, body=payload, headers=sent)
             response = conn.getresponse()
             raw = response.read()
         except TimeoutError as exc:
@@ -111,18 +134,25 @@ class RestConnection:
             decoded = {"errors": [{"error": f"not a JSON object: {text[:200]!r}"}]}
         return response.status, decoded
 
-    def _take(self, connect_timeout_s: float) -> _UnixConnection:
+    def where(self) -> str:
+        """Where the daemon listens, for messages: its socket's path or http://host:port."""
+        return f"http://{self.tcp[0]}:{self.tcp[1]}" if self.tcp else f"the daemon's socket {self.socket}"
+
+    def _take(self, connect_timeout_s: float) -> http.client.HTTPConnection:
         """An idle kept-alive connection the daemon still holds open, or a new (unconnected) one."""
         while True:
             with self._lock:
                 conn = self._idle.pop() if self._idle else None
             if conn is None:
+                if self.tcp is not None:
+                    return _TcpConnection(self.tcp, connect_timeout_s)
+                assert self.socket is not None  # one of the two, checked at construction
                 return _UnixConnection(self.socket, connect_timeout_s)
             if not closed_by_peer(conn):
                 return conn
             conn.close()
 
-    def _give_back(self, conn: _UnixConnection) -> None:
+    def _give_back(self, conn: http.client.HTTPConnection) -> None:
         with self._lock:
             if len(self._idle) < MAX_IDLE:
                 self._idle.append(conn)

@@ -21,6 +21,7 @@ from gateway.core.retention.policy import RetentionSpec
 from gateway.core.runs.failure_classes import CLASSES as FAILURE_CLASSES
 from gateway.core.runs.failure_classes import DEFAULT_RETRIED
 from gateway.core.site.rates import AccountingSpec
+from gateway.core.site.restd import RestdSpec
 from gateway.core.site.secrets import HeldSecretSpec, SiteSecretSpec
 from gateway.core.spec.errors import spec_issues
 from gateway.core.yaml_input import SPEC_LIMITS, load_yaml
@@ -175,6 +176,7 @@ class ClusterSpec(_Strict):
     # rest: this cluster's slurmrestd sockets (its own); default: the server's socket directory / name
     restd_socket_dir: _AbsolutePath | None = None
     submit_host: SubmitHostSpec | None = None  # cli: its commands over SSH on this login node
+    restd: RestdSpec | None = None  # rest: the site's own slurmrestd (rest_auth/jwt), not the gateway's
 
     @field_validator("name", "slurm_name")
     @classmethod
@@ -187,10 +189,16 @@ class ClusterSpec(_Strict):
             raise ValueError(
                 f"cluster {self.name}: give slurm_conf (its slurm.conf) or slurm_name (its -M name), not both"
             )
-        if self.backend == "rest" and not self.slurm_conf:
+        if self.restd is not None and (self.backend != "rest" or self.restd_socket_dir or self.submit_host):
+            raise ValueError(
+                f"cluster {self.name}: restd (a site-run slurmrestd) needs backend: rest and takes neither "
+                "restd_socket_dir nor submit_host (the gateway starts no daemon for it)"
+            )
+        if self.backend == "rest" and not self.slurm_conf and self.restd is None:
             raise ValueError(
                 f"cluster {self.name}: backend rest needs slurm_conf, the cluster's slurm.conf on the "
-                "gateway's host (slurmrestd has no -M: each daemon reads its cluster from SLURM_CONF)"
+                "gateway's host (slurmrestd has no -M: each daemon reads its cluster from SLURM_CONF), "
+                "or restd, the site's own slurmrestd"
             )
         if self.backend == "rest" and self.submit_host is not None:
             raise ValueError(
@@ -213,6 +221,7 @@ class ClusterSpec(_Strict):
             self.backend,
             self.restd_socket_dir,
             self.submit_host.domain() if self.submit_host else None,
+            self.restd.domain() if self.restd else None,
         )
 
 
