@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from gateway.api.app import create_app
+from gateway.client import Gateway
 from tests.service.clusters_setup import OPERATOR, spec
 from tests.service.gw_serve import GW, serve_in_thread
 from tests.service.web_client import web_client
@@ -46,17 +47,24 @@ def on_c2(api) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def gw(multi, tmp_path_factory) -> Iterator[Callable[..., subprocess.CompletedProcess]]:
-    """``gw`` as a process, against the API of ``multi`` served on a loopback port, as tester."""
-    config = str(tmp_path_factory.mktemp("gwconfig") / "none.toml")
+def served(multi) -> Iterator[tuple[str, str]]:
+    """The API of ``multi`` served on a loopback port: its URL, and a token of tester."""
     token = multi.auth.issue_token(OPERATOR, "tester", name="pytest-cli")[0]
     with serve_in_thread(create_app(services=multi)) as url:
+        yield url, token
 
-        def run(*args: str) -> subprocess.CompletedProcess:
-            env = {**os.environ, "GW_URL": url, "GW_TOKEN": token, "GW_CONFIG": config, "COLUMNS": "200"}
-            return subprocess.run([*GW, *args], env=env, capture_output=True, text=True, timeout=180)
 
-        yield run
+@pytest.fixture(scope="module")
+def gw(served, tmp_path_factory) -> Callable[..., subprocess.CompletedProcess]:
+    """``gw`` as a process, against ``served``, as tester."""
+    config = str(tmp_path_factory.mktemp("gwconfig") / "none.toml")
+    url, token = served
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "GW_URL": url, "GW_TOKEN": token, "GW_CONFIG": config, "COLUMNS": "200"}
+        return subprocess.run([*GW, *args], env=env, capture_output=True, text=True, timeout=180)
+
+    return run
 
 
 def test_the_usage_answer_names_its_cluster(api, on_c2):
@@ -159,6 +167,25 @@ def test_the_queue_view_gives_each_clusters_usage(api, gw, multi, on_c2):
         page = web.get("/ui/queue", params={"cluster": "gwlocal2"}).text
     rows = page.split("<h2>Per project</h2>")[1]
     assert "<th>Cluster</th>" in rows and "<td>gwlocal2</td>" in rows and "<td>gwlocal</td>" not in rows
+
+
+def test_gw_runs_and_the_python_client_filter_by_cluster(gw, served, on_c2):
+    """``gw runs --cluster`` and ``Gateway.runs(cluster=...)``: the run on gwlocal2 is listed for
+    gwlocal2 (its CLUSTER column naming it), not for gwlocal; an unknown cluster is refused naming the
+    clusters."""
+    there = gw("runs", "--project", "mc", "--cluster", "gwlocal2", "--format", "tsv")
+    assert there.returncode == 0, there.stderr
+    header, *rows = [line.split("\t") for line in there.stdout.splitlines()]
+    row = next(r for r in rows if r[header.index("RUN")] == on_c2)
+    assert row[header.index("CLUSTER")] == "gwlocal2", there.stdout
+    here = gw("runs", "--project", "mc", "--cluster", "gwlocal", "--format", "tsv")
+    assert here.returncode == 0 and on_c2 not in here.stdout, here
+    unknown = gw("runs", "--cluster", "nowhere")
+    assert unknown.returncode != 0 and "gwlocal, gwlocal2, gwdead" in unknown.stderr, unknown.stderr
+    with Gateway(*served) as client:
+        listed = client.runs(project="mc", cluster="gwlocal2")
+        assert on_c2 in [r.id for r in listed] and {r.cluster for r in listed} == {"gwlocal2"}
+        assert on_c2 not in [r.id for r in client.runs(project="mc", cluster="gwlocal")]
 
 
 def slurm_calls(services) -> dict[tuple[str, str], float]:
