@@ -14,7 +14,7 @@ import pytest
 
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import build_spec
-from tests.service.clusters_setup import C2_CONF, spec
+from tests.service.clusters_setup import C2_CONF, refresh_until, spec
 
 pytestmark = pytest.mark.slurm
 PER_CYCLE = 3  # squeue of its jobs, sacct of those that left it, squeue of the held jobs' comments
@@ -95,3 +95,18 @@ def test_why_a_run_on_gwlocal2_waits_is_asked_of_gwlocal2_alone(multi, principal
         assert set(made) == {"gwlocal2"} and made["gwlocal2"] >= 2, made
     finally:
         multi.runs.cancel(run_id, principal=principal_mc)
+
+
+def test_gpu_telemetry_of_a_run_on_gwlocal2_is_recorded_as_gwlocal2s(multi, principal_mc):
+    """A GPU run on gwlocal2's gpu partition, ended and harvested: its attempt's telemetry record (the
+    sampler's, whatever NVML this host has) carries cluster gwlocal2 and that cluster's job id."""
+    resources = {"gpus_per_node": 1, "gpu_type": "fake", "mem_gb": 0.1, "walltime_min": 2}
+    run = multi.runs.submit(
+        build_spec({**spec("gpu2", "sleep 1"), "resources": resources}), principal=principal_mc
+    )
+    ended = refresh_until(multi, [run.id])[run.id]
+    assert ended.state is RunState.SUCCEEDED and ended.latest.cluster == "gwlocal2", ended.latest
+    report = multi.harvester.harvest_due(limit=500)
+    assert not [p for p in report.problems if run.id in p], report.problems
+    (attempt,) = multi.telemetry.for_run(run.id, principal=principal_mc)["attempts"]
+    assert attempt["cluster"] == "gwlocal2" and attempt["job_id"] == ended.latest.job_id, attempt
