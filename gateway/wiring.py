@@ -126,7 +126,7 @@ def build_services(
     access = AccessStore(db)
     backend = slurm or slurm_backend(settings, slurm_runner)
     cluster = CachedSlurm(backend, ttl_s=settings.cluster_facts_ttl_s)
-    cluster_runners = ClusterRunners(settings, slurm_runner)
+    cluster_runners = ClusterRunners(settings, slurm_runner, hop)
     clusters = build_clusters(settings, access, cluster, cluster_runners)
     metrics.local_cluster = clusters.default_name  # a Slurm command that names no cluster: the one
     files = JobFiles(host, access)
@@ -172,8 +172,8 @@ def build_services(
             trusted_user_header=settings.trusted_user_header,
         ),
         projects=ProjectService(access),
-        health=HealthService(db, backend, hop, clusters),
-        submit_host=SubmitHostService(access, hop),
+        health=HealthService(db, backend, hop, clusters, hop_of=cluster_runners.hop),
+        submit_host=SubmitHostService(access, hop, clusters, cluster_runners.hop),
         site=SiteService(access, slurm_sync, accounting, RetentionStore(db)),
         slurm_sync=slurm_sync,
         usage=usage,

@@ -87,9 +87,10 @@ class ClusterRunners:
     """The runner of each cluster's Slurm commands: the server's metered ``runner``, or for a cluster with
     its own submit host an SSH runner to that host (metered alike), one per host, kept for reuse."""
 
-    def __init__(self, settings: Settings, runner: MeteredRunner) -> None:
+    def __init__(self, settings: Settings, runner: MeteredRunner, hop: SubmitHop | None = None) -> None:
         self.settings = settings
         self.runner = runner
+        self.server_hop = hop  # the server-wide submit host's (GATEWAY_SUBMIT_HOST); None: this machine
         self._ssh: dict[ClusterSubmitHost, SshRunner] = {}
         self._lock = threading.Lock()
 
@@ -97,11 +98,21 @@ class ClusterRunners:
         """The runner ``cluster``'s commands (sbatch ... sacctmgr) go through."""
         if cluster.submit_host is None:
             return self.runner
+        return MeteredRunner(self._ssh_to(cluster.submit_host), self.runner.metrics)
+
+    def hop(self, cluster: Cluster) -> SubmitHop | None:
+        """The SSH hop ``cluster``'s commands go over: its own submit host's (the same pool its commands
+        use), else the server-wide one's; None when they run on this machine."""
+        if cluster.submit_host is None:
+            return self.server_hop
+        return self._ssh_to(cluster.submit_host)
+
+    def _ssh_to(self, host: ClusterSubmitHost) -> SshRunner:
         with self._lock:
-            ssh = self._ssh.get(cluster.submit_host)
+            ssh = self._ssh.get(host)
             if ssh is None:
-                ssh = self._ssh[cluster.submit_host] = _ssh_runner(self.settings, cluster.submit_host)
-        return MeteredRunner(ssh, self.runner.metrics)
+                ssh = self._ssh[host] = _ssh_runner(self.settings, host)
+        return ssh
 
     def close(self) -> None:
         """Close every submit host's SSH connections (a later command opens new ones)."""

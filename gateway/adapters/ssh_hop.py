@@ -6,8 +6,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
+
+from gateway.core.domain import Cluster
 
 
 @dataclass(frozen=True)
@@ -37,3 +40,8 @@ class SubmitHop(Protocol):
     def check_login(self, user: str) -> LoginCheck:
         """Run ``id -un`` as ``user`` on the submit host, the way jobs of ``user`` are submitted."""
         ...
+
+
+HopOf = Callable[
+    [Cluster], "SubmitHop | None"
+]  # a listed cluster's hop: its own submit host, the server's, or none

@@ -295,7 +295,8 @@ class HopPublic(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
     hop: str = Field(
-        description="The SSH hop to the submit host and its login mode, e.g. ssh://svc@login1:22 (sudo)"
+        description="The SSH hop to the submit host and its login mode, e.g. ssh://svc@login1:22 (sudo); "
+        "a failed probe's error names the host (and a refused host key's SHA256 fingerprint)"
     )
     ok: bool
     latency_ms: float | None = Field(
@@ -310,7 +311,8 @@ class CheckPublic(BaseModel):
     error: str | None = None
     via: HopPublic | None = Field(
         default=None,
-        description="Slurm only: the SSH hop its commands go through; null on the login node itself",
+        description="Slurm only: the SSH hop its commands go through (a cluster's: its own submit_host's, "
+        "else GATEWAY_SUBMIT_HOST's); null when they run on the gateway's host",
     )
     last_answered_at: datetime | None = Field(
         default=None,

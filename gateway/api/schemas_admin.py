@@ -161,7 +161,10 @@ class PartitionViewPublic(BaseModel):
 
 class QueueViewPublic(BaseModel):
     partitions: list[PartitionViewPublic]
-    projects: list[UsageReportPublic]
+    projects: list[UsageReportPublic] = Field(
+        description="Each project's usage on each cluster it has queues on (its `cluster`; with ?cluster= "
+        "that one's alone); a cluster that does not answer has none here, its partitions entry says why"
+    )
 
     @classmethod
     def of(cls, view: QueueView) -> QueueViewPublic:

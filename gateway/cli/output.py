@@ -312,12 +312,13 @@ def health_lines(report: dict) -> list[str]:
         if isinstance(via, dict):
             lines.append(f"    via {via.get('hop')}: {_check_text(via)}")
     clusters = report.get("clusters")
-    if isinstance(clusters, dict):
-        lines += [
-            f"  cluster {name}: {_check_text(c, slurm=True)}"
-            for name, c in clusters.items()
-            if isinstance(c, dict)
-        ]
+    for name, c in clusters.items() if isinstance(clusters, dict) else ():
+        if not isinstance(c, dict):
+            continue
+        lines.append(f"  cluster {name}: {_check_text(c, slurm=True)}")
+        via = c.get("via")
+        if isinstance(via, dict):  # its own submit host's hop, or the server-wide one
+            lines.append(f"    via {via.get('hop')}: {_check_text(via)}")
     if not lines and report.get("detail"):
         lines.append(f"  {report['detail']}")
     return lines

@@ -77,7 +77,8 @@ def _reports(project: str, cluster: str | None) -> list[dict]:
 
 def queue(
     cluster: Annotated[
-        str | None, typer.Option(help="Only this Slurm cluster's partitions (docs/clusters.md).")
+        str | None,
+        typer.Option(help="Only this Slurm cluster's partitions and usage (docs/clusters.md)."),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -98,11 +99,13 @@ def queue(
         jobs = _jobs_table(part["running"] + part["pending"])
         console.print(jobs if part["running"] or part["pending"] else "  no jobs")
         console.print()
+    clusters = any(part.get("cluster") for part in view["partitions"])  # several: usage is per cluster
     table = Table(show_edge=False, header_style="bold")
-    for column in ("PROJECT", "GPUS NOW", "GPU-HOURS THIS MONTH", "JOBS IN QUEUE"):
+    named = ("CLUSTER",) if clusters else ()
+    for column in ("PROJECT", *named, "GPUS NOW", "GPU-HOURS THIS MONTH", "JOBS IN QUEUE"):
         table.add_column(column)
     for report in view["projects"]:
-        table.add_row(report["project"], *_uses(report))
+        table.add_row(report["project"], *((report["cluster"],) if clusters else ()), *_uses(report))
     console.print(table)
 
 

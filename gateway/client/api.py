@@ -61,8 +61,8 @@ class GatewayClient(RunCalls, DataCalls, EvalCalls):
         return self._call("GET", f"/projects/{project}/usage", params=params)
 
     def queue(self, *, cluster: str | None = None) -> dict:
-        """``GET /queue`` (admins): partitions with their nodes and jobs (of ``cluster`` alone when given),
-        and every project's usage."""
+        """``GET /queue`` (admins): partitions with their nodes and jobs and every project's usage
+        on each cluster it has queues on (of ``cluster`` alone when given)."""
         return self._call("GET", "/queue", params={"cluster": cluster} if cluster else None)
 
     # -- retention (docs/retention.md) ------------------------------------------------------------

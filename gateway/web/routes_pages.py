@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
 
 from gateway.core import names
@@ -83,7 +83,10 @@ def _storage_plots(storage: StorageReport) -> list[object]:
 
 
 @router.get("/queue")
-def queue_page(request: Request, pages: PagesDep, principal: PrincipalDep) -> Response:
-    """The admin's queue: partitions, nodes and GPUs, running and pending jobs, per-project usage."""
-    view = services_of(request).usage.queue(principal)
+def queue_page(
+    request: Request, pages: PagesDep, principal: PrincipalDep, cluster: Annotated[str | None, Query()] = None
+) -> Response:
+    """The admin's queue: partitions, nodes and GPUs, running and pending jobs, per-project usage; each
+    cluster's, named (``?cluster=``: that one's alone)."""
+    view = services_of(request).usage.queue(principal, cluster=cluster)
     return pages.render(request, "queue.html", principal, view=view)

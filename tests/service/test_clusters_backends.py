@@ -16,8 +16,10 @@ daemon or host. The ``site`` way reaches the daemon the playbook runs for gwloca
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -33,6 +35,7 @@ from gateway.adapters.runner_ssh import SshRunner
 from gateway.adapters.slurm.rest import SlurmRest
 from gateway.adapters.slurm.restd_site import SiteRestd
 from gateway.api.app import create_app
+from gateway.cli.output import health_lines
 from gateway.core.domain import Principal
 from gateway.core.site.schema import parse_site
 from gateway.core.slurm.states import RunState
@@ -294,7 +297,15 @@ def test_a_submit_host_whose_key_is_unknown_is_down_and_refuses_only_its_queue(w
         health = api.get("/healthz").json()
         check = health["clusters"]["gwbadkey"]
         assert check["ok"] is False and "SHA256:" in json.dumps(check), check
+        assert check["via"]["hop"].startswith("ssh://root@localhost:") and "SHA256:" in check["via"]["error"]
         assert health["clusters"]["gwlocal2"]["ok"] is True
+        hosts = {r.clusters: r for r in services.submit_host.check_logins(OPERATOR)}
+        assert list(hosts) == [("gwlocal2",), ("gwbadkey",)] and hosts[("gwlocal2",)].ok
+        assert not hosts[("gwbadkey",)].ok and "SHA256:" in hosts[("gwbadkey",)].service.detail
+        shown = ssh_check(services)
+        assert shown.returncode == 69, shown
+        bad = shown.stdout.split("for cluster gwbadkey")[1]
+        assert "FAIL service root" in bad and "localhost" in bad and "SHA256:" in bad, shown.stdout
         refused = api.post("/runs", json=spec("true", queue="bad"))
         assert refused.status_code == 503, refused.text
         assert "cluster gwbadkey is not answering" in refused.json()["detail"]
@@ -349,3 +360,38 @@ def test_a_site_daemon_refusing_the_token_or_down_is_down_and_refuses_only_its_q
             assert ok.status_code == 201, ok.text
     finally:
         services.site.apply(OPERATOR, parse_site(json.dumps(real)), sync_slurm=False)
+
+
+def ssh_check(services) -> subprocess.CompletedProcess:
+    """``gw admin ssh-check`` as a process on the gateway host, with ``services``' database."""
+    env = {
+        **os.environ,
+        "GATEWAY_DATABASE_URL": services.settings.database_url,
+        "GATEWAY_AUDIT_ANCHOR_PATH": str(services.settings.anchor_path),
+    }
+    command = [sys.executable, "-m", "gateway.cli.main", "admin", "ssh-check"]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_clusters_own_submit_host_is_in_health_and_ssh_check(world, ssh_server):
+    """gwlocal2's own submit host: /healthz's gwlocal2 check carries its hop (where, ok, latency), gw health
+    prints it under that cluster's line, gwlocal (this machine) has none; ``gw admin ssh-check`` logs in
+    there as the service user and each mapped user, naming the cluster it serves."""
+    if world["way"] != "ssh":
+        pytest.skip("a submit host's own check")
+    services, api = world["services"], world["api"]
+    hop = f"ssh://root@127.0.0.1:{ssh_server.port} (per_user_key)"
+    health = api.get("/healthz").json()
+    via = health["clusters"]["gwlocal2"]["via"]
+    assert via["hop"] == hop and via["ok"] and via["latency_ms"] > 0, health
+    assert health["clusters"]["gwlocal"]["via"] is None and health["slurm"]["via"] is None
+    lines = health_lines(health)
+    at = lines.index(next(line for line in lines if line.startswith("  cluster gwlocal2: ok")))
+    assert lines[at + 1].startswith(f"    via {hop}: ok in "), lines
+    (report,) = services.submit_host.check_logins(OPERATOR)
+    assert report.clusters == ("gwlocal2",) and report.hop == hop and report.ok, report
+    assert [c.user for c in report.users] == ["gwtalice", "root"]
+    shown = ssh_check(services)
+    assert shown.returncode == 0, shown
+    assert shown.stdout.startswith(f"submit host: {hop} for cluster gwlocal2\n"), shown.stdout
+    assert "ok  user gwtalice" in shown.stdout and "2 of 2 mapped users can submit" in shown.stdout

@@ -10,6 +10,7 @@ usage of the chosen queue's cluster.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from gateway.api.app import create_app
+from gateway.client import Gateway
 from tests.service.clusters_setup import OPERATOR, spec
 from tests.service.gw_serve import GW, serve_in_thread
 from tests.service.web_client import web_client
@@ -45,17 +47,24 @@ def on_c2(api) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def gw(multi, tmp_path_factory) -> Iterator[Callable[..., subprocess.CompletedProcess]]:
-    """``gw`` as a process, against the API of ``multi`` served on a loopback port, as tester."""
-    config = str(tmp_path_factory.mktemp("gwconfig") / "none.toml")
+def served(multi) -> Iterator[tuple[str, str]]:
+    """The API of ``multi`` served on a loopback port: its URL, and a token of tester."""
     token = multi.auth.issue_token(OPERATOR, "tester", name="pytest-cli")[0]
     with serve_in_thread(create_app(services=multi)) as url:
+        yield url, token
 
-        def run(*args: str) -> subprocess.CompletedProcess:
-            env = {**os.environ, "GW_URL": url, "GW_TOKEN": token, "GW_CONFIG": config, "COLUMNS": "200"}
-            return subprocess.run([*GW, *args], env=env, capture_output=True, text=True, timeout=180)
 
-        yield run
+@pytest.fixture(scope="module")
+def gw(served, tmp_path_factory) -> Callable[..., subprocess.CompletedProcess]:
+    """``gw`` as a process, against ``served``, as tester."""
+    config = str(tmp_path_factory.mktemp("gwconfig") / "none.toml")
+    url, token = served
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "GW_URL": url, "GW_TOKEN": token, "GW_CONFIG": config, "COLUMNS": "200"}
+        return subprocess.run([*GW, *args], env=env, capture_output=True, text=True, timeout=180)
+
+    return run
 
 
 def test_the_usage_answer_names_its_cluster(api, on_c2):
@@ -132,3 +141,81 @@ def test_the_submit_form_shows_the_chosen_queues_clusters_usage(multi, principal
         dead = web.get("/ui/submit", params={"project": "mc", "queue": "dead"})
     assert dead.status_code == 200 and 'id="submit-form"' in dead.text
     assert "quota left unknown now" in dead.text and 'id="quota-left"' not in dead.text
+
+
+def _queue_usage(view: dict) -> dict[str, int]:
+    """{cluster: jobs in queue} of project mc in a queue view."""
+    return {u["cluster"]: u["jobs_in_queue"]["used"] for u in view["projects"] if u["project"] == "mc"}
+
+
+def test_the_queue_view_gives_each_clusters_usage(api, gw, multi, on_c2):
+    """GET /queue's usage: mc on each cluster it has queues on, each named, the job on gwlocal2 counted
+    there alone (gwdead, not answering, has none: its partitions entry says why); ?cluster= (gw queue
+    --cluster, /ui/queue?cluster=) that cluster's alone."""
+    every = api.get("/queue").json()
+    assert _queue_usage(every) == {"gwlocal": 0, "gwlocal2": 1}, every["projects"]
+    assert any(p["cluster"] == "gwdead" and p["error"] for p in every["partitions"])
+    one = api.get("/queue", params={"cluster": "gwlocal2"}).json()
+    assert _queue_usage(one) == {"gwlocal2": 1} and {p["cluster"] for p in one["projects"]} == {"gwlocal2"}
+    done = gw("queue", "--cluster", "gwlocal2")
+    assert done.returncode == 0, done.stderr
+    usage = done.stdout.split("PROJECT")[-1]
+    assert "CLUSTER" in usage and re.search(r"mc\s+│\s+gwlocal2\s+│", usage), done.stdout
+    assert "gwlocal " not in usage.replace("gwlocal2", ""), done.stdout
+    token = multi.auth.issue_token(OPERATOR, "tester", name="pytest-web")[0]
+    with web_client(multi, token) as web:
+        page = web.get("/ui/queue", params={"cluster": "gwlocal2"}).text
+    rows = page.split("<h2>Per project</h2>")[1]
+    assert "<th>Cluster</th>" in rows and "<td>gwlocal2</td>" in rows and "<td>gwlocal</td>" not in rows
+
+
+def test_gw_runs_and_the_python_client_filter_by_cluster(gw, served, on_c2):
+    """``gw runs --cluster`` and ``Gateway.runs(cluster=...)``: the run on gwlocal2 is listed for
+    gwlocal2 (its CLUSTER column naming it), not for gwlocal; an unknown cluster is refused naming the
+    clusters."""
+    there = gw("runs", "--project", "mc", "--cluster", "gwlocal2", "--format", "tsv")
+    assert there.returncode == 0, there.stderr
+    header, *rows = [line.split("\t") for line in there.stdout.splitlines()]
+    row = next(r for r in rows if r[header.index("RUN")] == on_c2)
+    assert row[header.index("CLUSTER")] == "gwlocal2", there.stdout
+    here = gw("runs", "--project", "mc", "--cluster", "gwlocal", "--format", "tsv")
+    assert here.returncode == 0 and on_c2 not in here.stdout, here
+    unknown = gw("runs", "--cluster", "nowhere")
+    assert unknown.returncode != 0 and "gwlocal, gwlocal2, gwdead" in unknown.stderr, unknown.stderr
+    with Gateway(*served) as client:
+        listed = client.runs(project="mc", cluster="gwlocal2")
+        assert on_c2 in [r.id for r in listed] and {r.cluster for r in listed} == {"gwlocal2"}
+        assert on_c2 not in [r.id for r in client.runs(project="mc", cluster="gwlocal")]
+
+
+def slurm_calls(services) -> dict[tuple[str, str], float]:
+    """Slurm commands the metered runner timed so far, by (command, cluster)."""
+    out: dict[tuple[str, str], float] = {}
+    for metric in services.metrics.metrics.registry.collect():
+        for sample in metric.samples:
+            if sample.name == "gateway_slurm_command_duration_seconds_count":
+                out[(sample.labels["command"], sample.labels["cluster"])] = sample.value
+    return out
+
+
+def test_project_page_loads_make_a_bounded_number_of_slurm_calls(multi, on_c2):
+    """/ui/projects/mc loaded 30 times: its usage comes from the cached cluster facts, so each answering
+    cluster is asked (one sacct, one squeue) at most once per GATEWAY_CLUSTER_FACTS_TTL_S window (plus
+    once for facts cached before that expire meanwhile), whatever the number of loads, and gwdead, which
+    a health check found not answering, not at all (its section says so); counted by the metered runner
+    every Slurm command passes (GET /metrics' histogram)."""
+    loads, ttl_s = 30, multi.settings.cluster_facts_ttl_s
+    assert not multi.health.check().clusters["gwdead"].ok and multi.clusters.down("gwdead") is not None
+    token = multi.auth.issue_token(OPERATOR, "tester", name="pytest-web")[0]
+    with web_client(multi, token) as web:
+        before, started = slurm_calls(multi), time.monotonic()
+        for _ in range(loads):
+            page = web.get("/ui/projects/mc")
+            assert page.status_code == 200 and "Jobs in queue: 1 jobs" in page.text
+        windows = math.floor((time.monotonic() - started) / ttl_s) + 2
+    assert "cluster gwdead did not answer (not answering since" in page.text
+    made = {k: v - before.get(k, 0) for k, v in slurm_calls(multi).items() if v > before.get(k, 0)}
+    assert {command for command, _ in made} <= {"sacct", "squeue"}, made
+    assert {cluster for _, cluster in made} <= {"gwlocal", "gwlocal2"}, made
+    assert all(count <= windows for count in made.values()), (made, windows)
+    assert sum(made.values()) < loads, made

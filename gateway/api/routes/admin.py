@@ -36,12 +36,14 @@ def queue_view(
         str | None,
         Query(
             pattern=f"^{names.NAME.pattern}$",
-            description="Only this Slurm cluster's partitions (404 names the clusters; docs/clusters.md)",
+            description="Only this Slurm cluster's partitions and usage (404 names the clusters; "
+            "docs/clusters.md)",
         ),
     ] = None,
 ) -> QueueViewPublic:
     """Per partition (of each cluster, with several): nodes with GPUs in use and free, running and pending
-    jobs (gateway runs and others); per project: usage against its caps."""
+    jobs (gateway runs and others); per project: usage against its caps, on each cluster it has queues on
+    (each entry's ``cluster``)."""
     return QueueViewPublic.of(services.usage.queue(principal, cluster=cluster))
 
 

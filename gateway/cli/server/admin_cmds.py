@@ -202,18 +202,23 @@ def admin_token(
 
 
 def admin_ssh_check() -> None:
-    """Log in to the submit host as the service user and as each mapped OS user; exit 69 if any fails."""
+    """Log in to the submit host as the service user and as each mapped OS user; exit 69 if any fails.
+
+    Each submit host once: the server-wide one and each cluster's own, naming the clusters it serves.
+    """
     with _local() as services:
-        report = services.submit_host.check_logins(_operator())
-    console.print(f"submit host: {report.hop}", markup=False)
-    for role, check in [("service", report.service), *(("user", c) for c in report.users)]:
-        took = f" in {check.latency_ms:g} ms" if check.latency_ms is not None else ""
-        console.print(
-            f"{'ok ' if check.ok else 'FAIL'} {role} {check.user}{took}: {check.detail}", markup=False
-        )
-    working = sum(c.ok for c in report.users)
-    console.print(f"{working} of {len(report.users)} mapped users can submit", markup=False)
-    if not report.ok:
+        reports = services.submit_host.check_logins(_operator())
+    for report in reports:
+        serves = f" for cluster {', '.join(report.clusters)}" if report.clusters else ""
+        console.print(f"submit host: {report.hop}{serves}", markup=False)
+        for role, check in [("service", report.service), *(("user", c) for c in report.users)]:
+            took = f" in {check.latency_ms:g} ms" if check.latency_ms is not None else ""
+            console.print(
+                f"{'ok ' if check.ok else 'FAIL'} {role} {check.user}{took}: {check.detail}", markup=False
+            )
+        working = sum(c.ok for c in report.users)
+        console.print(f"{working} of {len(report.users)} mapped users can submit", markup=False)
+    if not all(report.ok for report in reports):
         raise typer.Exit(exits.UNAVAILABLE)
 
 

@@ -113,10 +113,13 @@ class UsageService:
         """The clusters ``project`` has queues on, in the site file's order (the first cluster alone
         when it has no queue); NotFound as ``project_usage``."""
         require(principal, "project.read", project, hide=True)
-        found = self.access.project(project)
+        return self._clusters_of(self.access.project(project))
+
+    def _clusters_of(self, project: Project) -> list[str]:
+        """The clusters ``project`` has queues on, in the site file's order (the first alone if none)."""
         if self.clusters is None:
             return [DEFAULT_NAME]
-        used = {self.clusters.of_queue(q) for q in found.queues}
+        used = {self.clusters.of_queue(q) for q in project.queues}
         return [name for name in self.clusters.names() if name in used] or [self.clusters.first()]
 
     def usage_by_cluster(
@@ -126,11 +129,25 @@ class UsageService:
         is given by its error, and the others are still asked."""
         out = []
         for name in self.project_clusters(principal, project):
+            if (silent := self._known_down(name)) is not None:
+                out.append(ClusterUsage(name, None, silent))
+                continue
             try:
                 out.append(ClusterUsage(name, self.project_usage(principal, project, cluster=name, now=now)))
             except GatewayError as exc:
                 out.append(ClusterUsage(name, None, str(exc)))
         return out
+
+    def _known_down(self, name: str) -> str | None:
+        """Why cluster ``name`` is not asked: known not to answer (the refresh cycle or a health check
+        saw it), so a page waits on no timeout of its; None when it is to be asked."""
+        down = self.clusters.down(name) if self.clusters is not None else None
+        if down is None:
+            return None
+        return (
+            f"cluster {name} did not answer (not answering since {down.since:%Y-%m-%d %H:%M:%S} UTC: "
+            f"{down.error}); it is asked again once a refresh cycle or health check finds it answering"
+        )
 
     def usage(
         self,
@@ -194,7 +211,8 @@ class UsageService:
     ) -> QueueView:
         """Per partition: nodes with GPUs in use and free, running and pending jobs; per project: usage.
 
-        With clusters listed in the site file, the partitions of each (of ``cluster`` alone when given:
+        With clusters listed in the site file, the partitions and each project's usage of each (of
+        ``cluster`` alone when given:
         NotFound naming the clusters when it is none of them), a cluster that does not answer shown by
         its error; with none listed, the one cluster's, as before (``cluster`` must then be its name).
         """
@@ -207,8 +225,29 @@ class UsageService:
         else:
             names = [cluster] if cluster else self.clusters.names()
             views = [v for name in names for v in self._cluster_partitions(name)]
-        projects = [self.usage(p, now=now) for p in self.access.projects()]
-        return QueueView(partitions=views, projects=projects)
+        return QueueView(partitions=views, projects=self._queue_usage(cluster if listed else None, now))
+
+    def _queue_usage(self, cluster: str | None, now: datetime | None) -> list[ProjectUsage]:
+        """Each project's usage on each cluster it has queues on (on ``cluster`` alone when given), by
+        cluster in the site file's order; a cluster that does not answer is left out (its partitions
+        entry says why)."""
+        projects = self.access.projects()
+        if self.clusters is None or not self.clusters.listed():
+            return [self.usage(p, now=now) for p in projects]
+        out = []
+        for name in [cluster] if cluster else self.clusters.names():
+            if self._known_down(name) is not None:
+                continue
+            slurm = self.clusters.get(name)
+            try:
+                out += [
+                    self.usage(p, now=now, slurm=slurm, cluster=name)
+                    for p in projects
+                    if name in self._clusters_of(p)
+                ]
+            except SlurmError:
+                continue  # its partitions' entry carries the error
+        return out
 
     def _cluster_partitions(self, name: str) -> list[PartitionView]:
         assert self.clusters is not None

@@ -2,7 +2,9 @@
 
 With a remote submit host, Slurm is reached through an SSH hop; the Slurm
 check then carries the hop's own check (``via``): where it goes, whether a
-trivial command came back over it, and how long that took.
+trivial command came back over it, and how long that took. With clusters
+listed, each cluster's check carries the hop its commands go over: its own
+``submit_host``'s, else the server-wide one's (each host probed once).
 
 With several clusters listed in the site file (docs/clusters.md), each one is
 checked (one partition listing each, which its slurmctld answers; the
@@ -27,7 +29,7 @@ from functools import partial
 
 from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.adapters.slurm.protocol import SlurmBackend
-from gateway.adapters.ssh_hop import SubmitHop
+from gateway.adapters.ssh_hop import HopOf, SubmitHop
 from gateway.core.clock import utcnow
 from gateway.errors import GatewayError
 from gateway.store import Database
@@ -78,11 +80,14 @@ class HealthService:
         slurm: SlurmBackend,
         hop: SubmitHop | None = None,
         clusters: SlurmClusters | None = None,
+        *,
+        hop_of: HopOf | None = None,
     ) -> None:
         self.db = db
         self.slurm = slurm
         self.hop = hop
         self.clusters = clusters
+        self.hop_of = hop_of  # a listed cluster's SSH hop: its own submit host's, else ``hop``
 
     def check(self) -> Health:
         """One trivial database query, the SSH hop's probe (when there is one) and one Slurm partition
@@ -97,21 +102,27 @@ class HealthService:
             return Health(database=database, slurm=seen(_timed(self.slurm.partitions)))
         probe = _timed(self.hop.probe)
         via = HopCheck(self.hop.describe(), probe.ok, probe.latency_ms, probe.error)
-        if not probe.ok:
-            slurm = Check(
-                False, None, f"not asked: the SSH hop to the submit host failed: {probe.error}", via
-            )
-        else:
-            slurm = Check(**{**_timed(self.slurm.partitions).__dict__, "via": via})
-        return Health(database=database, slurm=seen(slurm))
+        return Health(database=database, slurm=seen(_through(self.slurm.partitions, via)))
 
     def _clusters(self, database: Check) -> Health:
         """Each listed cluster checked (all at once), and marked up or down in the registry by what it
         said."""
         assert self.clusters is not None
         backends = self.clusters.backends()
+        hops = {c.name: self.hop_of(c) for c in self.clusters.listed()} if self.hop_of else {}
+        distinct = list({id(hop): hop for hop in hops.values() if hop is not None}.values())
         with ThreadPoolExecutor(max_workers=min(8, len(backends)), thread_name_prefix="health") as pool:
-            timed = list(pool.map(lambda item: _timed(item[1].backend.partitions), backends))
+            probed = list(pool.map(lambda hop: _timed(hop.probe), distinct))  # each host once
+            via = {
+                id(hop): HopCheck(hop.describe(), p.ok, p.latency_ms, p.error)
+                for hop, p in zip(distinct, probed, strict=True)
+            }
+            timed = list(
+                pool.map(
+                    lambda item: _through(item[1].backend.partitions, via.get(id(hops.get(item[0])))),
+                    backends,
+                )
+            )
         checks = {name: self._seen(name, check) for (name, _), check in zip(backends, timed, strict=True)}
         return Health(database=database, slurm=checks[self.clusters.first()], clusters=checks)
 
@@ -130,6 +141,16 @@ class HealthService:
         return replace(
             check, last_answered_at=self.clusters.last_answered(name), down_since=down.since if down else None
         )
+
+
+def _through(listing: Callable[[], object], via: HopCheck | None) -> Check:
+    """The timed Slurm ``listing``, over the SSH hop whose probe ``via`` gave (None: no hop); not asked
+    when the hop failed, the check then saying so with the hop's error (its host, its key's fingerprint)."""
+    if via is None:
+        return _timed(listing)
+    if not via.ok:
+        return Check(False, None, f"not asked: the SSH hop to the submit host failed: {via.error}", via)
+    return replace(_timed(listing), via=via)
 
 
 def _timed(probe: Callable[[], object]) -> Check:

@@ -56,7 +56,7 @@ class WaitingService:
             partition_name = status.partition if status else queue_of_run.partition if queue_of_run else None
             if partition_name is None:
                 return None
-            usage = self.usage.usage(project, now=now, slurm=slurm)
+            usage = self.usage.usage(project, now=now, slurm=slurm, cluster=cluster)
             partition = next((p for p in slurm.partitions() if p.name == partition_name), None)
             nodes = [n for n in slurm.nodes() if partition_name in n.partitions]
             queue = [j for j in every_job if j.partition == partition_name]
