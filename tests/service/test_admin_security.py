@@ -94,6 +94,25 @@ def test_the_trusted_proxy_gets_through(proxied):
     assert event["actor"] == "tester" and event["source"] == PROXY
 
 
+def test_a_submission_through_the_trusted_proxy_is_authenticated_as_any_request(proxied):
+    """POST /runs (a lean route, gateway/api/lean.py) takes the trusted header only from the proxy."""
+    spec = {"name": "tp", "project": "nosuch", "queue": "cpu", "command": "true", "workdir": "/tmp"}
+    with httpx.Client(base_url=proxied.url, timeout=30) as direct:
+        forged = direct.post("/runs", json=spec, headers={"X-Remote-User": "tester"})
+    assert forged.status_code == 401 and "trusted proxies" in forged.json()["detail"], forged.text
+    transport = httpx.HTTPTransport(local_address=PROXY)
+    with httpx.Client(base_url=proxied.url, transport=transport, timeout=30) as front_end:
+        assert front_end.post("/runs", json=spec, headers={"X-Remote-User": "stranger"}).status_code == 401
+        assert front_end.post("/runs", json=spec).status_code == 401
+        known = front_end.post("/runs", json=spec, headers={"X-Remote-User": "tester"})
+        assert known.status_code == 404 and "no project 'nosuch'" in known.json()["detail"], known.text
+        tester = {"X-Remote-User": "tester"}
+        batch = front_end.post("/runs/batch", json={"items": [{"spec": spec}]}, headers=tester)
+    refused = batch.json()
+    assert batch.status_code == 422 and refused["error"] == "batch_rejected", batch.text
+    assert [(i["index"], i["status"]) for i in refused["items"]] == [(0, 404)], batch.text
+
+
 # -- gw admin token --write-config: never readable by anyone else ---------------------------------
 
 
