@@ -35,10 +35,10 @@ from gateway.core.accounting.cost import Rate, RateTable, midnight
 from gateway.core.accounting.parse import LEDGER_FIELDS, US, LedgerRead, parse_ledger
 from gateway.core.accounting.records import RecordLink
 from gateway.services.accounting.ledger import AccountingService
-from gateway.store.accounting import AccountingStore
-from gateway.store.accounting_rows import Entry, columns
-from gateway.store.models_accounting import AccountingRecordRow
-from gateway.store.runs import RunStore
+from gateway.store.accounting.accounting import AccountingStore
+from gateway.store.accounting.models import AccountingRecordRow
+from gateway.store.accounting.rows import Entry, columns
+from gateway.store.runs.runs import RunStore
 
 TARGET = 5.0  # first ingest (parse, link, price, upsert by identity) / a plain executemany of the parsed rows
 T0 = datetime(2026, 11, 1, tzinfo=UTC)

@@ -37,10 +37,10 @@ from sqlalchemy import insert, text
 from bench.databases import fresh_database
 from gateway.core.domain import Principal
 from gateway.services.accounting.reports import ReportService
-from gateway.store.access import AccessStore
+from gateway.store.access.access import AccessStore
+from gateway.store.accounting.models import AccountingRecordRow, RateVersionRow
 from gateway.store.db import Database
-from gateway.store.models_accounting import AccountingRecordRow, RateVersionRow
-from gateway.store.reports import ReportStore
+from gateway.store.reports.reports import ReportStore
 
 TARGET = 2.0
 MONTH = "2026-11"

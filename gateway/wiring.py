@@ -78,22 +78,22 @@ from gateway.services.site.projects import ProjectService
 from gateway.services.site.slurm_sync import SlurmSync
 from gateway.settings import Settings
 from gateway.store import Database, RunStore
-from gateway.store.access import AccessStore
-from gateway.store.accounting import AccountingStore
-from gateway.store.audit import AuditStore
-from gateway.store.datasets import DatasetStore
-from gateway.store.envs import EnvStore
-from gateway.store.eval_results import EvalResultStore
-from gateway.store.eval_reviews import ReviewStore
-from gateway.store.evals import EvalStore
-from gateway.store.handoff import HandoffStore
-from gateway.store.lineage import LineageStore
-from gateway.store.promotions import PromotionStore
-from gateway.store.releases import ReleaseStore
-from gateway.store.reports import ReportStore
-from gateway.store.retention import RetentionStore
-from gateway.store.task_metrics import TaskMetricsStore
-from gateway.store.telemetry import TelemetryStore
+from gateway.store.access.access import AccessStore
+from gateway.store.accounting.accounting import AccountingStore
+from gateway.store.accounting.telemetry import TelemetryStore
+from gateway.store.audit.audit import AuditStore
+from gateway.store.envs.envs import EnvStore
+from gateway.store.eval.evals import EvalStore
+from gateway.store.eval.results import EvalResultStore
+from gateway.store.eval.reviews import ReviewStore
+from gateway.store.handoff.handoff import HandoffStore
+from gateway.store.lineage.datasets import DatasetStore
+from gateway.store.lineage.lineage import LineageStore
+from gateway.store.lineage.task_metrics import TaskMetricsStore
+from gateway.store.releases.promotions import PromotionStore
+from gateway.store.releases.releases import ReleaseStore
+from gateway.store.reports.reports import ReportStore
+from gateway.store.retention.retention import RetentionStore
 from gateway.wiring_slurm import ClusterRunners, build_clusters, build_machine, slurm_backend
 
 __all__ = ["build_machine", "build_services", "handoff_config", "upgrade_database"]

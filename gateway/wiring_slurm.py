@@ -29,7 +29,7 @@ from gateway.adapters.ssh_login import SshTarget
 from gateway.core.domain import Cluster, ClusterSubmitHost
 from gateway.core.site.schema import CLUSTERS, ClusterSpec
 from gateway.settings import Settings
-from gateway.store.access import AccessStore
+from gateway.store.access.access import AccessStore
 
 
 def build_machine(settings: Settings) -> tuple[CommandRunner, RunHost, SubmitHop | None]:

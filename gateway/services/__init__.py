@@ -63,7 +63,7 @@ from gateway.services.site.projects import ProjectService
 from gateway.services.site.slurm_sync import SlurmSync
 from gateway.settings import Settings
 from gateway.store import Database
-from gateway.store.access import AccessStore
+from gateway.store.access.access import AccessStore
 
 
 @dataclass

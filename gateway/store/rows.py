@@ -16,8 +16,8 @@ from gateway.core.slurm.observe import moved
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import RunSpec
 from gateway.errors import NotFound, StoreError
+from gateway.store.lineage.models import RunInputRow
 from gateway.store.models import AttemptRow, IdempotencyKeyRow, RunRow, RunTagRow, StateEventRow, utcnow
-from gateway.store.models_lineage import RunInputRow
 
 RUNS, RUN_TAGS = RunRow.__table__, RunTagRow.__table__
 ATTEMPTS, EVENTS = AttemptRow.__table__, StateEventRow.__table__

@@ -15,7 +15,7 @@ from gateway.core.domain import AttemptUpdate, NewRun, Principal
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import build_spec
 from gateway.services import Services
-from gateway.store.lineage import HarvestJob
+from gateway.store.lineage.lineage import HarvestJob
 
 
 def principals(project: str) -> dict[str, Principal]:

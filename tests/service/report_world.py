@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from gateway.core.site.schema import parse_site
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import build_spec
-from gateway.store.accounting import RecordFilter
+from gateway.store.accounting.accounting import RecordFilter
 from gateway.wiring import build_services
 from tests.service.conftest import OPERATOR, PROJECT, SITE, refresh_until, unique_tag
 

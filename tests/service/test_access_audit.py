@@ -15,7 +15,7 @@ from gateway.core.audit.entry import AuditEntry
 from gateway.core.site.schema import parse_site
 from gateway.services.site.apply import SiteChanges
 from gateway.store import Database
-from gateway.store.audit import AuditStore
+from gateway.store.audit.audit import AuditStore
 from tests.service.access_setup import call
 from tests.service.conftest import OPERATOR, SITE
 

@@ -19,7 +19,7 @@ from gateway.core.site.rates import AccountingSpec, RateSpec
 from gateway.core.slurm.states import RunState
 from gateway.errors import SlurmUnavailable
 from gateway.services.accounting.ledger import AccountingService, LedgerSource
-from gateway.store.accounting import RecordFilter
+from gateway.store.accounting.accounting import RecordFilter
 from tests.service.conftest import OPERATOR, PROJECT, refresh_until, unique_tag
 
 pytestmark = pytest.mark.slurm

@@ -12,8 +12,8 @@ from gateway.core.accounting.cost import Rate, RateTable, price, table_sha256
 from gateway.core.accounting.records import RecordLink, SacctRecord, SacctStep, Tres
 from gateway.core.reports.rows import unreconciled
 from gateway.core.site.rates import spec_of
-from gateway.store.accounting import AccountingStore, Entry, RecordFilter
-from gateway.store.models_accounting import RateVersionRow
+from gateway.store.accounting.accounting import AccountingStore, Entry, RecordFilter
+from gateway.store.accounting.models import RateVersionRow
 from tests.service.conftest import OPERATOR
 
 T0 = datetime(2026, 11, 3, 8, 0, tzinfo=UTC)

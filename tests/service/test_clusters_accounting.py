@@ -26,7 +26,7 @@ from gateway.core.reports.rows import unreconciled
 from gateway.core.site.schema import parse_site
 from gateway.services import Services
 from gateway.settings import Settings
-from gateway.store.accounting import RecordFilter
+from gateway.store.accounting.accounting import RecordFilter
 from gateway.wiring import build_services
 from tests.conftest import JOB_ROOT
 from tests.service.conftest import OPERATOR, fresh_database

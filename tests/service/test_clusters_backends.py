@@ -39,7 +39,7 @@ from gateway.cli.output import health_lines
 from gateway.core.domain import Principal
 from gateway.core.site.schema import parse_site
 from gateway.core.slurm.states import RunState
-from gateway.store.accounting import RecordFilter
+from gateway.store.accounting.accounting import RecordFilter
 from gateway.wiring import build_services
 from tests.conftest import JOB_ROOT
 from tests.service.clusters_setup import (

@@ -16,8 +16,8 @@ from gateway.core.eval.domain import ResultFile
 from gateway.core.eval.results import EvalResults, MetricValue, TaskResult, TaskSamples
 from gateway.core.spec.run_spec import build_spec
 from gateway.services.lineage.datasets import Registration
-from gateway.store.eval_results import EvalResultStore
-from gateway.store.evals import NewEvalRun
+from gateway.store.eval.evals import NewEvalRun
+from gateway.store.eval.results import EvalResultStore
 from tests.service.conftest import PROJECT
 
 TABLES = {

@@ -17,7 +17,7 @@ import pytest
 from gateway.core.domain import RunFilter
 from gateway.core.reports.rows import unreconciled
 from gateway.errors import NotFound, SpecError
-from gateway.store.accounting import RecordFilter
+from gateway.store.accounting.accounting import RecordFilter
 from tests.service.conftest import OPERATOR, PROJECT, unique_tag
 from tests.service.report_world import get_world
 

@@ -15,7 +15,7 @@ import pytest
 from gateway.core.runs.tasks import task_dir
 from gateway.core.slurm.states import LIVE, TERMINAL, RunState
 from gateway.core.spec.run_spec import build_spec
-from gateway.store.task_metrics import TaskMetricsStore, TaskResult
+from gateway.store.lineage.task_metrics import TaskMetricsStore, TaskResult
 from tests.conftest import JOB_ROOT
 from tests.service.conftest import PROJECT, unique_tag
 

@@ -31,7 +31,7 @@ CLAIMS = {
     "`mlflow` is imported by `adapters/mlflow_registry.py` alone": "mlflow-one-module",
     "is imported by `api/docs_pages.py` alone": "docs-assets-one-module",
     "`scipy` and `statsmodels` are imported by `core/eval` alone": "stats-in-eval",
-    "`numpy` is imported by `core/eval` and `store/eval_codec.py` alone": "numpy-eval",
+    "`numpy` is imported by `core/eval` and `store/eval/codec.py` alone": "numpy-eval",
     "SQLAlchemy and Alembic are imported by `gateway.store` alone": "sqlalchemy-store",
     "uvicorn by `cli/server` alone": "web-framework",
     "Typer and Rich by `gateway.cli` alone": "terminal-cli",

@@ -24,7 +24,7 @@ from gateway.core.eval.job import (
 from gateway.core.eval.results import EvalResults, MetricValue, TaskResult, TaskSamples
 from gateway.core.eval.suite import build_suite
 from gateway.errors import SpecError
-from gateway.store.eval_codec import decode_scores, decode_texts, encode_scores, encode_texts
+from gateway.store.eval.codec import decode_scores, decode_texts, encode_scores, encode_texts
 
 SHA = "ab" * 32
 

@@ -115,7 +115,7 @@ WRONG_IMPORTS = [
     ("services/site/projects.py", "from gateway.services.runs import logs", "services-site-apart"),
     ("cli/data_cmds.py", "import matplotlib", "matplotlib-plots"),
     ("core/eval/results.py", "from gateway.error_status import status_for", "status-table"),
-    ("store/runs.py", "import scipy", "stats-in-eval"),
+    ("store/runs/runs.py", "import scipy", "stats-in-eval"),
     ("services/runs/logs.py", "from gateway.adapters.slurm import cli", "services-protocols"),
     ("adapters/evidence_key.py", "import cryptography", "cryptography-signing"),
     ("services/handoff/outbox.py", "import mlflow", "mlflow-one-module"),
@@ -132,7 +132,7 @@ WRONG_IMPORTS = [
     ("services/eval/gates.py", "import jinja2", "jinja2-templates"),
     ("adapters/webhook_http.py", "import httpx", "no-httpx"),
     ("services/eval/ingest.py", "import lm_eval", "no-lm-eval"),
-    ("store/reports.py", "import pynvml", "no-pynvml"),
+    ("store/reports/reports.py", "import pynvml", "no-pynvml"),
 ]
 
 

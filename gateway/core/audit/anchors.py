@@ -1,6 +1,6 @@
 """Checkpoints of the audit chain kept outside its database, and how a log is judged against them (pure).
 
-The hash chain (``gateway/store/audit.py``) shows an event edited or deleted
+The hash chain (``gateway/store/audit/audit.py``) shows an event edited or deleted
 anywhere before the last one, but not a log cut at its end: delete the last
 events, point ``audit_head`` at the one before, and what is left still
 chains. A *checkpoint* records the chain's head where the database's users

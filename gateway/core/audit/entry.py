@@ -1,6 +1,6 @@
 """An audit event before it is chained (``AuditEntry``), and the hash that chains it (pure).
 
-The store appends entries to the log (``gateway/store/audit.py``); services
+The store appends entries to the log (``gateway/store/audit/audit.py``); services
 fill them in. ``event_hash`` is the one definition of the chain's hash, used
 when an event is appended and when the chain is verified.
 """

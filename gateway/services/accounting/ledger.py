@@ -35,8 +35,8 @@ from gateway.core.accounting.records import ClusterIngest, IngestCounts, LedgerR
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal
 from gateway.errors import GatewayError, SlurmError, SlurmUnavailable, SpecError, SpecIssue
-from gateway.store.accounting import AccountingStore, Entry, RecordFilter
-from gateway.store.runs import RunStore
+from gateway.store.accounting.accounting import AccountingStore, Entry, RecordFilter
+from gateway.store.runs.runs import RunStore
 
 log = logging.getLogger(__name__)
 REPRICE_BATCH = 5000

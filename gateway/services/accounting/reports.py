@@ -21,8 +21,8 @@ from gateway.core.reports.periods import Period, parse_period
 from gateway.core.reports.render import FORMATS, to_csv, to_data, to_table
 from gateway.core.reports.rows import DIMENSIONS, KINDS, Charts, Dimension, Kind, Report, build_report
 from gateway.errors import SpecError, SpecIssue
-from gateway.store.access import AccessStore
-from gateway.store.reports import ReportStore, Scope
+from gateway.store.access.access import AccessStore
+from gateway.store.reports.reports import ReportStore, Scope
 
 MEDIA_TYPES = {"table": "text/plain", "csv": "text/csv", "json": "application/json", "html": "text/html"}
 

@@ -34,9 +34,9 @@ from gateway.core.accounting.telemetry import (
 from gateway.core.domain import Principal
 from gateway.errors import NotFound
 from gateway.settings import Settings
-from gateway.store.lineage import HarvestJob
-from gateway.store.runs import RunStore
-from gateway.store.telemetry import TelemetryStore
+from gateway.store.accounting.telemetry import TelemetryStore
+from gateway.store.lineage.lineage import HarvestJob
+from gateway.store.runs.runs import RunStore
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from gateway.core.domain import Principal, Project, Quota
 from gateway.core.slurm.records import JobStatus, NodeInfo, PartitionInfo
 from gateway.core.slurm.states import RunState
 from gateway.errors import GatewayError, SlurmError
-from gateway.store.access import AccessStore
+from gateway.store.access.access import AccessStore
 
 UseUnit = Literal["GPUs", "GPU-hours", "jobs"]
 

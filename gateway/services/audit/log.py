@@ -27,7 +27,7 @@ from gateway.core.audit.anchors import (
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import AuditEvent, Principal
 from gateway.errors import Conflict
-from gateway.store.audit import AuditStore
+from gateway.store.audit.audit import AuditStore
 
 
 class AnchorLog(Protocol):

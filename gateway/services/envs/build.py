@@ -23,7 +23,7 @@ from gateway.errors import Conflict, GatewayError, SpecError, SpecIssue
 from gateway.services.envs.catalog import INSTALLED_FILE
 from gateway.services.runs.run_service import RunService
 from gateway.settings import Settings
-from gateway.store.envs import EnvStore
+from gateway.store.envs.envs import EnvStore
 
 MAX_BUILDS = 3  # a failed build of a site environment is tried again until it has had this many
 

@@ -34,8 +34,8 @@ from gateway.core.envs.record import (
 from gateway.core.slurm.states import TERMINAL, RunState
 from gateway.core.spec.lineage import parse_dataset_ref
 from gateway.errors import Conflict, NotFound, SpecError, SpecIssue
-from gateway.store.envs import EnvStore, Observation
-from gateway.store.runs import RunStore
+from gateway.store.envs.envs import EnvStore, Observation
+from gateway.store.runs.runs import RunStore
 
 INSTALLED_FILE = "gw-installed.json"  # beside a built venv: its installed set, written by the build job
 MAX_OBSERVED_BYTES = 1 << 20

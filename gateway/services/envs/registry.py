@@ -33,8 +33,8 @@ from gateway.services.envs.build import MAX_BUILDS, Builds, build_run_spec
 from gateway.services.envs.catalog import EnvCatalog, RunEnvironment, readable
 from gateway.services.runs.run_service import RunService
 from gateway.settings import Settings
-from gateway.store.access import AccessStore
-from gateway.store.envs import EnvStore, NewEnvVersion
+from gateway.store.access.access import AccessStore
+from gateway.store.envs.envs import EnvStore, NewEnvVersion
 
 MAX_MODULES = 64
 MAX_DESCRIPTION = 4096

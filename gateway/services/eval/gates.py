@@ -30,9 +30,9 @@ from gateway.core.eval.gate import GateDecision, Scored, decide
 from gateway.core.eval.gate_table import compare_table
 from gateway.errors import NotFound, SpecError, SpecIssue
 from gateway.services.eval.reviews import ReviewService
-from gateway.store.eval_results import EvalResultStore
-from gateway.store.eval_reviews import NewGate, ReviewStore
-from gateway.store.evals import EvalStore
+from gateway.store.eval.evals import EvalStore
+from gateway.store.eval.results import EvalResultStore
+from gateway.store.eval.reviews import NewGate, ReviewStore
 
 GATEWAY = "gateway"  # who decides a protected alias's gate: the gateway itself, never a person
 

@@ -37,8 +37,8 @@ from gateway.core.eval.read_lm_eval import parse_lm_eval
 from gateway.core.eval.results import EvalResults, refuse
 from gateway.errors import SpecError, SpecIssue
 from gateway.services.eval.suites import EvalSuiteService
-from gateway.store.eval_results import EvalResultStore, NewImport
-from gateway.store.lineage import LineageStore
+from gateway.store.eval.results import EvalResultStore, NewImport
+from gateway.store.lineage.lineage import LineageStore
 
 RESULTS_NAME = re.compile(r"results(_[0-9A-Za-z.:_-]+)?\.json")
 SAMPLES_NAME = re.compile(r"samples_(?P<task>.+?)(_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.:-]+))?\.jsonl")

@@ -46,10 +46,10 @@ from gateway.errors import GatewayError, RunHostUnavailable, SpecError
 from gateway.services.envs.catalog import EnvCatalog
 from gateway.services.eval.result_files import RemoteFile
 from gateway.services.runs.logs import JobFiles
-from gateway.store.eval_results import EvalResultStore
-from gateway.store.evals import EvalStore
-from gateway.store.lineage import LineageStore
-from gateway.store.runs import RunStore
+from gateway.store.eval.evals import EvalStore
+from gateway.store.eval.results import EvalResultStore
+from gateway.store.lineage.lineage import LineageStore
+from gateway.store.runs.runs import RunStore
 
 log = logging.getLogger(__name__)
 MAX_NOTE_CHARS = 4000

@@ -23,10 +23,10 @@ from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal
 from gateway.core.eval.domain import REVIEW_VERDICTS, EvalResultRecord, Review, SampleRef
 from gateway.errors import NotFound, SpecError, SpecIssue
-from gateway.store.eval_results import EvalResultStore
-from gateway.store.eval_reviews import NewReview, ReviewStore
-from gateway.store.lineage import LineageStore
-from gateway.store.runs import RunStore
+from gateway.store.eval.results import EvalResultStore
+from gateway.store.eval.reviews import NewReview, ReviewStore
+from gateway.store.lineage.lineage import LineageStore
+from gateway.store.runs.runs import RunStore
 
 MAX_NOTES = 64 * 1024
 MAX_SAMPLES = 10_000

@@ -22,9 +22,9 @@ from gateway.errors import NotFound, SpecError, SpecIssue, SubmitRejected
 from gateway.services.envs.site_eval import SiteEvalEnvironment
 from gateway.services.eval.suites import EvalSuiteService
 from gateway.services.runs.run_service import RunService
-from gateway.store.evals import EvalStore, NewEvalRun
-from gateway.store.lineage import LineageStore
-from gateway.store.runs import RunStore
+from gateway.store.eval.evals import EvalStore, NewEvalRun
+from gateway.store.lineage.lineage import LineageStore
+from gateway.store.runs.runs import RunStore
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ from gateway.core.eval.suite import SuiteVersion, build_suite
 from gateway.errors import Forbidden, NotFound, SpecError, SpecIssue
 from gateway.services.envs.catalog import EnvCatalog
 from gateway.services.lineage.datasets import DatasetService
-from gateway.store.access import AccessStore
-from gateway.store.evals import EvalStore, ResolvedDataset
+from gateway.store.access.access import AccessStore
+from gateway.store.eval.evals import EvalStore, ResolvedDataset
 
 VERSIONS_BY: tuple[str, ...] = ("lead", "member")  # the least role that may register a new version
 

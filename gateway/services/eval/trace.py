@@ -26,9 +26,9 @@ from gateway.core.eval.domain import EvalResultRecord, EvalRun, GateRecord, Revi
 from gateway.errors import NotFound
 from gateway.services.eval.gates import GateService
 from gateway.services.lineage.walk import LineageService
-from gateway.store.eval_reviews import ReviewStore
-from gateway.store.evals import EvalStore
-from gateway.store.runs import RunStore
+from gateway.store.eval.evals import EvalStore
+from gateway.store.eval.reviews import ReviewStore
+from gateway.store.runs.runs import RunStore
 
 
 class EvalTraceService:

@@ -22,8 +22,8 @@ from gateway.core.releases.views import release_dict
 from gateway.errors import HandoffError
 from gateway.services.handoff.config import HandoffConfig
 from gateway.services.handoff.mlflow_jobs import links_of
-from gateway.store.promotions import PromotionStore
-from gateway.store.releases import ReleaseStore
+from gateway.store.releases.promotions import PromotionStore
+from gateway.store.releases.releases import ReleaseStore
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,10 @@ from gateway.core.releases.domain import AliasEvent, Release
 from gateway.core.slurm.states import RunState
 from gateway.errors import HandoffError
 from gateway.services.handoff.config import HandoffConfig
-from gateway.store.lineage import LineageStore
-from gateway.store.promotions import PromotionStore
-from gateway.store.releases import ReleaseStore
-from gateway.store.runs import RunStore
+from gateway.store.lineage.lineage import LineageStore
+from gateway.store.releases.promotions import PromotionStore
+from gateway.store.releases.releases import ReleaseStore
+from gateway.store.runs.runs import RunStore
 
 MLFLOW_STATUS = {RunState.SUCCEEDED: "FINISHED", RunState.CANCELLED: "KILLED"}  # others: FAILED
 

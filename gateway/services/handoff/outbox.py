@@ -38,10 +38,10 @@ from gateway.errors import Conflict, Forbidden, HandoffError, NotFound, StoreErr
 from gateway.services.handoff.config import HandoffConfig
 from gateway.services.handoff.deliveries import WebhookDeliveries
 from gateway.services.handoff.mlflow_jobs import MlflowJobs, links_of, unavailable
-from gateway.store.handoff import HandoffStore
-from gateway.store.promotions import PromotionStore
-from gateway.store.releases import ReleaseStore
-from gateway.store.runs import RunStore
+from gateway.store.handoff.handoff import HandoffStore
+from gateway.store.releases.promotions import PromotionStore
+from gateway.store.releases.releases import ReleaseStore
+from gateway.store.runs.runs import RunStore
 
 log = logging.getLogger(__name__)
 

@@ -29,9 +29,9 @@ from gateway.core.lineage.manifest import (
 )
 from gateway.core.spec.lineage import DatasetRef, parse_dataset_ref
 from gateway.errors import Forbidden, NotFound, SpecError, SpecIssue
-from gateway.store.access import AccessStore
-from gateway.store.datasets import DatasetStore, NewVersion
-from gateway.store.runs import RunStore
+from gateway.store.access.access import AccessStore
+from gateway.store.lineage.datasets import DatasetStore, NewVersion
+from gateway.store.runs.runs import RunStore
 
 MAX_TEXT = 64 * 1024
 

@@ -28,7 +28,7 @@ from gateway.services.accounting.telemetry import TelemetryHarvester
 from gateway.services.lineage.metrics_files import read_metrics
 from gateway.services.lineage.task_harvest import TaskHarvester
 from gateway.services.runs.logs import JobFiles
-from gateway.store.lineage import HarvestJob, LineageStore
+from gateway.store.lineage.lineage import HarvestJob, LineageStore
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ ended task not recorded yet). A task's metrics files are the spec's
 ``metrics``, relative to its own directory (``GW_TASK_DIR``), read as the
 job's OS user through the run host (``read_metrics``); what cannot be read is
 the task's note. A task is recorded once per attempt
-(``gateway/store/task_metrics.py``).
+(``gateway/store/lineage/task_metrics.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from gateway.core.runs.tasks import task_dir
 from gateway.errors import GatewayError, RunHostUnavailable
 from gateway.services.lineage.metrics_files import read_metrics
 from gateway.services.runs.logs import JobFiles
-from gateway.store.task_metrics import TaskMetricsStore, TaskResult
+from gateway.store.lineage.task_metrics import TaskMetricsStore, TaskResult
 
 log = logging.getLogger(__name__)
 

@@ -26,9 +26,9 @@ from gateway.core.sbatch.values import compress_indices
 from gateway.errors import GatewayError, NotFound
 from gateway.services.lineage.task_harvest import read_task
 from gateway.services.runs.logs import JobFiles
-from gateway.store.lineage import LineageStore
-from gateway.store.runs import RunStore
-from gateway.store.task_metrics import TaskMetricsStore, TaskResult
+from gateway.store.lineage.lineage import LineageStore
+from gateway.store.lineage.task_metrics import TaskMetricsStore, TaskResult
+from gateway.store.runs.runs import RunStore
 
 UNSTARTED = frozenset({"unknown", "pending", "never_submitted", "submitting"})
 

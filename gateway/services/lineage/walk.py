@@ -24,9 +24,9 @@ from gateway.core.domain import Artifact, DatasetVersion, Principal, Run
 from gateway.core.lineage.compare import compare_runs
 from gateway.errors import NotFound
 from gateway.services.lineage.datasets import DatasetService
-from gateway.store.lineage import LineageStore
-from gateway.store.runs import RunStore
-from gateway.store.telemetry import TelemetryStore
+from gateway.store.accounting.telemetry import TelemetryStore
+from gateway.store.lineage.lineage import LineageStore
+from gateway.store.runs.runs import RunStore
 
 
 class LineageService:

@@ -37,7 +37,7 @@ from gateway.services.runs.refresh import ReconcileReport, Refresher, RefreshRep
 from gateway.services.runs.retry import RetryService
 from gateway.store.db import Database
 from gateway.store.lease import Lease
-from gateway.store.runs import RunStore
+from gateway.store.runs.runs import RunStore
 
 log = logging.getLogger(__name__)
 

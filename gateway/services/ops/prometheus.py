@@ -45,8 +45,8 @@ from gateway.errors import Forbidden, GatewayError
 from gateway.services.accounting.usage import UsageService
 from gateway.services.retention.storage import StorageService
 from gateway.settings import Settings
-from gateway.store.access import AccessStore
-from gateway.store.runs import RunStore
+from gateway.store.access.access import AccessStore
+from gateway.store.runs.runs import RunStore
 
 log = logging.getLogger(__name__)
 

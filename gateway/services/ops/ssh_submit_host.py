@@ -13,7 +13,7 @@ from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.adapters.ssh_hop import HopOf, LoginCheck, SubmitHop
 from gateway.core.domain import Principal
 from gateway.errors import Conflict, Forbidden
-from gateway.store.access import AccessStore
+from gateway.store.access.access import AccessStore
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from gateway.core.releases.domain import AliasEvent, PromotionRequest, Release, 
 from gateway.core.releases.views import move_dict, release_dict, request_dict
 from gateway.errors import NotFound, SpecError
 from gateway.services.releases.registry import ReleaseService, alias_issues
-from gateway.store.promotions import PromotionStore
+from gateway.store.releases.promotions import PromotionStore
 
 
 @dataclass(frozen=True)

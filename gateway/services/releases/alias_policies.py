@@ -22,7 +22,7 @@ from gateway.core.domain import Principal
 from gateway.core.releases.domain import ADVISORY_SEVERITIES, POLICY_ROLES, AliasPolicy
 from gateway.errors import NotFound, SpecError, SpecIssue
 from gateway.services.releases.registry import ReleaseService, alias_issues
-from gateway.store.promotions import PromotionStore
+from gateway.store.releases.promotions import PromotionStore
 
 MAX_APPROVALS = 10
 

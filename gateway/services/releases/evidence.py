@@ -34,8 +34,8 @@ from gateway.services.eval.trace import EvalTraceService
 from gateway.services.lineage.walk import LineageService
 from gateway.services.releases.promotions import PromotionService
 from gateway.services.releases.registry import ReleaseService
-from gateway.store.access import AccessStore
-from gateway.store.audit import AuditStore
+from gateway.store.access.access import AccessStore
+from gateway.store.audit.audit import AuditStore
 
 TARGET_HELP = "a run id (r-...), a release (PROJECT/NAME@VERSION) or an artifact's sha256 (64 hex digits)"
 

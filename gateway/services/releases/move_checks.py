@@ -26,7 +26,7 @@ from gateway.errors import Conflict, NotFound, SpecError, SpecIssue
 from gateway.services.releases.alias_history import AliasReads
 from gateway.services.releases.policy_gate import AliasGate, PolicyGate
 from gateway.services.releases.registry import alias_issues
-from gateway.store.access import AccessStore
+from gateway.store.access.access import AccessStore
 
 
 class AdvisorySource(Protocol):

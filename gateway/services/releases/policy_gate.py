@@ -41,9 +41,9 @@ from gateway.core.eval.domain import EvalRun, GateRecord, SuiteVersionRecord
 from gateway.core.releases.domain import AliasPolicy, PromotionRequest, Release
 from gateway.errors import NotFound
 from gateway.services.eval.gates import GateService
-from gateway.store.evals import EvalStore
-from gateway.store.promotions import PromotionStore
-from gateway.store.releases import ReleaseStore
+from gateway.store.eval.evals import EvalStore
+from gateway.store.releases.promotions import PromotionStore
+from gateway.store.releases.releases import ReleaseStore
 
 
 @dataclass(frozen=True)

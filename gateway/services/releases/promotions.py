@@ -40,8 +40,8 @@ from gateway.services.handoff.outbox import HandoffService
 from gateway.services.releases.move_checks import MoveAssessment, MoveChecks
 from gateway.services.releases.policy_gate import PolicyGate
 from gateway.services.releases.registry import ReleaseService, alias_issues, text_issue
-from gateway.store.access import AccessStore
-from gateway.store.promotions import NewMove, PromotionStore
+from gateway.store.access.access import AccessStore
+from gateway.store.releases.promotions import NewMove, PromotionStore
 
 
 class PromotionService(MoveChecks):

@@ -35,10 +35,10 @@ from gateway.errors import Conflict, NotFound, SpecError, SpecIssue
 from gateway.services.eval.trace import EvalTraceService
 from gateway.services.handoff.outbox import HandoffService
 from gateway.services.lineage.walk import LineageService
-from gateway.store.eval_reviews import ReviewStore
-from gateway.store.evals import EvalStore
-from gateway.store.releases import NewRelease, ReleaseStore
-from gateway.store.runs import RunStore
+from gateway.store.eval.evals import EvalStore
+from gateway.store.eval.reviews import ReviewStore
+from gateway.store.releases.releases import NewRelease, ReleaseStore
+from gateway.store.runs.runs import RunStore
 
 SNAPSHOT_VERSION = 1
 

@@ -7,9 +7,9 @@ from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Principal
 from gateway.core.retention.values import HOLD_TARGETS, Hold
 from gateway.errors import Conflict, NotFound, SpecError, SpecIssue
-from gateway.store.access import AccessStore
-from gateway.store.retention import RetentionStore
-from gateway.store.runs import RunStore
+from gateway.store.access.access import AccessStore
+from gateway.store.retention.retention import RetentionStore
+from gateway.store.runs.runs import RunStore
 
 MAX_REASON = 1000
 

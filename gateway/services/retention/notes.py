@@ -7,8 +7,8 @@ from gateway.core.domain import Principal
 from gateway.core.retention.plan import WHOLE_DIR, expired_note, inside
 from gateway.core.retention.values import DeletionRecord
 from gateway.errors import NotFound
-from gateway.store.retention import RetentionStore
-from gateway.store.runs import RunStore
+from gateway.store.retention.retention import RetentionStore
+from gateway.store.runs.runs import RunStore
 
 
 class ExpiredFiles:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.core.retention.policy import RetentionSpec, effective
-from gateway.store.access import AccessStore
+from gateway.store.access.access import AccessStore
 
 OPTION = "retention"
 

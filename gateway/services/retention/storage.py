@@ -19,8 +19,8 @@ from gateway.core.retention.values import Departure, RunStorage, StorageSample
 from gateway.errors import GatewayError
 from gateway.services.retention.policies import Policies
 from gateway.services.retention.sweep import RetentionSweeper
-from gateway.store.access import AccessStore
-from gateway.store.retention import RetentionStore
+from gateway.store.access.access import AccessStore
+from gateway.store.retention.retention import RetentionStore
 
 By = Literal["project", "user", "run"]
 BY: tuple[By, ...] = ("project", "user", "run")

@@ -34,8 +34,8 @@ from gateway.core.retention.values import DeletionRecord
 from gateway.core.sbatch.log_paths import STREAMS, log_path
 from gateway.errors import GatewayError, RunHostError
 from gateway.services.retention.policies import Policies
-from gateway.store.access import AccessStore
-from gateway.store.retention import RetentionStore
+from gateway.store.access.access import AccessStore
+from gateway.store.retention.retention import RetentionStore
 
 log = logging.getLogger(__name__)
 SYSTEM = "gateway"  # the actor of the scheduled sweep's audit events

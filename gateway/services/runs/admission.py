@@ -35,7 +35,7 @@ from gateway.errors import (
     SpecIssue,
 )
 from gateway.services.runs.held_secrets import HeldSecrets
-from gateway.store.access import AccessStore
+from gateway.store.access.access import AccessStore
 
 
 @dataclass(frozen=True)

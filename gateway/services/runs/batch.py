@@ -52,7 +52,7 @@ from gateway.services.runs.inputs import ResolvedInput, resolve_environment, res
 from gateway.services.runs.new_runs import new_run_id, submit_audit
 from gateway.services.runs.submission import Sent, Submission, record_sent
 from gateway.settings import Settings
-from gateway.store.runs import RunStore
+from gateway.store.runs.runs import RunStore
 
 
 class RunService(Protocol):

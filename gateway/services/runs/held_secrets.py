@@ -21,7 +21,7 @@ from gateway.core.domain import Principal
 from gateway.core.site.secrets import OPTION, HeldSecret, delivered_path, find, use_problem
 from gateway.core.spec.run_spec import RunSpec
 from gateway.errors import SpecError, SpecIssue
-from gateway.store.access import AccessStore
+from gateway.store.access.access import AccessStore
 
 
 def held_names(spec: RunSpec) -> list[str]:

@@ -21,8 +21,8 @@ from gateway.core.runs.steps import steps_file_name
 from gateway.core.sbatch.log_paths import Stream, array_indices, default_task, failed_task, log_path
 from gateway.core.sbatch.values import compress_indices
 from gateway.errors import NotFound, RunHostError
-from gateway.store.access import AccessStore
-from gateway.store.runs import RunStore
+from gateway.store.access.access import AccessStore
+from gateway.store.runs.runs import RunStore
 
 MAX_CHUNK_BYTES = 1 << 20  # one log read
 STEPS_MAX_BYTES = 1 << 20  # a steps file is a few lines; more is not read

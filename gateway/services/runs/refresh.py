@@ -31,7 +31,7 @@ from gateway.core.slurm.tags import requeue_tag, resubmit_comment, resubmit_tag,
 from gateway.errors import Conflict, GatewayError, NotFound, SlurmError, SlurmUnavailable
 from gateway.services.runs.retry import RetryService
 from gateway.settings import Settings
-from gateway.store.runs import RunStore
+from gateway.store.runs.runs import RunStore
 
 log = logging.getLogger(__name__)
 

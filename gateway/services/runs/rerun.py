@@ -17,7 +17,7 @@ from gateway.core.domain import Principal, Run
 from gateway.core.runs.rerun import OWNER_RERUN_FIELDS, command_text, fields_not_for_owner
 from gateway.core.spec.run_spec import RunSpec
 from gateway.errors import Forbidden, NotFound
-from gateway.store.access import AccessStore
+from gateway.store.access.access import AccessStore
 
 
 @dataclass(frozen=True)

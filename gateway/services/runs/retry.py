@@ -37,8 +37,8 @@ from gateway.errors import (
 )
 from gateway.services.runs.logs import JobFiles
 from gateway.services.runs.submission import Submission, script_file, write_script_file
-from gateway.store.access import AccessStore
-from gateway.store.runs import RunStore
+from gateway.store.access.access import AccessStore
+from gateway.store.runs.runs import RunStore
 
 log = logging.getLogger(__name__)
 REQUEUED_BY_SLURM = "Slurm requeued the job itself (same job id)"

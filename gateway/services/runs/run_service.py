@@ -62,7 +62,7 @@ from gateway.services.runs.rerun import RerunIdentity, rerun_identity
 from gateway.services.runs.submission import Sent, Submission, script_file, write_script_file
 from gateway.services.runs.waiting import WaitingService
 from gateway.settings import Settings
-from gateway.store.runs import RunStore
+from gateway.store.runs.runs import RunStore
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from gateway.adapters.runhost import RunHost
 from gateway.adapters.slurm.protocol import PreparedSubmit, SlurmBackend
 from gateway.core.domain import Attempt, Run, StateEvent
 from gateway.errors import SlurmUnavailable, SubmitRejected
-from gateway.store.runs import RunStore
+from gateway.store.runs.runs import RunStore
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from gateway.core.slurm.states import WAITING
 from gateway.core.slurm.tags import parse_comment
 from gateway.errors import GatewayError, NotFound
 from gateway.services.accounting.usage import ProjectUsage, UsageService
-from gateway.store.access import AccessStore
+from gateway.store.access.access import AccessStore
 
 log = logging.getLogger(__name__)
 

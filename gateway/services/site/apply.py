@@ -42,8 +42,8 @@ from gateway.services.site.apply_checks import (
     refuse_lockout,
 )
 from gateway.services.site.slurm_sync import SlurmSync
-from gateway.store.access import AccessStore
-from gateway.store.retention import RetentionStore
+from gateway.store.access.access import AccessStore
+from gateway.store.retention.retention import RetentionStore
 
 RETENTION = "retention"  # the site option holding the retention policies (services/retention/policies.py)
 

@@ -28,7 +28,7 @@ from gateway.core.access.policy import require
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import TOKEN_SCOPES, Principal, Token, User
 from gateway.errors import BadRequest, NotFound, SpecError, SpecIssue, Throttled, Unauthorized
-from gateway.store.access import AccessStore
+from gateway.store.access.access import AccessStore
 
 TOKEN_PREFIX = "gwt_"
 TOUCH_EVERY = timedelta(minutes=1)  # how fresh a token's last_used_at is kept

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gateway.core.access.policy import allowed, require
 from gateway.core.domain import Principal, Project
-from gateway.store.access import AccessStore
+from gateway.store.access.access import AccessStore
 
 
 class ProjectService:

@@ -16,7 +16,7 @@ from gateway.adapters.slurm.protocol import SlurmAssociations
 from gateway.core.access.policy import require, role_allows
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.domain import Cluster, Principal, Project, Quota, User
-from gateway.store.access import AccessStore
+from gateway.store.access.access import AccessStore
 
 MANAGED_ACCOUNTS = "slurm_accounts_managed"
 

@@ -5,17 +5,15 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from gateway.store import (  # noqa: F401 - registers those tables
-    models_accounting,
-    models_envs,
-    models_eval,
-    models_handoff,
-    models_lineage,
-    models_release,
-    models_retention,
-    models_telemetry,
-)
+from gateway.store.accounting import models as models_accounting  # noqa: F401 - registers those tables
+from gateway.store.accounting import telemetry_models as models_telemetry  # noqa: F401 - registers those tables
+from gateway.store.envs import models as models_envs  # noqa: F401 - registers those tables
+from gateway.store.eval import models as models_eval  # noqa: F401 - registers those tables
+from gateway.store.handoff import models as models_handoff  # noqa: F401 - registers those tables
+from gateway.store.lineage import models as models_lineage  # noqa: F401 - registers those tables
 from gateway.store.models import Base
+from gateway.store.releases import models as models_release  # noqa: F401 - registers those tables
+from gateway.store.retention import models as models_retention  # noqa: F401 - registers those tables
 
 config = context.config
 target_metadata = Base.metadata

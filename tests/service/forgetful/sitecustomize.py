@@ -7,7 +7,7 @@ gate that allowed it is lost, and `gw poc run` has to notice. Nothing else chang
 
 import dataclasses
 
-from gateway.store import promotions
+from gateway.store.releases import promotions
 
 _move_alias = promotions.PromotionStore.move_alias
 

@@ -14,9 +14,9 @@ from gateway.core.accounting.telemetry import (
     allocated_gpu_hours,
     requested_gpus,
 )
+from gateway.store.accounting.telemetry_models import AttemptTelemetryRow, GpuSummaryRow
 from gateway.store.db import Database
 from gateway.store.models import AttemptRow, RunRow
-from gateway.store.models_telemetry import AttemptTelemetryRow, GpuSummaryRow
 
 
 class TelemetryStore:

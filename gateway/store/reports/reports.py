@@ -43,12 +43,12 @@ from sqlalchemy.sql.elements import ColumnElement
 from gateway.core.accounting.records import CANCELLED_STATE
 from gateway.core.reports.periods import Period
 from gateway.core.reports.rows import Dimension, Sums
+from gateway.store.accounting.models import AccountingRecordRow
 from gateway.store.db import Database
+from gateway.store.eval.models import EvalRunRow
 from gateway.store.models import RunRow
-from gateway.store.models_accounting import AccountingRecordRow
-from gateway.store.models_eval import EvalRunRow
-from gateway.store.models_release import ModelRow, ReleaseRow
-from gateway.store.report_telemetry import (
+from gateway.store.releases.models import ModelRow, ReleaseRow
+from gateway.store.reports.telemetry import (
     UTIL_BIN_PCT,
     telemetry_measures,
     telemetry_of_attempts,

@@ -19,12 +19,12 @@ from sqlalchemy.orm import Session
 from gateway.core.handoff.outbox import NewOutboxItem
 from gateway.core.releases.domain import AliasEvent, AliasPolicy, PromotionDecision, PromotionRequest
 from gateway.errors import Conflict, NotFound, StoreError
-from gateway.store.audit import AuditEntry, append
-from gateway.store.datasets import new_id
+from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database
-from gateway.store.handoff import add_items
+from gateway.store.handoff.handoff import add_items
+from gateway.store.lineage.datasets import new_id
 from gateway.store.models import utcnow
-from gateway.store.models_release import (
+from gateway.store.releases.models import (
     AliasEventRow,
     AliasPolicyRow,
     ModelRow,

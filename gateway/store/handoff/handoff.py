@@ -21,12 +21,12 @@ from sqlalchemy.orm import Session
 
 from gateway.core.handoff.outbox import HandoffAttempt, NewOutboxItem, OutboxItem
 from gateway.errors import NotFound, StoreError
-from gateway.store.audit import AuditEntry, append
-from gateway.store.datasets import new_id
+from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database
-from gateway.store.lineage import TERMINAL_STATES
+from gateway.store.handoff.models import HandoffAttemptRow, OutboxRow
+from gateway.store.lineage.datasets import new_id
+from gateway.store.lineage.lineage import TERMINAL_STATES
 from gateway.store.models import AttemptRow, RunRow, utcnow
-from gateway.store.models_handoff import HandoffAttemptRow, OutboxRow
 
 
 def add_items(session: Session, items: Sequence[NewOutboxItem], now: datetime) -> list[OutboxRow]:

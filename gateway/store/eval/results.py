@@ -22,12 +22,10 @@ from sqlalchemy.orm import InstrumentedAttribute, Session
 from gateway.core.eval.domain import EvalResultRecord, ResultFile
 from gateway.core.eval.results import EvalResults, MetricValue, TaskResult, TaskSamples
 from gateway.errors import NotFound
-from gateway.store.audit import AuditEntry, append
-from gateway.store.datasets import new_id
+from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database, rows_matched
-from gateway.store.eval_codec import decode_scores, decode_texts, encode_scores, encode_texts
-from gateway.store.models import utcnow
-from gateway.store.models_eval import (
+from gateway.store.eval.codec import decode_scores, decode_texts, encode_scores, encode_texts
+from gateway.store.eval.models import (
     EvalResultFileRow,
     EvalResultRow,
     EvalResultTaskRow,
@@ -36,6 +34,8 @@ from gateway.store.models_eval import (
     EvalSuiteRow,
     EvalSuiteVersionRow,
 )
+from gateway.store.lineage.datasets import new_id
+from gateway.store.models import utcnow
 
 INSERT_TASK = insert(EvalResultTaskRow.__table__)
 INSERT_SCORES = insert(EvalSampleScoresRow.__table__)

@@ -17,7 +17,7 @@ from gateway.core.accounting.records import (
     SacctStep,
     Tres,
 )
-from gateway.store.models_accounting import AccountingRecordRow, AccountingStepRow, RateVersionRow
+from gateway.store.accounting.models import AccountingRecordRow, AccountingStepRow, RateVersionRow
 
 
 @dataclass(frozen=True)

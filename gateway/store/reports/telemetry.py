@@ -14,8 +14,8 @@ from typing import Any
 
 from sqlalchemy import case, func, select
 
-from gateway.store.models_accounting import AccountingRecordRow
-from gateway.store.models_telemetry import AttemptTelemetryRow, GpuSummaryRow
+from gateway.store.accounting.models import AccountingRecordRow
+from gateway.store.accounting.telemetry_models import AttemptTelemetryRow, GpuSummaryRow
 
 REC = AccountingRecordRow.__table__
 TELEMETRY = AttemptTelemetryRow.__table__

@@ -24,7 +24,8 @@ from gateway.core.accounting.records import (
     Price,
     RecordKey,
 )
-from gateway.store.accounting_rows import (
+from gateway.store.accounting.models import AccountingRecordRow, AccountingStepRow, RateVersionRow
+from gateway.store.accounting.rows import (
     Entry,
     columns,
     price_columns,
@@ -33,10 +34,9 @@ from gateway.store.accounting_rows import (
     to_rate_version,
     to_step,
 )
-from gateway.store.audit import AuditEntry, append
+from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database
 from gateway.store.models import AttemptRow, ProjectRow, RunRow, utcnow
-from gateway.store.models_accounting import AccountingRecordRow, AccountingStepRow, RateVersionRow
 
 CHUNK = 2000  # ids per IN (...) list
 

@@ -21,13 +21,13 @@ from gateway.core.retention.plan import WHOLE_DIR
 from gateway.core.retention.values import DeletionRecord, Departure, Hold, RunStorage, StorageSample
 from gateway.core.slurm.states import TERMINAL
 from gateway.errors import NotFound
-from gateway.store.audit import append
+from gateway.store.audit.audit import append
 from gateway.store.db import Database
+from gateway.store.eval.models import EvalRunRow
+from gateway.store.lineage.models import ArtifactRow, DatasetVersionRow, RunInputRow
 from gateway.store.models import RunRow, utcnow
-from gateway.store.models_eval import EvalRunRow
-from gateway.store.models_lineage import ArtifactRow, DatasetVersionRow, RunInputRow
-from gateway.store.models_release import ModelRow, ReleaseRow
-from gateway.store.models_retention import DeletionRow, DepartureRow, HoldRow, RunStorageRow, StorageSampleRow
+from gateway.store.releases.models import ModelRow, ReleaseRow
+from gateway.store.retention.models import DeletionRow, DepartureRow, HoldRow, RunStorageRow, StorageSampleRow
 from gateway.store.rows import load_run
 
 ENDED = [s.value for s in TERMINAL]

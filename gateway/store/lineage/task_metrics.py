@@ -18,8 +18,8 @@ from sqlalchemy import insert, select
 
 from gateway.core.slurm.states import LIVE, TERMINAL
 from gateway.store.db import Database
+from gateway.store.lineage.models import TaskMetricRow, TaskOutputRow
 from gateway.store.models import AttemptRow, RunRow, utcnow
-from gateway.store.models_lineage import TaskMetricRow, TaskOutputRow
 
 ENDED = frozenset(s.value for s in TERMINAL)
 LIVE_STATES = sorted(s.value for s in LIVE)

@@ -16,11 +16,11 @@ from sqlalchemy import or_, select, update
 
 from gateway.core.eval.domain import GateRecord, Review, SampleRef
 from gateway.errors import Conflict, NotFound
-from gateway.store.audit import AuditEntry, append
-from gateway.store.datasets import new_id
+from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database, rows_matched
+from gateway.store.eval.models import EvalReviewRow, GateDecisionRow
+from gateway.store.lineage.datasets import new_id
 from gateway.store.models import utcnow
-from gateway.store.models_eval import EvalReviewRow, GateDecisionRow
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,11 @@ from sqlalchemy.orm import Session
 
 from gateway.core.envs.record import Environment, EnvVersion
 from gateway.errors import NotFound, StoreError
-from gateway.store.audit import AuditEntry, append
-from gateway.store.datasets import new_id
+from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database, rows_matched
+from gateway.store.envs.models import EnvironmentRow, EnvObservationRow, EnvVersionRow
+from gateway.store.lineage.datasets import new_id
 from gateway.store.models import utcnow
-from gateway.store.models_envs import EnvironmentRow, EnvObservationRow, EnvVersionRow
 from gateway.store.versioned import VersionedRecords
 
 

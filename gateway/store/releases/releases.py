@@ -1,9 +1,9 @@
 """The model registry's records: models, releases and their status events.
 
-Every write goes in one transaction with its audit event (``store.audit.append``).
+Every write goes in one transaction with its audit event (``store.audit.audit.append``).
 A release gets the next version of its model inside that transaction (the
 unique (model, version) key turns a race into a Conflict). Alias moves,
-policies and promotion requests are in ``store.promotions``.
+policies and promotion requests are in ``store.releases.promotions``.
 """
 
 from __future__ import annotations
@@ -22,16 +22,12 @@ from gateway.core.releases.domain import (
     StatusEvent,
 )
 from gateway.errors import Conflict, NotFound, StoreError
-from gateway.store.audit import AuditEntry, append
-from gateway.store.datasets import new_id
+from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database
-from gateway.store.handoff import add_items
+from gateway.store.handoff.handoff import add_items
+from gateway.store.lineage.datasets import new_id
 from gateway.store.models import utcnow
-from gateway.store.models_release import (
-    ModelRow,
-    ReleaseRow,
-    ReleaseStatusRow,
-)
+from gateway.store.releases.models import ModelRow, ReleaseRow, ReleaseStatusRow
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,7 @@ from gateway.core.runs.paging import Cursor
 from gateway.core.slurm.observe import moved
 from gateway.core.slurm.states import LIVE, RunState
 from gateway.errors import Conflict
-from gateway.store.attempts import AttemptWrites
-from gateway.store.audit import AuditEntry, append, append_many
+from gateway.store.audit.audit import AuditEntry, append, append_many
 from gateway.store.db import Database
 from gateway.store.models import AttemptRow, RunRow, RunTagRow, utcnow
 from gateway.store.rows import (
@@ -64,6 +63,7 @@ from gateway.store.rows import (
     update_attempt,
     update_attempt_params,
 )
+from gateway.store.runs.attempts import AttemptWrites
 
 # Attempts the refresher asks Slurm about: live ones, and those whose state is unknown.
 SUBMITTING = RunState.SUBMITTING.value

@@ -17,10 +17,10 @@ from sqlalchemy.orm import Session
 from gateway.core.domain import Dataset, DatasetVersion
 from gateway.core.lineage.manifest import FileEntry
 from gateway.errors import NotFound, StoreError
-from gateway.store.audit import AuditEntry, append
+from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database
+from gateway.store.lineage.models import DatasetFileRow, DatasetRow, DatasetShareRow, DatasetVersionRow
 from gateway.store.models import utcnow
-from gateway.store.models_lineage import DatasetFileRow, DatasetRow, DatasetShareRow, DatasetVersionRow
 from gateway.store.versioned import VersionedRecords
 
 INSERT_FILE = insert(DatasetFileRow.__table__)

@@ -9,7 +9,7 @@ review that replaced it.
 
 Per-sample scores are stored by column, not by row: per (result, task) the
 sample ids and hashes as one compressed blob each, per (result, task,
-metric) the scores as one array of little-endian float64 (``store/eval_codec.py``),
+metric) the scores as one array of little-endian float64 (``store/eval/codec.py``),
 so 100,000 samples x 10 tasks are a few dozen rows, written and read in
 well under a second.
 """

@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from gateway.core.domain import Attempt
 from gateway.core.slurm.states import RunState
 from gateway.errors import Conflict
-from gateway.store.audit import AuditEntry, append
+from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database
 from gateway.store.models import AttemptRow, StateEventRow, utcnow
 from gateway.store.rows import MARK_STALE, attempt_row, set_run_state, to_attempt, transition

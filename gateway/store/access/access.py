@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 
 from gateway.core.domain import Member, Principal, Project, Queue, Quota, Token, User
 from gateway.errors import NotFound
-from gateway.store.access_cache import GENERATION_KEY, AccessCache, bump_generation
-from gateway.store.audit import AuditEntry, append
+from gateway.store.access.cache import GENERATION_KEY, AccessCache, bump_generation
+from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database
 from gateway.store.models import (
     MembershipRow,

@@ -16,17 +16,11 @@ from sqlalchemy.orm import aliased
 
 from gateway.core.domain import Artifact, RunInput
 from gateway.core.slurm.states import TERMINAL
-from gateway.store.datasets import to_version
 from gateway.store.db import Database, rows_matched
+from gateway.store.lineage.datasets import to_version
+from gateway.store.lineage.models import ArtifactRow, DatasetRow, DatasetVersionRow, RunInputRow, RunMetricRow
+from gateway.store.lineage.task_metrics import ended_tasks
 from gateway.store.models import AttemptRow, RunRow, utcnow
-from gateway.store.models_lineage import (
-    ArtifactRow,
-    DatasetRow,
-    DatasetVersionRow,
-    RunInputRow,
-    RunMetricRow,
-)
-from gateway.store.task_metrics import ended_tasks
 
 TERMINAL_STATES = sorted(s.value for s in TERMINAL)
 INSERT_ARTIFACT = insert(ArtifactRow.__table__)

@@ -18,19 +18,19 @@ from sqlalchemy.orm import Session
 from gateway.core.eval.domain import EvalRun, EvalSuite, SuiteDataset, SuiteVersionRecord
 from gateway.core.eval.suite import SuiteVersion
 from gateway.errors import NotFound, StoreError
-from gateway.store.audit import AuditEntry, append
-from gateway.store.datasets import new_id
+from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database, rows_matched
-from gateway.store.lineage import TERMINAL_STATES
-from gateway.store.models import RunRow, utcnow
-from gateway.store.models_eval import (
+from gateway.store.eval.models import (
     EvalResultRow,
     EvalRunRow,
     EvalSuiteDatasetRow,
     EvalSuiteRow,
     EvalSuiteVersionRow,
 )
-from gateway.store.models_lineage import DatasetRow, DatasetVersionRow
+from gateway.store.lineage.datasets import new_id
+from gateway.store.lineage.lineage import TERMINAL_STATES
+from gateway.store.lineage.models import DatasetRow, DatasetVersionRow
+from gateway.store.models import RunRow, utcnow
 from gateway.store.versioned import VersionedRecords
 
 

@@ -1,0 +1,1 @@
+"""Users, tokens, projects (members, queues, quotas), site options, and their read cache."""

@@ -1,0 +1,1 @@
+"""The accounting ledger (sacct records, rate table versions) and GPU telemetry rows."""

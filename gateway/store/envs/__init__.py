@@ -1,0 +1,1 @@
+"""Training environments, their versions and what jobs found at their start."""

@@ -1,0 +1,1 @@
+"""The lineage spine: datasets and their versions, run inputs, artifacts, metrics, task metrics."""

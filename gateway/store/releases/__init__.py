@@ -1,0 +1,1 @@
+"""The model registry: models, releases, alias moves, policies and promotions."""

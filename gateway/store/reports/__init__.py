@@ -1,0 +1,1 @@
+"""Report queries: priced accounting records and GPU telemetry summed per dimension."""

@@ -1,0 +1,1 @@
+"""Retention: holds, deletions, measured run-directory sizes, members who left."""

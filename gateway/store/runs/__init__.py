@@ -1,0 +1,1 @@
+"""Runs, attempts and their timeline."""
