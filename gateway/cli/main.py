@@ -31,7 +31,7 @@ from gateway.cli.output import (
     show_run,
     state_text,
 )
-from gateway.cli.waiting import TERMINAL, wait_for
+from gateway.cli.runs.waiting import TERMINAL, wait_for
 from gateway.client.errors import ApiError
 from gateway.errors import SpecError
 
@@ -52,60 +52,68 @@ class Gw(LazyGroup):
             "server.serve_cmds",
             "Run the gateway: the REST API, the web pages (/ui) and the periodic Slurm refresh.",
         ),
-        "quota": _in("usage_cmds", "Usage against the caps: GPUs now, GPU-hours this month, jobs in queue."),
+        "quota": _in(
+            "accounting.usage_cmds", "Usage against the caps: GPUs now, GPU-hours this month, jobs in queue."
+        ),
         "queue": _in(
-            "usage_cmds",
+            "accounting.usage_cmds",
             "The admin's view: per partition nodes, running and pending jobs; per project usage.",
         ),
-        "audit": _in("usage_cmds", "The audit log (admins: everything; leads: their projects)."),
+        "audit": _in("accounting.usage_cmds", "The audit log (admins: everything; leads: their projects)."),
         "sbatch": _in(
-            "sbatch_cmd",
+            "runs.sbatch_cmd",
             "sbatch, through the gateway: gw sbatch [OPTIONS] [SCRIPT [ARGS]], reading #SBATCH lines too.",
         ),
         "cost": _in(
-            "accounting_cmds",
+            "accounting.accounting_cmds",
             "A run's cost: each accounting record of its attempts (a Slurm requeue is one), and the totals.",
         ),
         "trace": _in(
-            "data_cmds",
+            "lineage.data_cmds",
             "Where a file, run, eval result or dataset version came from, and what was made from it"
             " (for a file:\ndown to its releases and the aliases that point at them).",
         ),
         "compare": _in(
-            "data_cmds",
+            "lineage.data_cmds",
             "Two runs side by side: params that differ, dataset versions, metrics, code and environment.",
         ),
         "evidence": _in(
-            "evidence_cmds",
+            "evidence.evidence_cmds",
             "Export the evidence bundle of a run, release or file (evidence.json, index.html, manifest.json),"
             "\nor check one: `gw evidence verify BUNDLE [--public-key KEY]`.",
         ),
         "report": _in(
-            "report_cmds",
+            "accounting.report_cmds",
             "GPU-hours, CPU-hours, cost, waits, the share spent on failed attempts, GPU utilisation and idle"
             "\nGPU-hours, with the rate versions that priced them; storage: run-directory bytes per project,"
             " user"
             "\nor run, against the space limit, growth, and what the next sweep frees.",
         ),
         "telemetry": _in(
-            "telemetry_cmds",
+            "accounting.telemetry_cmds",
             "Each attempt's GPUs: utilisation, peak memory, energy, idle fraction, idle GPU-hours.",
         ),
         "tasks": _in(
-            "task_cmds",
+            "runs.task_cmds",
             "A sweep's tasks, one a line: index, state, exit, elapsed, node, its sweep point, final metrics.",
         ),
-        "token": _in("token_cmds", "Your API tokens.", group=True),
-        "retention": _in("retention_cmds", "Retention: holds, and what expired of a run.", group=True),
-        "dataset": _in("data_cmds", "Datasets: versions registered by content.", group=True),
-        "env": _in(
-            "env_cmds", "Training environments: locked venvs, images and module lists, versioned.", group=True
+        "token": _in("access.token_cmds", "Your API tokens.", group=True),
+        "retention": _in(
+            "retention.retention_cmds", "Retention: holds, and what expired of a run.", group=True
         ),
-        "eval": _in("eval_cmds", "Evaluation: suites, eval runs, results, gates, reviews.", group=True),
-        "model": _in("release_cmds", "Registered models of a project.", group=True),
-        "release": _in("release_cmds", "Releases, aliases, policies, promotions and history.", group=True),
-        "handoff": _in("handoff_cmds", "MLflow mirror jobs and webhook deliveries.", group=True),
-        "poc": _in("poc_cmds", "The acceptance scenarios as one command (docs/poc.md).", group=True),
+        "dataset": _in("lineage.data_cmds", "Datasets: versions registered by content.", group=True),
+        "env": _in(
+            "envs.env_cmds",
+            "Training environments: locked venvs, images and module lists, versioned.",
+            group=True,
+        ),
+        "eval": _in("eval.eval_cmds", "Evaluation: suites, eval runs, results, gates, reviews.", group=True),
+        "model": _in("releases.release_cmds", "Registered models of a project.", group=True),
+        "release": _in(
+            "releases.release_cmds", "Releases, aliases, policies, promotions and history.", group=True
+        ),
+        "handoff": _in("handoff.handoff_cmds", "MLflow mirror jobs and webhook deliveries.", group=True),
+        "poc": _in("poc.poc_cmds", "The acceptance scenarios as one command (docs/poc.md).", group=True),
     }
 
 
@@ -188,7 +196,7 @@ def _spec_data(spec_file: Path) -> dict:
     """A spec file as the API takes it: every default filled, ``workdir`` the current directory when
     it has none, with the provenance of the code there."""
     from gateway.adapters.files import load_spec_file
-    from gateway.cli.lineage_cmds import add_provenance
+    from gateway.cli.lineage.lineage_cmds import add_provenance
 
     try:
         spec = load_spec_file(spec_file)
@@ -233,7 +241,7 @@ def submit(
         if wait:
             raise typer.Exit(wait_for(client, run["id"], timeout_s=None, poll_s=2.0, quiet=as_json))
         return
-    from gateway.cli.batch_view import batch_refused, show_batch
+    from gateway.cli.runs.batch_view import batch_refused, show_batch
 
     names = [str(f) for f in files]
     try:
@@ -312,9 +320,9 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """A run: spec, attempts with accounting, the timeline, code, environment, artifacts and metrics."""
-    from gateway.cli import telemetry_cmds
-    from gateway.cli.lineage_cmds import run_outputs
-    from gateway.cli.lineage_view import provenance_lines
+    from gateway.cli.accounting import telemetry_cmds
+    from gateway.cli.lineage.lineage_cmds import run_outputs
+    from gateway.cli.lineage.lineage_view import provenance_lines
 
     client = common.client()
     try:

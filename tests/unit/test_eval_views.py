@@ -9,8 +9,8 @@ import re
 import pytest
 from rich.console import Console
 
-from gateway.cli import eval_view
-from gateway.cli.eval_html import compare_page
+from gateway.cli.eval import eval_view
+from gateway.cli.eval.eval_html import compare_page
 from gateway.core.access.policy import ACTIONS, allowed, require, role_allows
 from gateway.core.domain import Principal
 from gateway.errors import Forbidden

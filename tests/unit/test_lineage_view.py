@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from gateway.cli import lineage_view as view
+from gateway.cli.lineage import lineage_view as view
 
 VERSION = {
     "id": "dv-1",

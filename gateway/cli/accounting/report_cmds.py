@@ -64,7 +64,7 @@ def report(
 
 
 def _storage(by: str, project: str | None, fmt: str, out: str | None, period: str | None) -> None:
-    from gateway.cli.retention_cmds import storage_text
+    from gateway.cli.retention.retention_cmds import storage_text
 
     if by not in ("project", "user", "run"):
         usage(f"--by {by}: a storage report is by project, user or run")

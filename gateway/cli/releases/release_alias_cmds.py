@@ -9,9 +9,9 @@ from typing import Annotated, Any
 
 import typer
 
-from gateway.cli import release_view
 from gateway.cli.common import JsonOpt, call, usage
-from gateway.cli.release_args import (
+from gateway.cli.releases import release_view
+from gateway.cli.releases.release_args import (
     REQUEST_ID,
     AliasOpt,
     Reason,

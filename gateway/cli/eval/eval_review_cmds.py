@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from gateway.cli import eval_view
 from gateway.cli.common import JsonOpt, call, usage
-from gateway.cli.eval_args import EVAL_RUN_ID, RESULT_ID, artifact_choice, result_id
+from gateway.cli.eval import eval_view
+from gateway.cli.eval.eval_args import EVAL_RUN_ID, RESULT_ID, artifact_choice, result_id
 from gateway.cli.output import console, print_json
 
 review_app = typer.Typer(no_args_is_help=True, help="Human reviews of eval results and artifacts.")

@@ -14,11 +14,12 @@ from typing import Annotated, Any
 
 import typer
 
-from gateway.cli import eval_view, exits
+from gateway.cli import exits
 from gateway.cli.common import SHA256_HEX, JsonOpt, call, usage
-from gateway.cli.eval_args import EVAL_RUN_ID, GATE_ID, RESULT_ID, artifact_choice, result_id, suite_ref
-from gateway.cli.eval_review_cmds import review_app
-from gateway.cli.eval_suite_cmds import suite_app
+from gateway.cli.eval import eval_view
+from gateway.cli.eval.eval_args import EVAL_RUN_ID, GATE_ID, RESULT_ID, artifact_choice, result_id, suite_ref
+from gateway.cli.eval.eval_review_cmds import review_app
+from gateway.cli.eval.eval_suite_cmds import suite_app
 from gateway.cli.output import console, print_json
 
 eval_app = typer.Typer(no_args_is_help=True, help="Evaluation: suites, eval runs, results, gates, reviews.")
@@ -194,7 +195,7 @@ def eval_compare(
     """A against B per task: both values, the paired difference with its interval, p, and a verdict."""
     found = call("compare_results", result_id(a), result_id(b))
     if html is not None:
-        from gateway.cli.eval_html import compare_page
+        from gateway.cli.eval.eval_html import compare_page
 
         html.write_text(compare_page(found), encoding="utf-8")
     if as_json:

@@ -15,11 +15,11 @@ from typing import Annotated
 
 import typer
 
-from gateway.cli import release_view
 from gateway.cli.common import SHA256_HEX, JsonOpt, call, usage
 from gateway.cli.output import console, print_json
-from gateway.cli.release_alias_cmds import add_release_commands, policy_text
-from gateway.cli.release_args import Reason, model_path, release_path, release_ref, show
+from gateway.cli.releases import release_view
+from gateway.cli.releases.release_alias_cmds import add_release_commands, policy_text
+from gateway.cli.releases.release_args import Reason, model_path, release_path, release_ref, show
 from gateway.core import names
 
 model_app = typer.Typer(no_args_is_help=True, help="Registered models of a project.")
@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
     """Add ``gw model`` and ``gw release`` to ``app``."""
     app.add_typer(model_app, name="model")
     app.add_typer(release_app, name="release")
-    from gateway.cli import handoff_cmds  # gw release mirror-status (docs/handoff.md)
+    from gateway.cli.handoff import handoff_cmds  # gw release mirror-status (docs/handoff.md)
 
     handoff_cmds.add_release_commands(release_app)
 

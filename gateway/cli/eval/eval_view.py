@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from gateway.cli.lineage_view import human_bytes, run_tree, short, when
+from gateway.cli.lineage.lineage_view import human_bytes, run_tree, short, when
 from gateway.cli.output import state_text
 
 VERDICT_STYLE = {"pass": "green", "fail": "red", "not_comparable": "yellow"}

@@ -16,9 +16,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from gateway.cli import lineage_view
 from gateway.cli.common import JsonOpt, call, usage
-from gateway.cli.lineage_cmds import compare, trace
+from gateway.cli.lineage import lineage_view
+from gateway.cli.lineage.lineage_cmds import compare, trace
 from gateway.cli.output import console, err_console, print_json
 from gateway.core import names
 from gateway.core.lineage.dataset_ref import VERSION_SELECTOR, VERSION_SELECTOR_HELP, parse_dataset_ref

@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from gateway.cli import eval_view, lineage_view, release_view
 from gateway.cli.common import SHA256_HEX, JsonOpt, call, client, fail, usage
+from gateway.cli.eval import eval_view
+from gateway.cli.lineage import lineage_view
 from gateway.cli.output import console, err_console, print_json
+from gateway.cli.releases import release_view
 from gateway.client.errors import ApiError
 from gateway.core import names
 from gateway.core.lineage.dataset_ref import DATASET_REF_HELP, parse_dataset_ref
@@ -149,7 +151,7 @@ def compare(
         console.print(body)
         console.print()
     if env_diff is not None:
-        from gateway.cli.env_cmds import print_diff
+        from gateway.cli.envs.env_cmds import print_diff
 
         console.print("[bold]Environment packages[/bold]")
         print_diff(env_diff)

@@ -19,7 +19,7 @@ import typer
 
 from gateway.cli import common, exits
 from gateway.cli.output import console, err_console, state_text
-from gateway.cli.waiting import wait_for
+from gateway.cli.runs.waiting import wait_for
 from gateway.client.errors import ApiError
 from gateway.errors import SpecError, SpecIssue
 
@@ -151,7 +151,7 @@ def _options_of(args: list[str]) -> list[str]:
 def _each(args: list[str]) -> None:
     """``gw sbatch [OPTIONS] --each SCRIPT...``: every script, with the same options and its own
     #SBATCH lines, submitted as one batch (one request, all or none); sbatch's line for each."""
-    from gateway.cli.batch_view import batch_refused, show_batch
+    from gateway.cli.runs.batch_view import batch_refused, show_batch
     from gateway.core.sbatch.options import split_gw_sbatch_args
 
     options, first, rest = split_gw_sbatch_args(args)

@@ -13,9 +13,9 @@ from typing import Annotated, Any
 
 import typer
 
-from gateway.cli import eval_view
 from gateway.cli.common import JsonOpt, call, spec_error, usage
-from gateway.cli.eval_args import suite_ref
+from gateway.cli.eval import eval_view
+from gateway.cli.eval.eval_args import suite_ref
 from gateway.cli.output import console, print_json
 from gateway.core import names
 from gateway.errors import SpecError

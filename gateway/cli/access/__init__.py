@@ -1,0 +1,1 @@
+"""gw token: the caller's API tokens."""

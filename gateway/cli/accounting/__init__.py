@@ -1,0 +1,1 @@
+"""gw cost, quota, queue, audit, report and telemetry: accounting records and usage."""

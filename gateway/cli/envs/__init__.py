@@ -1,0 +1,1 @@
+"""gw env: training environments, versioned."""

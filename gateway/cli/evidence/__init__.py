@@ -1,0 +1,1 @@
+"""gw evidence: export and verify evidence bundles."""

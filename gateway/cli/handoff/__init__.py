@@ -1,0 +1,1 @@
+"""gw handoff and gw release mirror-status: the MLflow mirror and webhook deliveries."""

@@ -1,0 +1,1 @@
+"""gw poc: the acceptance scenarios as one command."""

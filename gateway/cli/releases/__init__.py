@@ -1,0 +1,1 @@
+"""gw model and gw release: the registry, aliases, policies and promotions."""

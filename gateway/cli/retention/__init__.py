@@ -1,0 +1,1 @@
+"""gw retention: holds, and what expired of a run."""

@@ -1,0 +1,1 @@
+"""gw sbatch, batches of runs, a sweep's tasks and waiting for a run to end."""
