@@ -179,6 +179,13 @@ class Settings(AccountingSettings, HandoffSettings):
     refresh_interval_s: float = Field(
         default=5.0, gt=0, description="How often `gw serve` asks Slurm about live attempts."
     )
+    scheduler_stop_grace_s: float = Field(
+        default=10.0,
+        ge=0,
+        le=300,
+        description="At shutdown (SIGTERM), how long `gw serve` waits for a periodic job still running (a "
+        "refresh cycle, say) before it exits without it; the job's Slurm calls end by their own limits.",
+    )
     submit_grace_s: float = Field(
         default=120.0,
         gt=0,
@@ -227,6 +234,14 @@ class Settings(AccountingSettings, HandoffSettings):
     )
     slurmrestd_max_daemons: int = Field(default=32, ge=2, description="rest: most daemons at once (LRU).")
     slurmrestd_idle_stop_s: float = Field(default=900.0, gt=0, description="rest: an unused daemon stops.")
+    slurmrestd_connect_timeout_s: float = Field(
+        default=2.0,
+        gt=0,
+        le=60,
+        description="rest: longest wait for a slurmrestd (the gateway's own or a site-run one) to take a "
+        "connection; each request's whole answer must then come within slurm_query_timeout_s (queries, "
+        "cancels) or slurm_submit_timeout_s (submissions), else the cluster is down and its runs stale.",
+    )
 
     cluster_name: str | None = Field(
         default=None,

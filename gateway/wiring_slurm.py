@@ -186,12 +186,15 @@ def slurm_backend(settings: Settings, runner: CommandRunner, cluster: Cluster | 
         return cli
     daemons: RestDaemons | SiteRestd
     if cluster is not None and cluster.restd is not None:  # the site's own daemon: none started here
-        daemons = SiteRestd(cluster.restd, cluster=cluster.name)
+        daemons = SiteRestd(
+            cluster.restd, cluster=cluster.name, connect_timeout_s=settings.slurmrestd_connect_timeout_s
+        )
     else:
         daemons = RestDaemons(
             _socket_dir(settings, cluster),
             max_daemons=settings.slurmrestd_max_daemons,
             idle_stop_s=settings.slurmrestd_idle_stop_s,
+            connect_timeout_s=settings.slurmrestd_connect_timeout_s,
             slurm_conf=cluster.slurm_conf if cluster else None,
         )
     return SlurmRest(

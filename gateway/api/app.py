@@ -82,8 +82,8 @@ def create_app(
         try:
             yield
         finally:
-            if scheduler is not None:
-                scheduler.shutdown(wait=True)
+            if scheduler is not None:  # bounded: a run stuck on Slurm does not hold the shutdown
+                scheduler.stop(built.settings.scheduler_stop_grace_s)
                 built.background.step_down()
             if owned:
                 built.close()

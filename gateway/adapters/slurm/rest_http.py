@@ -6,6 +6,14 @@ error: a request that never reached the daemon is ``NotSent`` (safe to
 retry, even a submission), one that was sent and got no answer in time is
 ``SlurmUnavailable`` (its effect is unknown).
 
+Every request has two limits: ``connect_timeout_s`` for the connection (the
+``slurmrestd_connect_timeout_s`` setting), and ``timeout_s`` for the whole
+request, from its first byte sent to the last byte of the answer read (the
+``slurm_query_timeout_s`` or ``slurm_submit_timeout_s`` setting). The second is
+a deadline, not a limit per socket read: a daemon that trickles its answer a
+byte at a time cannot hold a request longer than ``timeout_s`` either
+(``_DeadlineSocket``).
+
 It is the standard library's ``http.client`` over an ``AF_UNIX`` socket, with a
 small pool of kept-alive connections (one per thread that is using one at the
 moment). A request here is on the submit path of every job: ``http.client``
@@ -23,6 +31,7 @@ import http.client
 import json
 import socket as sockets
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -37,8 +46,37 @@ class NotSent(SlurmUnavailable):
     """The daemon's socket took no connection: nothing was sent (the daemon is dead or not up yet)."""
 
 
+class _DeadlineSocket(sockets.socket):
+    """A socket whose sends and reads all end by ``deadline`` (``time.monotonic()``): each one waits
+    at most the time left, and one begun past it raises TimeoutError at once.
+
+    ``http.client`` reads an answer through ``makefile``, whose reads call ``recv_into`` here, and
+    sends with ``sendall``: a socket timeout alone would bound each read, not the request.
+    """
+
+    deadline = float("inf")
+
+    def _time_left(self) -> None:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        self.settimeout(left)
+
+    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:  # noqa: ANN401 - a buffer
+        self._time_left()
+        return super().recv_into(buffer, nbytes, flags)
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        self._time_left()
+        return super().recv(bufsize, flags)
+
+    def sendall(self, data: Any, flags: int = 0) -> None:  # noqa: ANN401 - bytes-like
+        self._time_left()
+        super().sendall(data, flags)
+
+
 class _UnixConnection(http.client.HTTPConnection):
-    """An HTTP/1.1 connection to a unix socket."""
+    """An HTTP/1.1 connection to a unix socket, its connect bounded by ``connect_timeout_s``."""
 
     def __init__(self, path: Path, connect_timeout_s: float) -> None:
         super().__init__("slurmrestd")
@@ -46,7 +84,7 @@ class _UnixConnection(http.client.HTTPConnection):
         self.connect_timeout_s = connect_timeout_s
 
     def connect(self) -> None:
-        sock = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+        sock = _DeadlineSocket(sockets.AF_UNIX, sockets.SOCK_STREAM)
         sock.settimeout(self.connect_timeout_s)
         try:
             sock.connect(str(self.path))
@@ -61,6 +99,12 @@ class _TcpConnection(http.client.HTTPConnection):
 
     def __init__(self, address: tuple[str, int], connect_timeout_s: float) -> None:
         super().__init__(address[0], address[1], timeout=connect_timeout_s)
+
+    def connect(self) -> None:
+        plain = sockets.create_connection((self.host, self.port), self.timeout)
+        sock = _DeadlineSocket(plain.family, plain.type, plain.proto, fileno=plain.detach())
+        sock.setsockopt(sockets.IPPROTO_TCP, sockets.TCP_NODELAY, 1)  # as http.client's own connect
+        self.sock = sock
 
 
 class RestConnection:
@@ -94,28 +138,38 @@ class RestConnection:
         """(HTTP status, decoded JSON body) of one request with ``headers`` added; a body that is not
         JSON reads as ``{"errors": [{"error": TEXT}]}``. Headers never appear in an error.
 
-        Raises NotSent when the socket takes no connection, SlurmUnavailable when the daemon does not
-        answer within ``timeout_s`` or drops the connection after the request was sent.
+        Raises NotSent when the socket takes no connection within ``connect_timeout_s``,
+        SlurmUnavailable when the whole answer has not come within ``timeout_s`` of the request
+        (a deadline: connecting counts, and so does every read) or the daemon drops the connection
+        after the request was sent. Either message names the daemon and the limit.
         """
         what = f"slurmrestd {method} {path}"
-        conn = self._take(min(timeout_s, self.connect_timeout_s))
+        deadline = time.monotonic() + timeout_s
+        connect_s = min(timeout_s, self.connect_timeout_s)
+        conn = self._take(connect_s)
         payload = None if body is None else json.dumps(body).encode()
         sent = {"Content-Type": "application/json"} if payload is not None else {}
         sent.update(headers or {})
         if conn.sock is None:
             try:
                 conn.connect()
+            except TimeoutError as exc:
+                message = f"{what}: {self.where()} took no connection within {connect_s:g} s"
+                raise NotSent(message, command=what) from exc
             except OSError as exc:
                 raise NotSent(f"{what}: {self.where()} takes no connection ({exc})", command=what) from exc
+        sock = conn.sock
+        assert isinstance(sock, _DeadlineSocket)  # every connection here makes one (connect above)
+        sock.deadline = deadline
         try:
-            conn.sock.settimeout(timeout_s)
             conn.request(method, path, body=payload, headers=sent)
             response = conn.getresponse()
             raw = response.read()
         except TimeoutError as exc:
             conn.close()
             raise SlurmUnavailable(
-                f"{what} did not answer within {timeout_s:g} s; job states are unknown until it does",
+                f"{what}: {self.where()} did not answer within {timeout_s:g} s; the cluster's job states "
+                "are unknown until it does",
                 command=what,
             ) from exc
         except (OSError, http.client.HTTPException) as exc:

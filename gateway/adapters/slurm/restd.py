@@ -56,6 +56,7 @@ class RestDaemons:
         max_daemons: int = 32,
         idle_stop_s: float = 900.0,
         start_timeout_s: float = 10.0,
+        connect_timeout_s: float = 2.0,
         slurm_conf: str | None = None,
     ) -> None:
         self.socket_dir = socket_dir
@@ -64,6 +65,7 @@ class RestDaemons:
         self.max_daemons = max_daemons
         self.idle_stop_s = idle_stop_s
         self.start_timeout_s = start_timeout_s
+        self.connect_timeout_s = connect_timeout_s  # each request's connect (rest_http.RestConnection)
         self.starts = 0  # daemons started, restarts included (tests and metrics read it)
         self._daemons: dict[str, _Daemon] = {}
         self._starting: dict[str, threading.Lock] = {}  # per user: one start at a time
@@ -166,7 +168,7 @@ class RestDaemons:
         with self._lock:
             self.starts += 1
         self._wait_ready(proc, sock, home, user)
-        return _Daemon(user, proc, RestConnection(sock))
+        return _Daemon(user, proc, RestConnection(sock, connect_timeout_s=self.connect_timeout_s))
 
     def _user_dir(self, account: pwd.struct_passwd) -> Path:
         self.socket_dir.mkdir(parents=True, exist_ok=True)

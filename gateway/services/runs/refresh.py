@@ -275,17 +275,27 @@ class Refresher:
         Only attempts older than ``submit_grace_s`` count as orphaned: that is
         longer than sbatch may take (the settings insist), so no process,
         this one or another ``gw serve`` on the same database, can still have
-        their sbatch in flight. Younger ones are left for a later cycle.
+        their sbatch in flight. Younger ones are left for a later cycle. A
+        cluster that does not answer one lookup is not asked about its other
+        attempts in this pass (they stay SUBMITTING, for the next pass): a
+        stuck daemon costs one time limit per pass, not one per attempt.
         """
         cutoff = datetime.now(UTC) - timedelta(seconds=self.settings.submit_grace_s)
         adopted, never, undecided = [], [], []
+        silent: set[str] = set()  # clusters that did not answer in this pass: not asked again in it
         for attempt in self.store.submitting_attempts(created_before=cutoff):
+            name = self.clusters.name_of(attempt.cluster)
+            if name in silent:
+                undecided.append(attempt.tag)
+                continue
             try:
-                slurm = self.clusters.get(self.clusters.name_of(attempt.cluster))
+                slurm = self.clusters.get(name)
                 jobs = slurm.find_by_tag(attempt.tag, since=attempt.created_at - timedelta(hours=1))
             except (SlurmUnavailable, NotFound) as exc:
                 log.warning("cannot look up %s now (%s); it stays SUBMITTING", attempt.tag, exc)
                 undecided.append(attempt.tag)
+                if isinstance(exc, SlurmUnavailable):  # each lookup would wait its full time limit
+                    silent.add(name)
                 continue
             if jobs:
                 try:
