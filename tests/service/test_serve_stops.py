@@ -1,0 +1,161 @@
+"""A real `gw serve` whose refresh cycle is stuck on a slurmrestd stops within a bound after SIGTERM.
+
+The site lists a cluster ``stuck`` on a site-run slurmrestd (``restd.url``) that is a real unix-socket
+server taking connections and never answering (tests/stuck_restd.py), and one run with a job on it.
+First, with a 1 s query limit, the refresh cycle's query ends within its limit: the run's attempt is
+flagged stale (never failed) and the cluster reads as down, its error naming the daemon and the
+limit. Then, with a 120 s limit (a call truly stuck while the signal comes) and a 1 s
+``scheduler_stop_grace_s``, SIGTERM reaches a process whose refresh is waiting on the socket: it exits
+within a generous bound, far less than the call's own limit, saying which job it left.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import httpx
+
+from gateway.core.domain import NewRun
+from gateway.core.slurm.states import RunState
+from gateway.core.spec.run_spec import build_spec
+from gateway.settings import Settings
+from gateway.wiring import build_services
+from tests.service.gw_serve import free_port
+from tests.stuck_restd import stuck_server
+
+GW = [sys.executable, "-m", "gateway.cli.main"]
+SITE = """
+allow_root_mapping: true
+clusters:
+  - {{name: gwlocal}}
+  - name: stuck
+    backend: rest
+    restd: {{url: "{url}", jwt_key: "{key}"}}
+users: [{{name: tester, os_user: root, admin: true}}]
+projects:
+  - name: hang
+    slurm_account: gwthang
+    members: [{{user: tester, role: lead}}]
+    queues: [{{name: one, partition: cpu, cluster: stuck}}]
+"""
+STOP_BOUND_S = 20  # generous: the grace is 1 s, the stuck call's own limit 120 s
+
+
+def _run_on_stuck_cluster(settings: Settings) -> str:
+    """A run of project hang whose attempt has a job id on cluster stuck (as a submission leaves it)."""
+    services = build_services(settings, upgrade=False)
+    try:
+        run_id = f"r-{uuid.uuid4().hex[:12]}"
+        spec = build_spec({"name": "train", "project": "hang", "queue": "one", "command": "true"})
+        store = services.runs.store
+        store.create_run(
+            NewRun(
+                id=run_id,
+                spec=spec,
+                submitter="tester",
+                os_user="root",
+                script="#!/bin/bash\ntrue\n",
+                script_sha256="1" * 64,
+                template_name="single.sbatch.j2",
+                template_version="abc",
+                run_dir=str(settings.runs_dir / run_id),
+                first_tag=f"gw-{run_id}-1",
+                cluster="stuck",
+            )
+        )
+        store.record_job_id(store.get_run(run_id).attempts[0].id, "4242")
+        return run_id
+    finally:
+        services.close()
+
+
+def _serve(env: dict[str, str], port: int, log) -> subprocess.Popen:  # noqa: ANN001 - a file
+    """`gw serve` on ``port``, once it answers (GET /openapi.json asks no cluster)."""
+    proc = subprocess.Popen(
+        [*GW, "serve", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=2).status_code == 200:
+                return proc
+        except httpx.TransportError:
+            time.sleep(0.2)
+    proc.kill()
+    raise AssertionError("gw serve did not come up")
+
+
+def _wait(what: str, check, timeout_s: float = 20) -> None:  # noqa: ANN001 - a callable
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{what} did not happen within {timeout_s} s")
+
+
+def test_gw_serve_stops_within_a_bound_while_its_refresh_is_stuck(tmp_path):
+    key = tmp_path / "jwt.key"
+    key.write_bytes(b"k" * 32)
+    sock = tmp_path / "stuck.sock"
+    port = free_port()
+    env = {
+        **os.environ,
+        "GATEWAY_DATABASE_URL": f"sqlite:///{tmp_path}/gateway.db",
+        "GATEWAY_RUNS_DIR": str(tmp_path / "runs"),
+        "GATEWAY_REFRESH_INTERVAL_S": "1",
+        "GATEWAY_SLURM_QUERY_TIMEOUT_S": "1",
+        "GATEWAY_SCHEDULER_STOP_GRACE_S": "1",
+    }
+    log_path = tmp_path / "serve.log"
+    with stuck_server(sock) as server, open(log_path, "a") as log:
+        (tmp_path / "site.yaml").write_text(SITE.format(url=server.url, key=key))
+        settings = Settings(database_url=env["GATEWAY_DATABASE_URL"], runs_dir=tmp_path / "runs")
+        build_services(settings).close()  # the database, made (gw admin never creates one)
+        site = str(tmp_path / "site.yaml")
+        applied = subprocess.run(
+            [*GW, "admin", "apply", "--no-slurm", site], env=env, capture_output=True, text=True
+        )
+        assert applied.returncode == 0, applied.stderr
+        run_id = _run_on_stuck_cluster(settings)
+
+        # a query past its limit: the cluster did not answer, the run is stale and not failed
+        proc = _serve(env, port, log)
+        try:
+            services = build_services(settings, upgrade=False)
+            try:
+                attempt = lambda: services.runs.store.get_run(run_id).attempts[0]  # noqa: E731
+                _wait("the refresh flagging the attempt stale", lambda: attempt().stale)
+                assert attempt().state == RunState.QUEUED  # its last known state, never failed
+            finally:
+                services.close()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+        said = log_path.read_text()
+        assert f"the daemon's socket {sock} did not answer within 1 s" in said, said[-3000:]
+
+        # a call truly stuck when SIGTERM comes: the process still stops within the bound
+        env["GATEWAY_SLURM_QUERY_TIMEOUT_S"] = "120"
+        before = len(server.requests)
+        proc = _serve(env, port, log)
+        try:
+            _wait("a refresh reaching the stuck daemon", lambda: len(server.requests) > before)
+            time.sleep(0.5)  # well inside the 120 s call
+            started = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=STOP_BOUND_S + 30)
+            took = time.monotonic() - started
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+    said = log_path.read_text()
+    print(f"gw serve stopped {took:.2f} s after SIGTERM")  # noqa: T201 - the measure, shown with -s
+    assert took < STOP_BOUND_S, f"gw serve took {took:.1f} s to stop after SIGTERM: {said[-3000:]}"
+    assert "stopping with refresh still running after 1 s" in said, said[-3000:]
