@@ -1,4 +1,4 @@
-"""A real `gw serve` whose refresh cycle is stuck on a slurmrestd stops within a bound after SIGTERM.
+"""A cluster whose site-run slurmrestd is stuck: `gw serve` stops within a bound, reconcile asks it once.
 
 The site lists a cluster ``stuck`` on a site-run slurmrestd (``restd.url``) that is a real unix-socket
 server taking connections and never answering (tests/stuck_restd.py), and one run with a job on it.
@@ -7,6 +7,9 @@ flagged stale (never failed) and the cluster reads as down, its error naming the
 limit. Then, with a 120 s limit (a call truly stuck while the signal comes) and a 1 s
 ``scheduler_stop_grace_s``, SIGTERM reaches a process whose refresh is waiting on the socket: it exits
 within a generous bound, far less than the call's own limit, saying which job it left.
+
+The reconciliation of three orphaned ``submitting`` attempts on that cluster asks the daemon once
+(the first lookup's limit), leaves all three undecided and still ``submitting``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import uuid
 
 import httpx
 
-from gateway.core.domain import NewRun
+from gateway.core.domain import NewRun, Principal
+from gateway.core.site.schema import parse_site
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import build_spec
 from gateway.settings import Settings
@@ -46,8 +50,9 @@ projects:
 STOP_BOUND_S = 20  # generous: the grace is 1 s, the stuck call's own limit 120 s
 
 
-def _run_on_stuck_cluster(settings: Settings) -> str:
-    """A run of project hang whose attempt has a job id on cluster stuck (as a submission leaves it)."""
+def _run_on_stuck_cluster(settings: Settings, *, job_id: str | None = "4242") -> str:
+    """A run of project hang whose attempt is on cluster stuck: with ``job_id`` (as a submission
+    leaves it), else SUBMITTING (as a crash before sbatch answered leaves it)."""
     services = build_services(settings, upgrade=False)
     try:
         run_id = f"r-{uuid.uuid4().hex[:12]}"
@@ -68,7 +73,8 @@ def _run_on_stuck_cluster(settings: Settings) -> str:
                 cluster="stuck",
             )
         )
-        store.record_job_id(store.get_run(run_id).attempts[0].id, "4242")
+        if job_id is not None:
+            store.record_job_id(store.get_run(run_id).attempts[0].id, job_id)
         return run_id
     finally:
         services.close()
@@ -159,3 +165,33 @@ def test_gw_serve_stops_within_a_bound_while_its_refresh_is_stuck(tmp_path):
     print(f"gw serve stopped {took:.2f} s after SIGTERM")  # noqa: T201 - the measure, shown with -s
     assert took < STOP_BOUND_S, f"gw serve took {took:.1f} s to stop after SIGTERM: {said[-3000:]}"
     assert "stopping with refresh still running after 1 s" in said, said[-3000:]
+
+
+def test_reconcile_asks_a_stuck_cluster_once_per_pass(tmp_path):
+    key = tmp_path / "jwt.key"
+    key.write_bytes(b"k" * 32)
+    with stuck_server(tmp_path / "stuck.sock") as server:
+        settings = Settings(
+            database_url=f"sqlite:///{tmp_path}/gateway.db",
+            runs_dir=tmp_path / "runs",
+            slurm_query_timeout_s=0.5,
+            slurm_submit_timeout_s=0.05,
+            submit_grace_s=0.1,
+        )
+        services = build_services(settings)
+        try:
+            services.site.apply(
+                Principal.operator(), parse_site(SITE.format(url=server.url, key=key)), sync_slurm=False
+            )
+            runs = [_run_on_stuck_cluster(settings, job_id=None) for _ in range(3)]
+            time.sleep(0.2)  # older than submit_grace_s: orphans to look up
+            started = time.monotonic()
+            report = services.background.refresher.reconcile()
+            took = time.monotonic() - started
+            states = {services.runs.store.get_run(r).attempts[0].state for r in runs}
+        finally:
+            services.close()
+    assert len(server.requests) == 1, f"the stuck daemon was asked {len(server.requests)} times"
+    assert sorted(report.undecided) == sorted(f"gw-{r}-1" for r in runs)
+    assert states == {RunState.SUBMITTING}
+    assert took < 5, f"the pass took {took:.1f} s"
