@@ -58,20 +58,21 @@ class DaemonThreads(BaseExecutor):
             with self._lock:
                 self._running.pop(threading.current_thread(), None)
 
-    def wait(self, timeout_s: float) -> list[str]:
-        """Wait up to ``timeout_s`` for the runs in progress to end; the job ids of those still running."""
-        deadline = time.monotonic() + timeout_s
+    def wait(self, timeout_s: float | None) -> list[str]:
+        """Wait up to ``timeout_s`` (None: however long it takes) for the runs in progress to end; the
+        job ids of those still running."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with self._lock:
             threads = list(self._running)
         for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         with self._lock:
             return sorted(job for thread, job in self._running.items() if thread.is_alive())
 
     def shutdown(self, wait: bool = True) -> None:
         """APScheduler's stop: with ``wait``, until every run has ended (``Periodic.stop`` bounds it)."""
         if wait:
-            self.wait(float("inf"))
+            self.wait(None)
 
 
 class Periodic:
