@@ -1,16 +1,13 @@
-"""A cluster whose site-run slurmrestd is stuck: `gw serve` stops within a bound, reconcile asks it once.
+"""A cluster whose site-run slurmrestd is stuck: runs go stale, `gw serve` still stops, reconcile asks once.
 
 The site lists a cluster ``stuck`` on a site-run slurmrestd (``restd.url``) that is a real unix-socket
-server taking connections and never answering (tests/stuck_restd.py), and one run with a job on it.
-First, with a 1 s query limit, the refresh cycle's query ends within its limit: the run's attempt is
-flagged stale (never failed) and the cluster reads as down, its error naming the daemon and the
-limit. Then, with a 120 s limit (a call truly stuck while the signal comes) and a 1 s
-``scheduler_stop_grace_s``, SIGTERM reaches a process whose refresh is waiting on the socket: it exits
-within a generous bound, far less than the call's own limit, saying which job it left.
-
-The reconciliation of three orphaned ``submitting`` attempts on that cluster asks the daemon once
-(the first lookup's limit), leaves all three undecided and still ``submitting``.
-"""
+server taking connections and never answering (tests/stuck_restd.py), and a run on it. With a 1 s
+query limit, a refresh cycle ends within it: the cluster is down, its error naming the daemon and
+the limit, and the run's attempt is stale (its last state kept, never failed). A real `gw serve`
+with a 120 s limit (a call truly stuck while the signal comes) and a 1 s ``scheduler_stop_grace_s``
+gets SIGTERM while its refresh waits on the socket: it exits within a generous bound, far less than
+the call's own limit, saying which job it left. The reconciliation of three orphaned
+``submitting`` attempts on that cluster asks the daemon once and leaves all three ``submitting``."""
 
 from __future__ import annotations
 
@@ -20,6 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import httpx
 
@@ -30,7 +28,7 @@ from gateway.core.spec.run_spec import build_spec
 from gateway.settings import Settings
 from gateway.wiring import build_services
 from tests.service.gw_serve import free_port
-from tests.stuck_restd import stuck_server
+from tests.stuck_restd import StuckServer, stuck_server
 
 GW = [sys.executable, "-m", "gateway.cli.main"]
 SITE = """
@@ -47,6 +45,7 @@ projects:
     members: [{{user: tester, role: lead}}]
     queues: [{{name: one, partition: cpu, cluster: stuck}}]
 """
+OPERATOR = Principal.operator()
 STOP_BOUND_S = 20  # generous: the grace is 1 s, the stuck call's own limit 120 s
 
 
@@ -105,53 +104,57 @@ def _wait(what: str, check, timeout_s: float = 20) -> None:  # noqa: ANN001 - a 
     raise AssertionError(f"{what} did not happen within {timeout_s} s")
 
 
-def test_gw_serve_stops_within_a_bound_while_its_refresh_is_stuck(tmp_path):
+def _stuck_site(tmp_path: Path, server: StuckServer, **settings: float) -> Settings:
+    """A database whose site lists cluster stuck at ``server`` (applied without Slurm), and its settings."""
     key = tmp_path / "jwt.key"
     key.write_bytes(b"k" * 32)
-    sock = tmp_path / "stuck.sock"
-    port = free_port()
-    env = {
-        **os.environ,
-        "GATEWAY_DATABASE_URL": f"sqlite:///{tmp_path}/gateway.db",
-        "GATEWAY_RUNS_DIR": str(tmp_path / "runs"),
-        "GATEWAY_REFRESH_INTERVAL_S": "1",
-        "GATEWAY_SLURM_QUERY_TIMEOUT_S": "1",
-        "GATEWAY_SCHEDULER_STOP_GRACE_S": "1",
-    }
-    log_path = tmp_path / "serve.log"
-    with stuck_server(sock) as server, open(log_path, "a") as log:
-        (tmp_path / "site.yaml").write_text(SITE.format(url=server.url, key=key))
-        settings = Settings(database_url=env["GATEWAY_DATABASE_URL"], runs_dir=tmp_path / "runs")
-        build_services(settings).close()  # the database, made (gw admin never creates one)
-        site = str(tmp_path / "site.yaml")
-        applied = subprocess.run(
-            [*GW, "admin", "apply", "--no-slurm", site], env=env, capture_output=True, text=True
-        )
-        assert applied.returncode == 0, applied.stderr
+    made = Settings(database_url=f"sqlite:///{tmp_path}/gateway.db", runs_dir=tmp_path / "runs", **settings)
+    services = build_services(made)
+    try:
+        services.site.apply(OPERATOR, parse_site(SITE.format(url=server.url, key=key)), sync_slurm=False)
+    finally:
+        services.close()
+    return made
+
+
+def test_a_refresh_past_the_limit_marks_the_cluster_down_and_its_run_stale(tmp_path):
+    with stuck_server(tmp_path / "stuck.sock") as server:
+        settings = _stuck_site(tmp_path, server, slurm_query_timeout_s=1)
         run_id = _run_on_stuck_cluster(settings)
-
-        # a query past its limit: the cluster did not answer, the run is stale and not failed
-        proc = _serve(env, port, log)
+        services = build_services(settings, upgrade=False)
         try:
-            services = build_services(settings, upgrade=False)
-            try:
-                attempt = lambda: services.runs.store.get_run(run_id).attempts[0]  # noqa: E731
-                _wait("the refresh flagging the attempt stale", lambda: attempt().stale)
-                assert attempt().state == RunState.QUEUED  # its last known state, never failed
-            finally:
-                services.close()
+            started = time.monotonic()
+            report = services.background.refresher.refresh()
+            took = time.monotonic() - started
+            attempt = services.runs.store.get_run(run_id).attempts[0]
+            down = services.clusters.down("stuck")
         finally:
-            proc.terminate()
-            proc.wait(timeout=60)
-        said = log_path.read_text()
-        assert f"the daemon's socket {sock} did not answer within 1 s" in said, said[-3000:]
+            services.close()
+    assert server.requests, "the refresh never reached the stuck daemon"
+    assert took < 5, f"the cycle took {took:.1f} s against a 1 s limit"
+    assert report.down == ("stuck",) and report.stale == 1
+    assert attempt.stale and attempt.state == RunState.QUEUED  # its last known state, never failed
+    assert down is not None
+    assert f"the daemon's socket {tmp_path / 'stuck.sock'} did not answer within 1 s" in down.error
 
-        # a call truly stuck when SIGTERM comes: the process still stops within the bound
-        env["GATEWAY_SLURM_QUERY_TIMEOUT_S"] = "120"
-        before = len(server.requests)
+
+def test_gw_serve_stops_within_a_bound_while_its_refresh_is_stuck(tmp_path):
+    port = free_port()
+    log_path = tmp_path / "serve.log"
+    with stuck_server(tmp_path / "stuck.sock") as server, open(log_path, "a") as log:
+        settings = _stuck_site(tmp_path, server)
+        _run_on_stuck_cluster(settings)
+        env = {
+            **os.environ,
+            "GATEWAY_DATABASE_URL": settings.database_url,
+            "GATEWAY_RUNS_DIR": str(settings.runs_dir),
+            "GATEWAY_REFRESH_INTERVAL_S": "1",
+            "GATEWAY_SLURM_QUERY_TIMEOUT_S": "120",  # the call is truly stuck when SIGTERM comes
+            "GATEWAY_SCHEDULER_STOP_GRACE_S": "1",
+        }
         proc = _serve(env, port, log)
         try:
-            _wait("a refresh reaching the stuck daemon", lambda: len(server.requests) > before)
+            _wait("a refresh reaching the stuck daemon", lambda: len(server.requests) > 0)
             time.sleep(0.5)  # well inside the 120 s call
             started = time.monotonic()
             proc.send_signal(signal.SIGTERM)
@@ -168,23 +171,14 @@ def test_gw_serve_stops_within_a_bound_while_its_refresh_is_stuck(tmp_path):
 
 
 def test_reconcile_asks_a_stuck_cluster_once_per_pass(tmp_path):
-    key = tmp_path / "jwt.key"
-    key.write_bytes(b"k" * 32)
     with stuck_server(tmp_path / "stuck.sock") as server:
-        settings = Settings(
-            database_url=f"sqlite:///{tmp_path}/gateway.db",
-            runs_dir=tmp_path / "runs",
-            slurm_query_timeout_s=0.5,
-            slurm_submit_timeout_s=0.05,
-            submit_grace_s=0.1,
+        settings = _stuck_site(
+            tmp_path, server, slurm_query_timeout_s=0.5, slurm_submit_timeout_s=0.05, submit_grace_s=0.1
         )
-        services = build_services(settings)
+        runs = [_run_on_stuck_cluster(settings, job_id=None) for _ in range(3)]
+        time.sleep(0.2)  # older than submit_grace_s: orphans to look up
+        services = build_services(settings, upgrade=False)
         try:
-            services.site.apply(
-                Principal.operator(), parse_site(SITE.format(url=server.url, key=key)), sync_slurm=False
-            )
-            runs = [_run_on_stuck_cluster(settings, job_id=None) for _ in range(3)]
-            time.sleep(0.2)  # older than submit_grace_s: orphans to look up
             started = time.monotonic()
             report = services.background.refresher.reconcile()
             took = time.monotonic() - started
