@@ -203,6 +203,7 @@ class RestDaemons:
                 )
             if sock.exists():
                 probe = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
+                probe.settimeout(self.connect_timeout_s)  # bounded, as every request's connect
                 with probe, contextlib.suppress(OSError):
                     probe.connect(str(sock))
                     return
