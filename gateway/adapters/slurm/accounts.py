@@ -3,8 +3,9 @@
 The gateway checks quotas before it submits; this module pushes the same caps
 to Slurm associations, so jobs sent around the gateway (plain ``sbatch -A``)
 are held to them too. ``SlurmAccounts.sync(desired)`` reads what Slurm has,
-diffs it against ``desired`` (``plan``) and runs ``sacctmgr`` for each
-difference (``apply``); a second sync returns no changes.
+diffs it against ``desired`` (``plan``) and runs ``sacctmgr`` for the
+differences (``apply``), grouped into few commands and processes
+(``assoc_commands.py``); a second sync returns no changes.
 
 What the gateway manages, and nothing else:
 - accounts it created, marked ``Organization=gateway`` (``MANAGED_ORGANIZATION``);
@@ -32,8 +33,11 @@ absent from ``desired`` is removed.
 
 sacctmgr quirks (Slurm 22.05, seen on the test cluster):
 - "Nothing new added." / "Nothing modified" / "Nothing deleted" are printed on
-  stdout with exit status 1: not errors (an add that finds the association
-  already there is followed by a modify, so the limits still land);
+  stdout with exit status 1: not errors (the read back after an add finds an
+  association that was there already, and a modify lands its limits);
+- several commands on sacctmgr's stdin run in one process, each line even after
+  one fails, but cost slurmdbd as much as as many processes; lists
+  (``name=a,b``) in one command are what is cheaper;
 - real errors come on stderr, often without "error:" ("This account 'x'
   doesn't exist.", "Error with request: Job(s) active, cancel job(s) before
   remove"), usually with exit status 1;
@@ -49,7 +53,8 @@ sacctmgr quirks (Slurm 22.05, seen on the test cluster):
 - removing an association with *running* jobs fails ("Job(s) active, cancel
   job(s) before remove"), but one with only pending jobs is removed and the
   jobs stay pending for ever (InvalidAccount): removals check ``squeue`` first
-  and raise ``Conflict`` while the association has jobs in the queue;
+  (once, before any write) and raise ``Conflict`` while an association has jobs
+  in the queue;
 - ``remove account where name=A cluster=C`` removes only the association and
   leaves the account record, so the record goes too once no cluster uses it.
 """
