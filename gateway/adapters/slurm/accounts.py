@@ -219,11 +219,14 @@ class SlurmAccounts:
         modified, then removals), grouped into few sacctmgr commands (``assoc_commands``).
 
         Every change is checked, and the queue of every association to be removed looked at, before
-        the first write. Added accounts and users are read back once each: a lost account is added
-        again, limits that did not land (the association was there already) are set.
+        the first write. Added accounts are read back once: a lost one is added again, limits that
+        did not land (the association was there already) are set; so are added users when sacctmgr
+        said one was there already.
         """
         for change in changes:
             check_change(change)
+        if not changes:
+            return
         kinds = {kind: [c for c in changes if c.kind == kind] for kind in KINDS}
         removals = [*kinds[REMOVE_USER], *kinds[REMOVE_ACCOUNT]]
         cluster = self.cluster
