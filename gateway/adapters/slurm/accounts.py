@@ -35,9 +35,8 @@ sacctmgr quirks (Slurm 22.05, seen on the test cluster):
 - "Nothing new added." / "Nothing modified" / "Nothing deleted" are printed on
   stdout with exit status 1: not errors (the read back after an add finds an
   association that was there already, and a modify lands its limits);
-- several commands on sacctmgr's stdin run in one process, each line even after
-  one fails, but cost slurmdbd as much as as many processes; lists
-  (``name=a,b``) in one command are what is cheaper;
+- commands on sacctmgr's stdin run in one process (each even after one fails) but cost
+  slurmdbd as much as as many processes; a list (``name=a,b``) in one command is cheaper;
 - real errors come on stderr, often without "error:" ("This account 'x'
   doesn't exist.", "Error with request: Job(s) active, cancel job(s) before
   remove"), usually with exit status 1;
