@@ -5,8 +5,9 @@ gwlocal (reached with ``-M gwlocal``) and gwlocal2 (reached with its ``SLURM_CON
 ``/etc/slurm-gwlocal2/slurm.conf``: the second cluster of the local set-up, docs/cluster.md) share
 one slurmdbd. Each module that uses ``multi`` gets a database and a site of its own (three clusters:
 the two, and ``gwdead``, a copy of gwlocal2's configuration whose controller port nothing listens
-on), so the shared test site is left as it is. It adds its project's account to gwlocal2 by hand
-(the site apply pushes associations to the local cluster only) and removes it afterwards.
+on), so the shared test site is left as it is. The site apply pushes its project's account to
+every cluster with one of its queues (gwlocal2 included); the module's end removes it from gwlocal2
+by hand after cancelling its jobs there, then prunes the site.
 
 Where gwlocal2 is not set up (no ``/etc/slurm-gwlocal2/slurm.conf``) its tests are skipped; where it
 is set up but its controller does not answer within a bounded few seconds (polled, short timeouts:
@@ -180,10 +181,9 @@ def multi_gateway(backend: str, settings: Settings, tmp_path_factory) -> Iterato
         built.site.apply(OPERATOR, parse_site(site))
         stack.callback(built.site.apply, OPERATOR, parse_site(TEARDOWN_SITE), prune=True)
         stack.callback(drain_accounts, [account])
-        _sacctmgr("add", "account", account, "cluster=gwlocal2", "description=gateway-test")
-        _sacctmgr("add", "user", "root", f"account={account}", "cluster=gwlocal2")
+        # The apply pushed mc's account (and root in it) to gwlocal2 too; it goes (with its user
+        # association: one command) once its jobs there are cancelled, even if some still run.
         stack.callback(_sacctmgr, "delete", "account", f"name={account}", "cluster=gwlocal2")
-        stack.callback(_sacctmgr, "delete", "user", "root", f"account={account}", "cluster=gwlocal2")
         stack.callback(_cancel_on_c2, account)
         yield built
 

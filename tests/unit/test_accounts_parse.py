@@ -191,8 +191,8 @@ def test_values_read_from_slurm_are_not_judged_by_the_desired_rules():
 class ReplayRunner:
     """Fake runner: answers every write with one recorded result (or raises), and keeps its argv.
 
-    A ``show account where`` read (the check after an add) answers with the accounts in ``listed``
-    and is kept apart, in ``reads``.
+    A ``show association where`` read (the read-back after an add) answers with an association
+    without limits for each account in ``listed`` and is kept apart, in ``reads``.
     """
 
     def __init__(self, stdout: str = "", stderr: str = "", returncode: int = 0, raises=None, listed=()):
@@ -206,9 +206,9 @@ class ReplayRunner:
         if self.raises:
             self.calls.append(list(argv))
             raise self.raises
-        if argv[1:6] == ["--parsable2", "--noheader", "show", "account", "where"]:
+        if argv[1:6] == ["--parsable2", "--noheader", "show", "association", "where"]:
             self.reads.append(list(argv))
-            return CommandResult(tuple(argv), 0, "".join(f"{a}\n" for a in self.listed), "", 0.01)
+            return CommandResult(tuple(argv), 0, "".join(f"{a}|||||\n" for a in self.listed), "", 0.01)
         self.calls.append(list(argv))
         stdout, stderr, returncode = self.result
         return CommandResult(tuple(argv), returncode, stdout, stderr, 0.01)
@@ -227,8 +227,8 @@ def accounts(**kwargs) -> tuple[SlurmAccounts, ReplayRunner]:
 def test_nothing_new_added_with_exit_1_is_not_an_error():
     adapter, runner = accounts(stdout=" Nothing new added.\n", returncode=1, listed=["demo"])
     adapter.apply([Change("add account", "demo", None, {}, {"gpus": 2})])
-    assert len(runner.reads) == 1  # the add is checked once: Slurm lists it
-    # Already there: the limits are set with a modify instead.
+    assert len(runner.reads) == 1  # the add is read back once: Slurm lists it, without the limit
+    # Already there: the limits are set with a modify.
     assert runner.calls == [
         [
             "sacctmgr",
@@ -260,7 +260,7 @@ def test_an_added_account_slurm_does_not_list_is_added_again_then_refused():
         adapter.apply([Change("add account", "lost", None, {}, {})])
     adds = [c for c in runner.calls if c[2:4] == ["add", "account"]]
     assert len(adds) == 4  # the first add, then one again after each check that found it missing
-    assert len(runner.reads) == 3
+    assert len(runner.reads) == 4  # the last add is read back too
 
 
 def test_modify_clears_with_minus_one():

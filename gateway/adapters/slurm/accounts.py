@@ -3,8 +3,9 @@
 The gateway checks quotas before it submits; this module pushes the same caps
 to Slurm associations, so jobs sent around the gateway (plain ``sbatch -A``)
 are held to them too. ``SlurmAccounts.sync(desired)`` reads what Slurm has,
-diffs it against ``desired`` (``plan``) and runs ``sacctmgr`` for each
-difference (``apply``); a second sync returns no changes.
+diffs it against ``desired`` (``plan``) and runs ``sacctmgr`` for the
+differences (``apply``), grouped into few commands and processes
+(``assoc_commands.py``); a second sync returns no changes.
 
 What the gateway manages, and nothing else:
 - accounts it created, marked ``Organization=gateway`` (``MANAGED_ORGANIZATION``);
@@ -32,8 +33,10 @@ absent from ``desired`` is removed.
 
 sacctmgr quirks (Slurm 22.05, seen on the test cluster):
 - "Nothing new added." / "Nothing modified" / "Nothing deleted" are printed on
-  stdout with exit status 1: not errors (an add that finds the association
-  already there is followed by a modify, so the limits still land);
+  stdout with exit status 1: not errors (the read back after an add finds an
+  association that was there already, and a modify lands its limits);
+- commands on sacctmgr's stdin run in one process (each even after one fails) but cost
+  slurmdbd as much as as many processes; a list (``name=a,b``) in one command is cheaper;
 - real errors come on stderr, often without "error:" ("This account 'x'
   doesn't exist.", "Error with request: Job(s) active, cancel job(s) before
   remove"), usually with exit status 1;
@@ -49,7 +52,8 @@ sacctmgr quirks (Slurm 22.05, seen on the test cluster):
 - removing an association with *running* jobs fails ("Job(s) active, cancel
   job(s) before remove"), but one with only pending jobs is removed and the
   jobs stay pending for ever (InvalidAccount): removals check ``squeue`` first
-  and raise ``Conflict`` while the association has jobs in the queue;
+  (once, before any write) and raise ``Conflict`` while an association has jobs
+  in the queue;
 - ``remove account where name=A cluster=C`` removes only the association and
   leaves the account record, so the record goes too once no cluster uses it.
 """
@@ -61,28 +65,38 @@ import time
 from collections.abc import Collection, Sequence
 
 from gateway.adapters.runner import CommandResult, CommandRunner
+from gateway.adapters.slurm.assoc_commands import (
+    account_commands,
+    chunks,
+    default_commands,
+    default_moves,
+    queue_blocks,
+    removal_commands,
+    stdin_line,
+    user_commands,
+)
 from gateway.adapters.slurm.associations import (
     ACCOUNT_FORMAT,
     ADD_ACCOUNT,
     ADD_USER,
     ASSOC_FORMAT,
     ERROR_TEXT,
+    KINDS,
     MANAGED_ORGANIZATION,
     MODIFY_ACCOUNT,
     MODIFY_USER,
     NOTHING,
     REMOVE_ACCOUNT,
     REMOVE_USER,
+    SLURM_FIELDS,
     AccountSpec,
     Change,
     Limits,
     check_change,
     diff,
-    kind_order,
     managed_specs,
     parse_accounts,
     parse_associations,
-    settings,
 )
 from gateway.adapters.slurm.cli import _UNAVAILABLE, SLURM_ENV
 from gateway.adapters.slurm.clusters import configured_cluster_name
@@ -100,6 +114,10 @@ from gateway.errors import (
 )
 
 __all__ = ["AccountSpec", "Change", "Limits", "SlurmAccounts"]
+
+BATCH_MAX = (
+    20  # sacctmgr commands per process: each costs slurmdbd ~0.2 s, so a process stays well in its timeout
+)
 
 
 class SlurmAccounts:
@@ -196,62 +214,81 @@ class SlurmAccounts:
     # -- writes ----------------------------------------------------------------
 
     def apply(self, changes: Sequence[Change]) -> None:
-        """Run sacctmgr for each change, in the order ``plan`` gives (adds, modifies, then removals)."""
-        for change in changes:  # all checked before the first command runs
+        """Make ``changes`` in Slurm in ``plan``'s order (accounts added and modified, users added and
+        modified, then removals), grouped into few sacctmgr commands (``assoc_commands``).
+
+        Every change is checked, and the queue of every association to be removed looked at, before
+        the first write. Added accounts are read back once: a lost one is added again, limits that
+        did not land (the association was there already) are set; so are added users when sacctmgr
+        said one was there already.
+        """
+        for change in changes:
             check_change(change)
-        leaving = {(c.account, c.user) for c in changes if c.kind == REMOVE_USER}
-        leaving |= {(c.account, None) for c in changes if c.kind == REMOVE_ACCOUNT}
+        if not changes:
+            return
+        kinds = {kind: [c for c in changes if c.kind == kind] for kind in KINDS}
+        removals = [*kinds[REMOVE_USER], *kinds[REMOVE_ACCOUNT]]
+        cluster = self.cluster
         with sacctmgr_writes(self._write_lock):
-            for change in sorted(changes, key=lambda c: kind_order(c.kind)):
-                self._apply_one(change, leaving)
+            if removals:
+                self._refuse_live_jobs(removals)
+            self._batch(account_commands(changes, cluster))
+            if kinds[ADD_ACCOUNT]:
+                self._settle_accounts(kinds[ADD_ACCOUNT])
+            if self._batch(user_commands(changes, cluster)) and kinds[ADD_USER]:
+                self._settle_users(kinds[ADD_USER])  # an association was there already
+            if removals:
+                leaving = {(c.account, c.user) for c in removals}
+                moves = self._default_moves(sorted({str(c.user) for c in kinds[REMOVE_USER]}), leaving)
+                self._batch([*default_commands(moves, cluster), *removal_commands(changes, cluster)])
+            if kinds[REMOVE_ACCOUNT]:
+                self._drop_unused_records(sorted(c.account for c in kinds[REMOVE_ACCOUNT]))
 
-    def _apply_one(self, change: Change, leaving: set) -> None:
-        """The sacctmgr commands of one change (see ``apply``)."""
-        acct, user = change.account, change.user
-        if user is None:
-            where = ["where", f"name={acct}", f"cluster={self.cluster}"]
-            modify = ["modify", "account", *where, "set"]
-        else:
-            where = ["where", f"name={user}", f"account={acct}", f"cluster={self.cluster}"]
-            modify = ["modify", "user", *where, "set"]
-        if change.kind in (ADD_ACCOUNT, ADD_USER):
-            extra = settings(change.after, clear=False)
-            if change.kind == ADD_ACCOUNT:
-                add = [
-                    "add",
-                    "account",
-                    acct,
-                    f"cluster={self.cluster}",
-                    f"Organization={MANAGED_ORGANIZATION}",
-                ]
-            else:
-                add = ["add", "user", str(user), f"account={acct}", f"cluster={self.cluster}"]
-            if not self._write([*add, *extra]) and extra:
-                self._write([*modify, *extra])  # it was there already: its limits still have to land
-            if change.kind == ADD_ACCOUNT:
-                self._ensure_account(acct, [*add, *extra])
-        elif change.kind in (MODIFY_ACCOUNT, MODIFY_USER):
-            self._write([*modify, *settings(change.after, clear=True)])
-        elif change.kind == REMOVE_USER:
-            self._refuse_live_jobs(acct, user)
-            self._keep_default_account(str(user), acct, leaving)
-            self._write(["remove", "user", *where])
-        else:  # REMOVE_ACCOUNT
-            self._refuse_live_jobs(acct, None)
-            self._write(["remove", "account", *where])
-            left = self._read_text("show", "association", "where", f"account={acct}", "format=Cluster")
-            if not left.strip():  # no cluster uses it any more: drop the account record too
-                self._write(["remove", "account", "where", f"name={acct}"])
+    def _assocs(self, accounts: Sequence[str], users: Sequence[str] = ()) -> dict[tuple[str, str], Limits]:
+        """{(account, user or ""): limits} of these accounts' associations here without a partition."""
+        where = ["where", f"cluster={self.cluster}", f"account={','.join(accounts)}"]
+        if users:
+            where.append(f"user={','.join(users)}")
+        rows = parse_associations(self._read_text("show", "association", *where, f"format={ASSOC_FORMAT}"))
+        return {(r.account, r.user): r.limits for r in rows if not r.partition}
 
-    def _ensure_account(self, account: str, add: list[str], tries: int = 3) -> None:
-        """Add ``account`` again until Slurm lists it (a concurrent add elsewhere can lose it)."""
-        for _ in range(tries):
-            listed = self._read_text("show", "account", "where", f"name={account}", "format=Account")
-            if account in listed.split():
+    def _settle_accounts(self, added: Sequence[Change], tries: int = 3) -> None:
+        """Read the added accounts back: add a lost one again (a concurrent add elsewhere can lose it,
+        ``writelock.py``) until Slurm lists it; set limits that did not land."""
+        missing = list(added)
+        for attempt in range(tries + 1):
+            found = self._assocs([c.account for c in missing])
+            self._land_limits([c for c in missing if (c.account, "") in found], found, "account")
+            missing = [c for c in missing if (c.account, "") not in found]
+            if not missing:
                 return
-            time.sleep(0.2)
-            self._write(add)
-        raise SlurmError(f"sacctmgr add account {account}: Slurm does not list it after {tries} tries")
+            if attempt < tries:
+                time.sleep(0.2)
+                self._batch(account_commands(missing, self.cluster))
+        names = ", ".join(c.account for c in missing)
+        raise SlurmError(f"sacctmgr add account {names}: Slurm does not list it after {tries} tries")
+
+    def _settle_users(self, added: Sequence[Change]) -> None:
+        """Read the added user associations back; set limits that did not land; SlurmError for one
+        Slurm does not list."""
+        found = self._assocs(sorted({c.account for c in added}), sorted({str(c.user) for c in added}))
+        lost = [f"{c.user} to {c.account}" for c in added if (c.account, str(c.user)) not in found]
+        if lost:
+            raise SlurmError(f"sacctmgr add user {', '.join(lost)}: Slurm does not list the association")
+        self._land_limits(added, found, "user")
+
+    def _land_limits(self, added: Sequence[Change], found: dict[tuple[str, str], Limits], what: str) -> None:
+        """Modify the added associations whose limits in Slurm are not the planned ones."""
+        fixes = []
+        for change in added:
+            want = {k: change.after.get(k) for k in SLURM_FIELDS}
+            have = found[(change.account, change.user or "")].as_dict()
+            if keys := [k for k in want if have[k] != want[k]]:
+                kind = MODIFY_ACCOUNT if what == "account" else MODIFY_USER
+                before, after = {k: have[k] for k in keys}, {k: want[k] for k in keys}
+                fixes.append(Change(kind, change.account, change.user, before, after))
+        commands = account_commands if what == "account" else user_commands
+        self._batch(commands(fixes, self.cluster))
 
     def sync(self, desired: Sequence[AccountSpec], *, scope: Collection[str] | None = None) -> list[Change]:
         """Make Slurm match ``desired`` (see ``plan``; ``scope``: module notes); returns the changes."""
@@ -263,82 +300,74 @@ class SlurmAccounts:
         """Remove these managed accounts (and their user associations); others are left alone."""
         return self.sync([], scope=accounts)
 
-    def _refuse_live_jobs(self, account: str, user: str | None) -> None:
-        """Raise ``Conflict`` while the association has jobs in the queue.
+    def _refuse_live_jobs(self, removals: Sequence[Change]) -> None:
+        """Raise ``Conflict`` while an association to be removed has jobs in the queue (one ``squeue``).
 
         sacctmgr itself refuses only for running jobs ("Job(s) active"); it
         removes an association with pending jobs and leaves them held for
         ever with reason InvalidAccount.
         """
-        argv = ["squeue", "--noheader", f"--account={account}", "--format=%i|%u"]
+        accounts = sorted({c.account for c in removals})
+        argv = ["squeue", "--noheader", f"--account={','.join(accounts)}", "--format=%a|%u|%i"]
         if self._named:
             argv.insert(1, f"--clusters={self.cluster}")
-        text = self._run(argv).stdout
-        jobs = sorted(
-            job
-            for job, _, owner in (line.strip().partition("|") for line in live_lines(text))
-            if user is None or owner == user
-        )
-        if jobs:
-            who = f"user {user} in account {account}" if user else f"account {account}"
-            shown = ", ".join(jobs[:10]) + (" ..." if len(jobs) > 10 else "")
-            scancel = f"scancel --account={account}" + (f" --user={user}" if user else "")
+        lines = [line.strip().split("|") for line in live_lines(self._run(argv).stdout)]
+        if blocked := queue_blocks(removals, [(a, u, j) for a, u, j in (p for p in lines if len(p) == 3)]):
             raise Conflict(
-                f"{who} still has jobs in the queue ({shown}); Slurm would hold pending ones for ever "
-                f"(InvalidAccount): cancel them ({scancel}) or let them end, then sync again"
+                "; ".join(blocked) + ". Slurm would hold pending ones for ever (InvalidAccount): "
+                "cancel them or let them end, then sync again; nothing was changed"
             )
 
-    def _keep_default_account(self, user: str, account: str, leaving: set) -> None:
-        """Before ``user`` leaves ``account``: if it is the default, make another of its accounts the default.
+    def _default_moves(self, users: Sequence[str], leaving: set) -> dict[str, str]:
+        """{user: new default} for users about to leave their default account (one ``show user``).
 
         Slurm 22.05 removes a default account's association anyway and leaves
         the user with no default, after which ``sbatch`` without ``-A`` fails.
         """
+        if not users:
+            return {}
+        where = ["where", f"name={','.join(users)}", f"cluster={self.cluster}", "withassoc"]
+        text = self._read_text("show", "user", *where, "format=User,DefaultAccount,Account")
+        rows = [[p.strip() for p in line.split("|")] for line in text.splitlines() if line.count("|") == 2]
+        return default_moves(rows, leaving)
+
+    def _drop_unused_records(self, accounts: Sequence[str]) -> None:
+        """``remove account where name=A cluster=C`` leaves the account record: drop the records no
+        cluster uses any more (one read, one write)."""
         text = self._read_text(
-            "show",
-            "user",
-            "where",
-            f"name={user}",
-            f"cluster={self.cluster}",
-            "withassoc",
-            "format=User,DefaultAccount,Account",
+            "show", "association", "where", f"account={','.join(accounts)}", "format=Account"
         )
-        rows = [
-            [part.strip() for part in line.split("|")] for line in text.splitlines() if line.count("|") == 2
-        ]
-        if not rows or rows[0][1] != account:
-            return
-        others = sorted({row[2] for row in rows} - {account, ""})
-        if not others:
-            return  # its last association: Slurm deletes the user record with it
-        staying = [a for a in others if (a, user) not in leaving and (a, None) not in leaving]
-        new_default = (staying or others)[0]
-        self._write(
-            [
-                "modify",
-                "user",
-                "where",
-                f"name={user}",
-                f"cluster={self.cluster}",
-                "set",
-                f"DefaultAccount={new_default}",
-            ]
-        )
+        used = {line.strip() for line in text.splitlines()}
+        unused = [a for a in accounts if a not in used]
+        self._batch([["remove", "account", "where", f"name={names}"] for names in chunks(unused)])
 
     # -- the one call path -------------------------------------------------------
 
     def _read_text(self, *args: str) -> str:
         return self._run(["sacctmgr", "--parsable2", "--noheader", *args]).stdout
 
-    def _write(self, args: list[str]) -> bool:
-        """Run ``sacctmgr -i ARGS``; False when it said "Nothing new added." (or modified, deleted)."""
-        result = self._run(["sacctmgr", "-i", *args])
-        return not any(text in result.stdout for text in NOTHING)
+    def _batch(self, commands: Sequence[Sequence[str]]) -> bool:
+        """Run sacctmgr commands in order, up to ``BATCH_MAX`` in one ``sacctmgr -i`` process (on its
+        stdin; one alone as arguments). sacctmgr runs every line even after one fails, prints each
+        line's output after an echo of it, and exits 1 when any failed or found nothing to do; its
+        errors on stderr name what failed ("This account 'x' doesn't exist."). True when a command
+        found nothing to do ("Nothing new added.", "Nothing modified" ...)."""
+        nothing = False
+        for start in range(0, len(commands), BATCH_MAX):
+            part = commands[start : start + BATCH_MAX]
+            if len(part) == 1:
+                result = self._run(["sacctmgr", "-i", *part[0]])
+            else:
+                label = "sacctmgr " + "; ".join(" ".join(c[:3]) for c in part)
+                lines = "".join(stdin_line(c) + "\n" for c in part)
+                result = self._run(["sacctmgr", "-i"], stdin=lines, label=label[:300])
+            nothing = nothing or any(text in result.stdout for text in NOTHING)
+        return nothing
 
-    def _run(self, argv: list[str]) -> CommandResult:
-        command = " ".join([a for a in argv if not a.startswith("-")][:3])  # e.g. "sacctmgr modify user"
+    def _run(self, argv: list[str], *, stdin: str | None = None, label: str = "") -> CommandResult:
+        command = label or " ".join([a for a in argv if not a.startswith("-")][:3])  # "sacctmgr modify user"
         try:
-            result = self.runner.run(argv, timeout_s=self.timeout_s, env=self.env)
+            result = self.runner.run(argv, stdin=stdin, timeout_s=self.timeout_s, env=self.env)
         except CommandTimeout as exc:
             raise SlurmUnavailable(
                 f"{argv[0]} did not answer within {self.timeout_s:g} s; Slurm's accounts are unknown for now",
