@@ -14,8 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conftest import JOB_ROOT
-from tests.web.conftest import api
-from tests.web.test_web_ui import RUN_DONE_S, _fill_run
+from tests.web.conftest import RUN_DONE_S, api, fill_run
 
 pytestmark = pytest.mark.slurm
 
@@ -48,7 +47,7 @@ def test_the_form_names_a_site_secret_and_the_page_shows_only_its_name(signed_in
     )
     page = signed_in("tester")
     page.goto(f"{serve.url}/ui/submit")
-    _fill_run(page, project="test", queue="cpu", name="web-secret", command=command)
+    fill_run(page, project="test", queue="cpu", name="web-secret", command=command)
     page.fill("#secrets", "WEB_TOKEN hunter2")  # a value where the reference goes
     page.click("#submit")
     expect(page.locator(".field-error[data-field=secrets]")).to_contain_text("write VAR site NAME")

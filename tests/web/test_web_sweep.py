@@ -9,8 +9,7 @@ import subprocess
 import pytest
 from playwright.sync_api import expect
 
-from tests.web.conftest import api
-from tests.web.test_web_ui import _fill_run
+from tests.web.conftest import api, fill_run
 
 pytestmark = pytest.mark.slurm
 
@@ -18,7 +17,7 @@ pytestmark = pytest.mark.slurm
 def test_a_sweep_from_the_form_is_one_batch_of_runs(signed_in, serve):
     page = signed_in("tester")
     page.goto(f"{serve.url}/ui/submit")
-    _fill_run(page, project="test", queue="cpu", name="web-sweep", command="echo lr=$GW_PARAM_LR")
+    fill_run(page, project="test", queue="cpu", name="web-sweep", command="echo lr=$GW_PARAM_LR")
     page.fill("#workdir", "/tmp")
     page.select_option("#walltime_min", "5")
     page.fill("#sweep", "lr = 0.1, 0.01\nseed = 1, 2")
@@ -51,7 +50,7 @@ def test_a_sweep_from_the_form_is_one_batch_of_runs(signed_in, serve):
 def test_a_sweep_refused_all_or_none_names_the_run_and_field(signed_in, serve):
     page = signed_in("tester")
     page.goto(f"{serve.url}/ui/submit")
-    _fill_run(page, project="test", queue="cpu", name="web-sweep-bad", command="true")
+    fill_run(page, project="test", queue="cpu", name="web-sweep-bad", command="true")
     page.select_option("#walltime_min", "5")
     page.fill("#sweep", 'lr = 0.1, {"nan": 1e999}')
     page.click("#submit")
