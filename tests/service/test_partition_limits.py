@@ -124,8 +124,7 @@ def _web_preview_refuses(serve) -> None:
     """The web form's preview of 2 nodes on cpu: the limit next to the nodes field, no script."""
     from playwright.sync_api import expect, sync_playwright
 
-    from tests.web.conftest import CHROMIUM
-    from tests.web.test_web_ui import choose
+    from tests.web.conftest import CHROMIUM, choose
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])

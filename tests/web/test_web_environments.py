@@ -16,8 +16,7 @@ from gateway.settings import Settings
 from gateway.wiring import build_services
 from tests.conftest import JOB_ROOT
 from tests.envs_world import busybox_image, lock_text, podman_rmi, wheel
-from tests.web.conftest import api, shot
-from tests.web.test_web_ui import choose
+from tests.web.conftest import api, choose, shot
 
 pytestmark = pytest.mark.slurm
 
