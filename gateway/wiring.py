@@ -23,8 +23,8 @@ from gateway.adapters.slurm.accounts import SlurmAccounts
 from gateway.adapters.slurm.cached import CachedSlurm
 from gateway.adapters.slurm.clusters import SlurmClusters, configured_cluster_name
 from gateway.adapters.slurm.rest import SlurmRest
-from gateway.core.domain import Cluster
 from gateway.core.sbatch.render import build_template_env
+from gateway.core.site.clusters import Cluster
 from gateway.errors import StoreError
 from gateway.services import Services
 from gateway.services.accounting.ledger import AccountingService, LedgerSource

@@ -16,10 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gateway.core import names
 from gateway.core.described import Account, GpuType, Name, OsUser, anchored, documented
-from gateway.core.domain import Cluster, ClusterSubmitHost, Member, Project, Queue, Quota
+from gateway.core.projects import Member, Project, Queue, Quota
 from gateway.core.retention.policy import RetentionSpec
 from gateway.core.runs.failure_classes import CLASSES as FAILURE_CLASSES
 from gateway.core.runs.failure_classes import DEFAULT_RETRIED
+from gateway.core.site.clusters import Cluster, ClusterSubmitHost
 from gateway.core.site.rates import AccountingSpec
 from gateway.core.site.restd import RestdSpec
 from gateway.core.site.secrets import HeldSecretSpec, SiteSecretSpec
