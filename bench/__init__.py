@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from gateway.adapters.runner import LocalRunner
-from gateway.core.domain import NewRun
+from gateway.core.runs.values import NewRun
 from gateway.core.slurm.tags import attempt_tag
 from gateway.core.spec.run_spec import build_spec
 
@@ -52,7 +52,7 @@ def take_down(services, account: str, *, timeout_s: float = 180) -> None:  # noq
     import subprocess
     import time
 
-    from gateway.core.domain import Principal
+    from gateway.core.access.values import Principal
     from gateway.core.site.schema import parse_site
     from gateway.errors import GatewayError
 

@@ -25,7 +25,7 @@ from bench.batch import Api
 from bench.burst_configs import cancel, wait_for_room
 from bench.serve import ROOT, GwServe
 from bench.submit import SITE, SPEC, ensure_os_user
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.site.schema import parse_site
 from gateway.settings import Settings
 from gateway.wiring import build_services

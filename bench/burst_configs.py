@@ -23,7 +23,7 @@ from pathlib import Path
 from bench.burst import Burst, api_burst, check_once, raw_burst, run_tags, slurm_comments
 from bench.databases import fresh_url
 from bench.serve import GwServe
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.site.schema import parse_site
 from gateway.settings import Settings
 from gateway.wiring import build_services

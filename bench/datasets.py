@@ -121,7 +121,7 @@ def measure(root: Path, names: list[str]) -> int:
 
 def register_twice(root: Path, first, second) -> str:
     """Register both scans' manifests in a fresh database; says whether the second found the first."""
-    from gateway.core.domain import Principal
+    from gateway.core.access.values import Principal
     from gateway.core.site.schema import parse_site
     from gateway.services.lineage.datasets import Registration
     from gateway.settings import Settings

@@ -33,7 +33,7 @@ from bench import take_down
 from bench.serve import serve_in_thread
 from bench.submit import SITE, SPEC, http
 from gateway.api import create_app
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.site.schema import parse_site
 from gateway.core.spec.run_spec import build_spec
 from gateway.settings import Settings

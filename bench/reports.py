@@ -35,7 +35,7 @@ from typing import Any
 from sqlalchemy import insert, text
 
 from bench.databases import fresh_database
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.services.accounting.reports import ReportService
 from gateway.store.access.access import AccessStore
 from gateway.store.accounting.models import AccountingRecordRow, RateVersionRow

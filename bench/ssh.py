@@ -28,7 +28,7 @@ from bench import take_down
 from bench.submit import ensure_os_user, median_ms
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm import SlurmCLI
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.sbatch.render import SubmitTarget, render_sbatch
 from gateway.core.site.schema import parse_site
 from gateway.core.spec.run_spec import build_spec

@@ -48,7 +48,7 @@ from gateway.adapters.slurm import SlurmCLI
 from gateway.api import create_app
 from gateway.client.api import GatewayClient
 from gateway.client.settings import ClientSettings
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.sbatch.render import SubmitTarget, render_sbatch
 from gateway.core.site.schema import parse_site
 from gateway.core.spec.run_spec import build_spec

@@ -34,7 +34,7 @@ from pathlib import Path
 from bench.serve import GwServe, serve_in_thread
 from bench.submit import SPEC, http, median_ms
 from gateway.api import create_app
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.sbatch.render import SubmitTarget, render_sbatch
 from gateway.core.site.schema import parse_site
 from gateway.core.spec.run_spec import build_spec

@@ -26,7 +26,7 @@ import httpx
 from bench import bench_run
 from bench.serve import serve_in_thread
 from gateway.api import create_app
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.site.schema import parse_site
 from gateway.settings import Settings
 from gateway.web import mount_web

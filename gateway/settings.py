@@ -10,24 +10,24 @@ anything exported. The environment wins over the file.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Literal
 
-from pydantic import Field, IPvAnyNetwork, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     DotEnvSettingsSource,
-    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
 
+from gateway.settings_access import AccessSettings
 from gateway.settings_accounting import AccountingSettings
 from gateway.settings_handoff import HandoffSettings
+from gateway.settings_ssh import SshSettings
 
 SETTINGS_FILE_ENV = "GATEWAY_SETTINGS_FILE"
 DEFAULT_SETTINGS_FILE = Path("/etc/gateway/gateway.env")
@@ -65,7 +65,7 @@ def settings_file(environ: Mapping[str, str] = os.environ) -> Path | None:
     return path
 
 
-class Settings(AccountingSettings, HandoffSettings):
+class Settings(AccountingSettings, HandoffSettings, AccessSettings, SshSettings):
     model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore")
 
     @classmethod
@@ -124,56 +124,6 @@ class Settings(AccountingSettings, HandoffSettings):
         description=(
             "SQLite's fsync policy (WAL mode). NORMAL survives a crash of the gateway; a power loss may "
             "undo the last commits, as it may Slurm's own recent state. FULL syncs every commit."
-        ),
-    )
-    auth_mode: Literal["token", "trusted_proxy"] = Field(
-        default="token",
-        description=(
-            "token: every request carries `Authorization: Bearer <token>`. trusted_proxy: a front end "
-            "that authenticated the user sends their name in `trusted_user_header`, and only requests "
-            "from `trusted_proxies` may; bind the gateway where only that front end can reach it too."
-        ),
-    )
-    trusted_user_header: str = Field(
-        default="X-Remote-User", description="The header a trusted front end puts the user name in."
-    )
-    trusted_proxies: Annotated[list[IPvAnyNetwork], NoDecode] = Field(
-        default_factory=list,
-        description=(
-            "trusted_proxy mode: the front ends' addresses or networks, comma-separated "
-            "(10.0.0.5,10.0.1.0/24,::1). A request from anywhere else gets 401, whatever header it "
-            "sends. Required in that mode; `gw serve` refuses to start without it."
-        ),
-    )
-    forwarded_allow_ips: Annotated[list[IPvAnyNetwork], NoDecode] = Field(
-        default_factory=list,
-        description=(
-            "The TLS proxies in front of `gw serve` whose X-Forwarded-Proto counts (addresses or networks, "
-            "comma-separated, like uvicorn's forwarded-allow-ips); empty: nobody's. A request they mark "
-            "https gets Secure cookies. Only the scheme is taken, never X-Forwarded-For."
-        ),
-    )
-    public_https: bool = Field(
-        default=False,
-        description=(
-            "The gateway's public URL is https (a TLS proxy in front): every request counts as https, so the "
-            "web session and CSRF cookies are always Secure, whoever forwarded it."
-        ),
-    )
-    metrics_allow: Annotated[list[IPvAnyNetwork], NoDecode] = Field(
-        default_factory=list,
-        description=(
-            "Where the metrics token may be used from: addresses or networks, comma-separated "
-            "(10.0.0.7,10.0.2.0/24); empty: any address. An address alone never opens GET /metrics (on a "
-            "host where jobs run, any job can connect from 127.0.0.1). The TCP peer counts, never "
-            "X-Forwarded-For."
-        ),
-    )
-    metrics_token: SecretStr | None = Field(
-        default=None,
-        description=(
-            "The token a scraper sends as `Authorization: Bearer <token>` to read GET /metrics (at least 16 "
-            "characters); unset: nobody reads it. Not a user token: user tokens do not open /metrics."
         ),
     )
     refresh_interval_s: float = Field(
@@ -344,68 +294,6 @@ class Settings(AccountingSettings, HandoffSettings):
         ge=1024,
         description="The most an eval run's results files may hold in all; larger ones are refused unread.",
     )
-    submit_host: str | None = Field(
-        default=None,
-        description="The Slurm login node to submit through over SSH (docs/ssh.md); unset: Slurm commands "
-        "and job files are run and read on this machine.",
-    )
-    ssh_port: int = Field(default=22, ge=1, le=65535, description="The submit host's SSH port.")
-    ssh_known_hosts: Path = Field(
-        default=Path("/etc/gateway/ssh/known_hosts"),
-        description="The only host keys the gateway accepts for the submit host (OpenSSH known_hosts "
-        "format); an unknown or changed key is refused, and the refusal names its fingerprint.",
-    )
-    ssh_login: Literal["per_user_key", "sudo"] = Field(
-        default="per_user_key",
-        description="How the gateway acts as a job's OS user on the submit host. per_user_key: it logs in "
-        "as that user with that user's own key (ssh_user_keys). sudo: it logs in as ssh_service_user and "
-        "runs `sudo -n -u USER --` there. Risks of each: docs/ssh.md.",
-    )
-    ssh_service_user: str | None = Field(
-        default=None,
-        description="The account the gateway logs in as for its own commands (squeue, sacct, scontrol, "
-        "sacctmgr, account look-ups) and, in sudo mode, for every command. Required with submit_host.",
-    )
-    ssh_service_key: Path | None = Field(
-        default=None,
-        description="Private key file (unencrypted, mode 0600, the gateway's alone) of ssh_service_user. "
-        "Required with submit_host; no default.",
-    )
-    ssh_user_keys: str = Field(
-        default="/etc/gateway/ssh/users/{user}",
-        description="per_user_key mode: where each job user's private key file is; {user} is replaced "
-        "by the OS user name (a strict POSIX name). Each file mode 0600, the gateway's alone.",
-    )
-    ssh_pool_size: int = Field(
-        default=8,
-        ge=1,
-        le=256,
-        description="Most SSH connections open to the submit host at once, over all logins; an idle "
-        "one of another login is closed to make room.",
-    )
-    ssh_sessions_per_connection: int = Field(
-        default=8,
-        ge=1,
-        le=64,
-        description="Commands at once on one connection (keep it below the server's MaxSessions, 10 by "
-        "default).",
-    )
-    ssh_keepalive_s: float = Field(
-        default=15.0,
-        ge=0,
-        description="Seconds between SSH keepalives on an open connection (0: none); a dead one is "
-        "noticed and replaced.",
-    )
-    ssh_connect_timeout_s: float = Field(
-        default=10.0,
-        gt=0,
-        description="Longest wait for the TCP connection, the SSH handshake and the login, each.",
-    )
-    ssh_idle_close_s: float = Field(
-        default=300.0,
-        gt=0,
-        description="An SSH connection unused this long is closed (the next command opens a new one).",
-    )
 
     file_reads_at_once: int = Field(
         default=8,
@@ -417,73 +305,12 @@ class Settings(AccountingSettings, HandoffSettings):
         default=5.0, gt=0, description="Longest a log read waits for a free slot before it gets 503."
     )
 
-    web_session_key: SecretStr | None = Field(
-        default=None,
-        description=(
-            "The key web session cookies and CSRF tokens are signed with (at least 32 characters, e.g. "
-            "`openssl rand -hex 32`). Unset: a random key per `gw serve` process (a restart signs "
-            "everyone out)."
-        ),
-    )
-    web_session_ttl_s: float = Field(
-        default=8 * 3600, gt=0, le=30 * 86400, description="How long a web sign-in lasts, in seconds."
-    )
-
-    @field_validator("trusted_proxies", "metrics_allow", "forwarded_allow_ips", mode="before")
-    @classmethod
-    def _networks(cls, value: Any) -> Any:
-        items = value.split(",") if isinstance(value, str) else value
-        if not isinstance(items, list | tuple):
-            return value
-        networks = []
-        for item in items:
-            if isinstance(item, str):
-                text = item.strip()
-                if not text:
-                    continue
-                try:
-                    item = ipaddress.ip_network(text)
-                except ValueError as exc:
-                    raise ValueError(
-                        f"{text!r} is not an IP address or network ({exc}); give addresses or "
-                        "networks separated by commas, e.g. 10.0.0.5,10.0.1.0/24,::1"
-                    ) from exc
-            networks.append(item)
-        return networks
-
-    @field_validator("metrics_token")
-    @classmethod
-    def _long_metrics_token(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and len(value.get_secret_value()) < 16:
-            raise ValueError(
-                f"the metrics token has {len(value.get_secret_value())} characters; give at least 16 "
-                "(e.g. `openssl rand -hex 24`), or leave it unset to close GET /metrics"
-            )
-        return value
-
-    @field_validator("web_session_key")
-    @classmethod
-    def _long_web_key(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and len(value.get_secret_value()) < 32:
-            raise ValueError("the web session key needs at least 32 characters (`openssl rand -hex 32`)")
-        return value
-
     @field_validator("eval_dir", "accounting_dir")
     @classmethod
     def _absolute_eval_dir(cls, value: Path | None) -> Path | None:
         if value is not None and not value.is_absolute():
             raise ValueError(f"{value} is not an absolute path; jobs read it on their compute node")
         return value
-
-    @model_validator(mode="after")
-    def _proxies_for_trusted_mode(self) -> Settings:
-        if self.auth_mode == "trusted_proxy" and not self.trusted_proxies:
-            raise ValueError(
-                "auth_mode trusted_proxy needs trusted_proxies (GATEWAY_TRUSTED_PROXIES): the addresses "
-                f"of the front ends allowed to send {self.trusted_user_header}, e.g. 10.0.0.5 or "
-                "10.0.1.0/24; without them anyone who can reach the port could claim to be any user"
-            )
-        return self
 
     @model_validator(mode="after")
     def _grace_covers_sbatch(self) -> Settings:

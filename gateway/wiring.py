@@ -7,64 +7,43 @@ Interfaces (``gw serve``, ``gw admin``, tests, benchmarks) call
 from __future__ import annotations
 
 import functools
-import os
+from dataclasses import dataclass
 from typing import Any
 
-from gateway import resources
 from gateway.adapters.anchor import AnchorFile
-from gateway.adapters.evidence_key import load_signer
-from gateway.adapters.handoff import ModelRegistry
 from gateway.adapters.prometheus import GatewayMetrics
 from gateway.adapters.runhost import RunHost
+from gateway.adapters.runner import CommandRunner
 from gateway.adapters.runner_metered import MeteredRunner
 from gateway.adapters.runner_ssh import SshRunner
 from gateway.adapters.slurm import SlurmBackend
 from gateway.adapters.slurm.accounts import SlurmAccounts
 from gateway.adapters.slurm.cached import CachedSlurm
-from gateway.adapters.slurm.clusters import SlurmClusters, configured_cluster_name
+from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.adapters.slurm.rest import SlurmRest
-from gateway.core.domain import Cluster
+from gateway.adapters.ssh_hop import SubmitHop
 from gateway.core.sbatch.render import build_template_env
+from gateway.core.site.clusters import Cluster
 from gateway.errors import StoreError
 from gateway.services import Services
-from gateway.services.accounting.ledger import AccountingService, LedgerSource
+from gateway.services.accounting.ledger import AccountingService
 from gateway.services.accounting.reports import ReportService
-from gateway.services.accounting.telemetry import TelemetryHarvester, TelemetryService
+from gateway.services.accounting.telemetry import TelemetryService
 from gateway.services.accounting.usage import UsageService
 from gateway.services.audit.log import AuditService
 from gateway.services.envs.catalog import EnvCatalog
 from gateway.services.envs.evidence import environment_evidence
 from gateway.services.envs.registry import EnvironmentService
-from gateway.services.envs.site_eval import SiteEvalEnvironment, builtin_lock
-from gateway.services.eval.gates import GateService, NoDefaultBaseline
-from gateway.services.eval.imports import EvalImportService
-from gateway.services.eval.ingest import EvalIngest
-from gateway.services.eval.reviews import ReviewService
-from gateway.services.eval.runs import EvalJobSettings, EvalRunService
-from gateway.services.eval.suites import EvalSuiteService
-from gateway.services.eval.trace import EvalTraceService
-from gateway.services.handoff.config import Endpoint, HandoffConfig
-from gateway.services.handoff.deliveries import WebhookDeliveries
-from gateway.services.handoff.mlflow_jobs import MlflowJobs
-from gateway.services.handoff.outbox import HandoffService
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.lineage.outputs import OutputHarvester
 from gateway.services.lineage.task_harvest import TaskHarvester
 from gateway.services.lineage.tasks import TaskService
 from gateway.services.lineage.walk import LineageService
-from gateway.services.ops.background import BackgroundWork
 from gateway.services.ops.health import HealthService
 from gateway.services.ops.prometheus import MetricsService
 from gateway.services.ops.ssh_submit_host import SubmitHostService
-from gateway.services.releases.alias_policies import AliasPolicyService
-from gateway.services.releases.evidence import EvidenceService
-from gateway.services.releases.policy_gate import PolicyGate
-from gateway.services.releases.promotions import PromotionService
-from gateway.services.releases.registry import ReleaseService
-from gateway.services.retention.holds import HoldService
 from gateway.services.retention.notes import ExpiredFiles
 from gateway.services.retention.storage import StorageService
-from gateway.services.retention.sweep import RetentionSweeper
 from gateway.services.runs.admission import Admission
 from gateway.services.runs.logs import JobFiles, LogService
 from gateway.services.runs.refresh import Refresher
@@ -79,24 +58,63 @@ from gateway.services.site.slurm_sync import SlurmSync
 from gateway.settings import Settings
 from gateway.store import Database, RunStore
 from gateway.store.access.access import AccessStore
-from gateway.store.accounting.accounting import AccountingStore
 from gateway.store.accounting.telemetry import TelemetryStore
 from gateway.store.audit.audit import AuditStore
 from gateway.store.envs.envs import EnvStore
-from gateway.store.eval.evals import EvalStore
-from gateway.store.eval.results import EvalResultStore
-from gateway.store.eval.reviews import ReviewStore
-from gateway.store.handoff.handoff import HandoffStore
 from gateway.store.lineage.datasets import DatasetStore
 from gateway.store.lineage.lineage import LineageStore
 from gateway.store.lineage.task_metrics import TaskMetricsStore
-from gateway.store.releases.promotions import PromotionStore
-from gateway.store.releases.releases import ReleaseStore
 from gateway.store.reports.reports import ReportStore
 from gateway.store.retention.retention import RetentionStore
 from gateway.wiring_slurm import ClusterRunners, build_clusters, build_machine, slurm_backend
+from gateway.wiring_topics import (
+    build_accounting,
+    build_background,
+    build_evals,
+    build_handoff,
+    build_harvester,
+    build_releases,
+    build_retention,
+    handoff_config,
+)
 
 __all__ = ["build_machine", "build_services", "handoff_config", "upgrade_database"]
+
+
+@dataclass(frozen=True)
+class _Machine:
+    """Where Slurm commands and job files go: the submit machine, each cluster's backend (clusters.md)."""
+
+    runner: CommandRunner  # the submit machine's own (SSH to the submit host, or local)
+    host: RunHost
+    hop: SubmitHop | None  # None: jobs are submitted from this machine
+    metrics: GatewayMetrics  # this Services' own registry (GET /metrics)
+    backend: SlurmBackend  # the first cluster's, uncached
+    cluster: CachedSlurm  # ``backend`` behind the cluster-facts cache
+    runners: ClusterRunners
+    clusters: SlurmClusters
+    files: JobFiles
+
+
+@dataclass(frozen=True)
+class _RunSide:
+    """The run services and the stores and services that every topic built after them uses."""
+
+    store: RunStore
+    usage: UsageService
+    waiting: WaitingService
+    retries: RetryService
+    datasets: DatasetService
+    lineage_store: LineageStore
+    telemetry_store: TelemetryStore
+    task_metrics: TaskMetricsStore
+    audit: AuditService
+    refresher: Refresher
+    harvester: OutputHarvester
+    env_catalog: EnvCatalog
+    runs: RunService
+    environments: EnvironmentService
+    lineage: LineageService
 
 
 def build_services(
@@ -110,6 +128,77 @@ def build_services(
     ``settings.submit_host`` set, Slurm commands and job files go over SSH to that host
     (``SshRunner`` + ``SshRunHost``); otherwise they run on this machine.
     """
+    db = _database(settings, upgrade=upgrade)
+    access = AccessStore(db)
+    machine = _machine(settings, access, slurm)
+    run = _run_side(settings, db, access, machine)
+    topics = _topics(settings, db, access, machine, run)
+    return Services(
+        settings=settings,
+        db=db,
+        slurm=machine.cluster,
+        clusters=machine.clusters,
+        templates=run.runs.templates,  # the sbatch templates' Jinja2 environment, built once
+        access=access,
+        **_run_fields(run, machine, topics["expired"]),
+        **_site_and_ops(settings, db, access, machine, run, topics["accounting"], topics["storage"]),
+        **topics,
+    )
+
+
+def _topics(
+    settings: Settings, db: Database, access: AccessStore, machine: _Machine, run: _RunSide
+) -> dict[str, Any]:
+    """Evaluation, accounting, the hand-off, releases, retention and the leader's periodic work, built on
+    the run side, by their field names in ``Services``."""
+    store, lineage_store = run.store, run.lineage_store
+    evals = build_evals(
+        settings,
+        db,
+        run.datasets,
+        access,
+        run.runs,
+        store,
+        lineage_store,
+        run.lineage,
+        machine.files,
+        run.environments,
+    )
+    accounting = build_accounting(settings, db, store, machine.cluster, machine.clusters)
+    handoff = build_handoff(settings, db, store, lineage_store)
+    releases = build_releases(
+        db, evals, run.lineage, store, access, run.audit.store, accounting, settings, handoff
+    )
+    retention = build_retention(settings, db, store, access, machine.host)
+    run.runs.space_warning = retention["storage"].warning
+    releases["promotions"].environments = run.environments  # a policy's advisory rule
+    background = build_background(
+        settings,
+        db,
+        store,
+        run.refresher,
+        run.retries,
+        run.harvester,
+        run.audit,
+        evals,
+        machine.metrics,
+        accounting,
+        retention["retention"],
+        handoff,
+        run.env_catalog,
+    )
+    return {
+        **evals,
+        **releases,
+        **retention,
+        "background": background,
+        "handoff": handoff,
+        "accounting": accounting,
+    }
+
+
+def _database(settings: Settings, *, upgrade: bool) -> Database:
+    """The gateway's database, its schema upgraded (``upgrade``) or else checked to be the code's."""
     db = Database(settings.database_url, sqlite_synchronous=settings.sqlite_synchronous)
     if upgrade:
         db.upgrade()
@@ -119,18 +208,27 @@ def build_services(
             f"the gateway database's schema is at revision {behind[0] or 'none (empty)'}, this gateway "
             f"needs {behind[1]}: run `gw admin db upgrade` first (nothing was changed)"
         )
+    return db
+
+
+def _machine(settings: Settings, access: AccessStore, slurm: SlurmBackend | None) -> _Machine:
+    """The submit machine and every cluster's Slurm backend (``slurm``: the first cluster's, given)."""
     runner, host, hop = build_machine(settings)
-    metrics = GatewayMetrics()  # this Services' own registry (GET /metrics)
+    metrics = GatewayMetrics()
     slurm_runner = MeteredRunner(runner, metrics)  # every Slurm command passes here, timed
-    store = RunStore(db)
-    access = AccessStore(db)
     backend = slurm or slurm_backend(settings, slurm_runner)
     cluster = CachedSlurm(backend, ttl_s=settings.cluster_facts_ttl_s)
-    cluster_runners = ClusterRunners(settings, slurm_runner, hop)
-    clusters = build_clusters(settings, access, cluster, cluster_runners)
+    runners = ClusterRunners(settings, slurm_runner, hop)
+    clusters = build_clusters(settings, access, cluster, runners)
     metrics.local_cluster = clusters.default_name  # a Slurm command that names no cluster: the one
     files = JobFiles(host, access)
-    usage = UsageService(access, cluster, clusters)
+    return _Machine(runner, host, hop, metrics, backend, cluster, runners, clusters, files)
+
+
+def _run_side(settings: Settings, db: Database, access: AccessStore, machine: _Machine) -> _RunSide:
+    """Admission, submission, refresh and retries, with the datasets, environments and lineage they use."""
+    store, host, files, clusters = RunStore(db), machine.host, machine.files, machine.clusters
+    usage = UsageService(access, machine.cluster, clusters)
     waiting = WaitingService(access, usage, clusters)
     retries = RetryService(store, access, clusters, files, by_path=settings.slurm_submit_by_path)
     templates = build_template_env(settings.template_dir)
@@ -139,223 +237,85 @@ def build_services(
     audit = AuditService(AuditStore(db), AnchorFile(settings.anchor_path))
     refresher = Refresher(store, clusters, settings, retries)
     task_metrics = TaskMetricsStore(db)
-    harvester = _harvester(settings, lineage_store, telemetry_store, host, files, clusters)
+    harvester = build_harvester(settings, lineage_store, telemetry_store, host, files, clusters)
     harvester.tasks = TaskHarvester(task_metrics, host, files)
     admission = Admission(access, host, clusters)  # each queue's cluster's facts, through its cache
     env_catalog = EnvCatalog(EnvStore(db), store, host, runtime=settings.container_runtime)
     runs = RunService(
-        store, admission, clusters, host, templates, settings, datasets, waiting, metrics, env_catalog
+        store, admission, clusters, host, templates, settings, datasets, waiting, machine.metrics, env_catalog
     )
     environments = EnvironmentService(env_catalog.store, env_catalog, access, runs, host, settings)
-    slurm_sync = _slurm_sync(settings, access, cluster_runners, clusters)
     lineage = LineageService(
         lineage_store, datasets, store, telemetry_store, functools.partial(environment_evidence, environments)
     )
-    evals = _evals(settings, db, datasets, access, runs, store, lineage_store, lineage, files, environments)
-    accounting = _accounting(settings, db, store, cluster, clusters)
-    handoff = _handoff(settings, db, store, lineage_store)
-    releases = _releases(db, evals, lineage, store, access, audit.store, accounting, settings, handoff)
-    retention = _retention(settings, db, store, access, host)
-    runs.space_warning = retention["storage"].warning
-    releases["promotions"].environments = environments  # a policy's advisory rule
-    return Services(
-        settings=settings,
-        db=db,
-        slurm=cluster,
-        clusters=clusters,
-        templates=templates,
-        access=access,
-        audit=audit,
-        auth=AuthService(
-            access,
-            trusted_proxies=settings.trusted_proxies,
-            trusted_user_header=settings.trusted_user_header,
-        ),
-        projects=ProjectService(access),
-        health=HealthService(db, backend, hop, clusters, hop_of=cluster_runners.hop),
-        submit_host=SubmitHostService(access, hop, clusters, cluster_runners.hop),
-        site=SiteService(access, slurm_sync, accounting, RetentionStore(db)),
-        slurm_sync=slurm_sync,
-        usage=usage,
-        waiting=waiting,
-        runs=runs,
-        logs=LogService(store, files, retention["expired"].note),
-        tasks=TaskService(store, lineage_store, host, files, task_metrics),
-        refresher=refresher,
-        retries=retries,
-        datasets=datasets,
-        environments=environments,
-        lineage=lineage,
-        harvester=harvester,
-        **evals,
-        **releases,
-        background=_background(
-            settings,
-            db,
-            store,
-            refresher,
-            retries,
-            harvester,
-            audit,
-            evals,
-            metrics,
-            accounting,
-            retention["retention"],
-            handoff,
-            env_catalog,
-        ),
-        **retention,
-        handoff=handoff,
-        accounting=accounting,
-        metrics=MetricsService(metrics, store, access, usage, settings, retention["storage"], clusters),
-        submit_form=SubmitFormService(runs, usage),
-        reports=ReportService(ReportStore(db), access),
-        closers=[
-            *(c.close for c in (runner, backend) if isinstance(c, SshRunner | SlurmRest)),
-            clusters.close,
-        ],
-        telemetry=TelemetryService(telemetry_store, store, cluster_of=clusters.name_of),
-    )
-
-
-def _background(
-    settings: Settings,
-    db: Database,
-    store: RunStore,
-    refresher: Refresher,
-    retries: RetryService,
-    harvester: OutputHarvester,
-    audit: AuditService,
-    evals: dict[str, Any],
-    metrics: GatewayMetrics,
-    accounting: AccountingService,
-    retention: RetentionSweeper,
-    handoff: HandoffService,
-    env_catalog: EnvCatalog,
-) -> BackgroundWork:
-    """The leader's periodic work: refresh, retries, harvests, eval ingest, audit anchors, accounting."""
-    return BackgroundWork(
-        db,
+    return _RunSide(
         store,
-        refresher,
+        usage,
+        waiting,
         retries,
-        harvester,
+        datasets,
+        lineage_store,
+        telemetry_store,
+        task_metrics,
         audit,
-        lease_ttl_s=max(3 * settings.refresh_interval_s, 15.0),
-        evals=evals["eval_ingest"],
-        metrics=metrics,
-        accounting=accounting,
-        retention=retention,
-        handoff=handoff,
-        environments=env_catalog,
+        refresher,
+        harvester,
+        env_catalog,
+        runs,
+        environments,
+        lineage,
     )
 
 
-def handoff_config(settings: Settings) -> HandoffConfig:
-    """The hand-off settings as plain values (docs/handoff.md)."""
-    since = None
-    if settings.mlflow_track_runs_since:
-        from datetime import UTC, datetime
-
-        since = datetime.fromisoformat(settings.mlflow_track_runs_since)
-        since = since if since.tzinfo else since.replace(tzinfo=UTC)
-    return HandoffConfig(
-        public_url=settings.public_url or "",
-        artifacts=settings.mlflow_artifacts,
-        reference_uri=settings.mlflow_reference_uri or "",
-        track_runs_since=since,
-        endpoints=tuple(
-            Endpoint(
-                w.name,
-                w.url,
-                w.secret.get_secret_value(),
-                tuple(w.events),
-                tuple(w.projects) if w.projects is not None else None,
-            )
-            for w in settings.webhooks
-        ),
-        webhook_timeout_s=settings.webhook_timeout_s,
-        max_attempts=settings.handoff_max_attempts,
-        backoff_s=settings.handoff_backoff_s,
-        backoff_cap_s=settings.handoff_backoff_cap_s,
-    )
-
-
-def _handoff(
-    settings: Settings,
-    db: Database,
-    store: RunStore,
-    lineage: LineageStore,
-    registry: ModelRegistry | None = None,
-) -> HandoffService:
-    """The hand-off outbox: the MLflow mirror (with ``mlflow_tracking_uri``) and the webhooks."""
-    from gateway.adapters.webhook_http import HttpWebhookPoster
-
-    config = handoff_config(settings)
-    if registry is None and settings.mlflow_tracking_uri:
-        from gateway.adapters.mlflow_registry import MlflowRegistry  # the optional extra gateway[mlflow]
-
-        registry = MlflowRegistry(settings.mlflow_tracking_uri, timeout_s=settings.mlflow_timeout_s)
-    release_store, promotion_store = ReleaseStore(db), PromotionStore(db)
-    jobs = (
-        MlflowJobs(registry, config, release_store, promotion_store, store, lineage)
-        if registry is not None
-        else None
-    )
-    deliveries = WebhookDeliveries(HttpWebhookPoster(), config, release_store, promotion_store)
-    return HandoffService(
-        HandoffStore(db), config, release_store, promotion_store, store, deliveries, jobs, registry
-    )
-
-
-def _retention(
-    settings: Settings, db: Database, store: RunStore, access: AccessStore, host: RunHost
-) -> dict[str, Any]:
-    """Holds, the sweep and storage (docs/retention.md), by their field names in ``Services``."""
-    retention_store = RetentionStore(db)
-    sweeper = RetentionSweeper(retention_store, access, host)
-    storage = StorageService(
-        retention_store, access, host, sweeper, next_sweep_in_s=settings.retention_interval_s
-    )
-    sweeper.measure = storage.measure_all
+def _run_fields(run: _RunSide, machine: _Machine, expired: ExpiredFiles) -> dict[str, Any]:
+    """The run side's services, by their field names in ``Services``."""
+    store, files = run.store, machine.files
     return {
-        "holds": HoldService(retention_store, store, access),
-        "retention": sweeper,
-        "storage": storage,
-        "expired": ExpiredFiles(retention_store, store),
+        "audit": run.audit,
+        "usage": run.usage,
+        "waiting": run.waiting,
+        "runs": run.runs,
+        "logs": LogService(store, files, expired.note),
+        "tasks": TaskService(store, run.lineage_store, machine.host, files, run.task_metrics),
+        "refresher": run.refresher,
+        "retries": run.retries,
+        "datasets": run.datasets,
+        "environments": run.environments,
+        "lineage": run.lineage,
+        "harvester": run.harvester,
+        "submit_form": SubmitFormService(run.runs, run.usage),
+        "telemetry": TelemetryService(run.telemetry_store, store, cluster_of=machine.clusters.name_of),
     }
 
 
-def _accounting(
-    settings: Settings, db: Database, store: RunStore, cluster: CachedSlurm, clusters: SlurmClusters
-) -> AccountingService:
-    """The accounting ingest and pricing (docs/accounting.md): every cluster's sacct, through its cache."""
-
-    def sources() -> list[LedgerSource]:
-        listed = {c.name: c for c in clusters.listed()}
-        first = clusters.first()
-        return [
-            LedgerSource(name, backend, default=name == first, slurm_name=_sacct_cluster(listed.get(name)))
-            for name, backend in clusters.backends()
-        ]
-
-    return AccountingService(
-        AccountingStore(db),
-        store,
-        cluster,
-        window_s=settings.accounting_window_s,
-        overlap_s=settings.accounting_overlap_s,
-        lookback_days=settings.accounting_lookback_days,
-        sources=sources,
-    )
-
-
-def _sacct_cluster(cluster: Cluster | None) -> str | None:
-    """The name sacct prints as Cluster for ``cluster`` (None: the one unlisted cluster): its -M name, else
-    the ClusterName of its slurm.conf when this host can read it; None: learned from its first read."""
-    if cluster is not None and cluster.m_name:
-        return cluster.m_name
-    return configured_cluster_name(cluster.slurm_conf if cluster else os.environ.get("SLURM_CONF"))
+def _site_and_ops(
+    settings: Settings,
+    db: Database,
+    access: AccessStore,
+    machine: _Machine,
+    run: _RunSide,
+    accounting: AccountingService,
+    storage: StorageService,
+) -> dict[str, Any]:
+    """Sign-in, the site file and Slurm's associations, health, metrics and reports, by field name."""
+    clusters, hop = machine.clusters, machine.hop
+    slurm_sync = _slurm_sync(settings, access, machine.runners, clusters)
+    return {
+        "auth": AuthService(
+            access, trusted_proxies=settings.trusted_proxies, trusted_user_header=settings.trusted_user_header
+        ),
+        "projects": ProjectService(access),
+        "health": HealthService(db, machine.backend, hop, clusters, hop_of=machine.runners.hop),
+        "submit_host": SubmitHostService(access, hop, clusters, machine.runners.hop),
+        "site": SiteService(access, slurm_sync, accounting, RetentionStore(db)),
+        "slurm_sync": slurm_sync,
+        "metrics": MetricsService(machine.metrics, run.store, access, run.usage, settings, storage, clusters),
+        "reports": ReportService(ReportStore(db), access),
+        "closers": [
+            *(c.close for c in (machine.runner, machine.backend) if isinstance(c, SshRunner | SlurmRest)),
+            clusters.close,
+        ],
+    }
 
 
 def _slurm_sync(
@@ -377,104 +337,6 @@ def _slurm_sync(
 
     one = SlurmAccounts(runners.runner, timeout_s=settings.slurm_query_timeout_s)
     return SlurmSync(access, one, accounts_for=accounts_for, clusters=clusters.listed)
-
-
-def _harvester(
-    settings: Settings,
-    lineage: LineageStore,
-    telemetry: TelemetryStore,
-    host: RunHost,
-    files: JobFiles,
-    clusters: SlurmClusters,
-) -> OutputHarvester:
-    """The outputs harvest, with each attempt's GPU telemetry (docs/telemetry.md), on its cluster."""
-    gpu = TelemetryHarvester(
-        telemetry, host, idle_threshold_pct=settings.gpu_idle_threshold_pct, cluster_of=clusters.name_of
-    )
-    return OutputHarvester(lineage, host, files, gpu)
-
-
-def _evals(
-    settings: Settings,
-    db: Database,
-    datasets: DatasetService,
-    access: AccessStore,
-    runs: RunService,
-    store: RunStore,
-    lineage_store: LineageStore,
-    lineage: LineageService,
-    files: JobFiles,
-    environments: EnvironmentService,
-) -> dict[str, Any]:
-    """The evaluation services, by their field names in ``Services``."""
-    host = environments.host
-    eval_store, results, review_store = EvalStore(db), EvalResultStore(db), ReviewStore(db)
-    suites = EvalSuiteService(eval_store, datasets, access)
-    suites.environments = runs.environments  # a suite's environment is checked when it is registered
-    eval_dir = resources.chosen(settings.eval_dir, resources.EVAL)
-    job = EvalJobSettings(
-        python=settings.eval_python, eval_dir=str(eval_dir), environment=settings.eval_environment
-    )
-    site_env = SiteEvalEnvironment(environments, builtin_lock(settings.eval_dir))
-    reviews = ReviewService(review_store, results, lineage_store, store)
-    gates = GateService(eval_store, results, review_store, reviews, NoDefaultBaseline())
-    return {
-        "eval_suites": suites,
-        "evals": EvalRunService(eval_store, suites, runs, store, lineage_store, job, site_env),
-        "eval_ingest": EvalIngest(
-            eval_store,
-            results,
-            store,
-            lineage_store,
-            host,
-            files,
-            max_bytes=settings.eval_results_max_bytes,
-            environments=environments.catalog,
-        ),
-        "eval_imports": EvalImportService(
-            suites, results, lineage_store, max_bytes=settings.eval_results_max_bytes
-        ),
-        "gates": gates,
-        "reviews": reviews,
-        "eval_trace": EvalTraceService(eval_store, gates, review_store, lineage, store),
-    }
-
-
-def _releases(
-    db: Database,
-    evals: dict[str, Any],
-    lineage: LineageService,
-    store: RunStore,
-    access: AccessStore,
-    audit: AuditStore,
-    accounting: AccountingService,
-    settings: Settings,
-    handoff: HandoffService,
-) -> dict[str, Any]:
-    """The model registry's services (releases, alias policies, promotions, evidence), by field name."""
-    release_store = ReleaseStore(db)
-    gates: GateService = evals["gates"]
-    releases = ReleaseService(
-        release_store, lineage, evals["eval_trace"], gates.store, gates.gates, store, handoff=handoff
-    )
-    promotion_store = PromotionStore(db)
-    policy_gate = PolicyGate(gates.store, gates, promotion_store, release_store)
-    promotions = PromotionService(promotion_store, releases, policy_gate, access, handoff=handoff)
-    return {
-        "releases": releases,
-        "alias_policies": AliasPolicyService(promotion_store, releases),
-        "promotions": promotions,
-        "evidence": EvidenceService(
-            lineage,
-            evals["eval_trace"],
-            releases,
-            promotions,
-            audit,
-            access,
-            accounting,
-            signer=load_signer(settings.evidence_signing_key),
-        ),
-    }
 
 
 def upgrade_database(settings: Settings) -> str:

@@ -26,8 +26,9 @@ from gateway.adapters.slurm.restd_site import SiteRestd
 from gateway.adapters.ssh import SshPool
 from gateway.adapters.ssh_hop import SubmitHop
 from gateway.adapters.ssh_login import SshTarget
-from gateway.core.domain import Cluster, ClusterSubmitHost
-from gateway.core.site.schema import CLUSTERS, ClusterSpec
+from gateway.core.site.cluster_spec import ClusterSpec
+from gateway.core.site.clusters import Cluster, ClusterSubmitHost
+from gateway.core.site.schema import CLUSTERS
 from gateway.settings import Settings
 from gateway.store.access.access import AccessStore
 

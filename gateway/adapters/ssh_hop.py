@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from gateway.core.domain import Cluster
+from gateway.core.site.clusters import Cluster
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from gateway.api.blocking import FileReads
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.errors import Unauthorized
 from gateway.services import Services
 from gateway.settings import Settings

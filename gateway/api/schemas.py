@@ -8,9 +8,9 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.core.described import ASSIGNMENT, documented
-from gateway.core.domain import Attempt, Page, Run, StateEvent
 from gateway.core.explain.pending import Explanation
 from gateway.core.runs.timeline import wait_by_reason
+from gateway.core.runs.values import Attempt, Page, Run, StateEvent
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import RunSpec
 from gateway.services.runs.check import RunCheck

@@ -7,9 +7,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.core.access.values import Token
 from gateway.core.audit.anchors import AuditVerdict, Checkpoint
+from gateway.core.audit.event import AuditEvent
 from gateway.core.described import Name
-from gateway.core.domain import AuditEvent, Project, Token
+from gateway.core.projects import Project
 from gateway.core.slurm.records import JobStatus
 from gateway.core.slurm.tags import parse_comment
 from gateway.services.accounting.usage import ProjectUsage, QueueView, Use

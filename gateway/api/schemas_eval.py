@@ -11,13 +11,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway.api.schemas import RunSummary
 from gateway.api.schemas_lineage import LineageRunPublic
 from gateway.api.schemas_suites import SuiteVersionPublic
-from gateway.core.domain import Run
 from gateway.core.eval.domain import (
     SUITE_REF_PATTERN,
     EvalRun,
     GateRecord,
     Review,
 )
+from gateway.core.runs.values import Run
 from gateway.services.eval.gates import ResultView
 from gateway.services.eval.reviews import REVIEW_TARGET_PATTERN
 from gateway.services.eval.trace import gate_dict, result_dict, review_dict

@@ -10,7 +10,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway.api.schemas_catalog import CatalogEntryPublic
 from gateway.api.schemas_telemetry import GpuUsePublic
 from gateway.core.described import ABSOLUTE_LINE, documented
-from gateway.core.domain import Dataset, DatasetVersion
 from gateway.core.lineage.manifest import (
     MANIFEST_PATH_PATTERN,
     MAX_FILE_BYTES,
@@ -19,6 +18,7 @@ from gateway.core.lineage.manifest import (
     FileEntry,
     ManifestDiff,
 )
+from gateway.core.lineage.values import Dataset, DatasetVersion
 from gateway.core.spec.lineage import DATASET_REF_PATTERN
 from gateway.services.lineage.walk import version_dict
 

@@ -4,7 +4,7 @@
 
     gw = Gateway()                      # GW_URL / GW_TOKEN, else ~/.config/gw/config.toml, as gw reads them
     run = gw.submit({"name": "tiny", "project": "demo", "queue": "cpu", "command": "python3 train.py"})
-    run = gw.wait(run)                  # polls until it ends; a gateway.core.domain.Run
+    run = gw.wait(run)                  # polls until it ends; a gateway.core.runs.values.Run
     print(run.state, gw.logs(run))
 
     with gw.batch() as batch:           # one POST /runs/batch when the block ends
@@ -32,8 +32,8 @@ from gateway.client.errors import ApiError
 from gateway.client.settings import ClientSettings
 from gateway.client.values import BatchEntry, RunOutputs, RunSummary, outputs_of, run_of, task_of
 from gateway.client.waiting import WaitProgress
-from gateway.core.domain import Run
 from gateway.core.runs.tasks import SweepTask, rank_tasks
+from gateway.core.runs.values import Run
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import RunSpec
 

@@ -1,6 +1,6 @@
 """The API's JSON answers as the gateway's own values, for the Python client (``Gateway``).
 
-A run comes back as ``gateway.core.domain.Run`` (its spec a ``RunSpec``, its attempts ``Attempt``
+A run comes back as ``gateway.core.runs.values.Run`` (its spec a ``RunSpec``, its attempts ``Attempt``
 with their ``StateEvent`` timeline, states ``RunState``, times aware datetimes), as the services
 pass it; what the API leaves out of a run's public form (database ids) is 0. A listing's or a
 batch's rows are ``RunSummary``; a batch item's outcome is ``BatchEntry``; a sweep's task is
@@ -14,8 +14,9 @@ from datetime import datetime
 from typing import Any
 
 from gateway.client.errors import ApiError
-from gateway.core.domain import Artifact, Attempt, Run, StateEvent
+from gateway.core.lineage.values import Artifact
 from gateway.core.runs.tasks import SweepTask
+from gateway.core.runs.values import Attempt, Run, StateEvent
 from gateway.core.slurm.states import TERMINAL, RunState
 from gateway.core.spec.run_spec import build_spec
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from gateway.client.errors import ApiError
 from gateway.client.values import run_of
-from gateway.core.domain import Run
+from gateway.core.runs.values import Run
 from gateway.core.slurm.states import TERMINAL, RunState
 
 # Statuses while the gateway restarts or could not ask Slurm: waited through.

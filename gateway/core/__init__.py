@@ -4,8 +4,8 @@ Run specs (``spec/``), sbatch rendering (``sbatch/``), Slurm's words (``slurm/``
 (``runs/``), pending explanations (``explain/``), accounting and cost (``accounting/``), reports
 (``reports/``), evaluation and gate statistics (``eval/``), lineage (``lineage/``), releases
 (``releases/``), evidence bundles (``evidence/``), the audit entry and checkpoints (``audit/``),
-roles and quotas (``access/``), the site file (``site/``); shared by several topics: the domain
-values (``domain.py``), names, the clock, the bounded YAML and JSON readers.
+roles and quotas (``access/``), the site file (``site/``); shared by several topics: projects,
+their members, queues and quotas (``projects.py``), names, the clock, the bounded YAML and JSON readers.
 
 Nothing in this package does I/O: it takes values (texts included) and returns values. Every YAML
 or JSON text is read through one bounded reader (``yaml_input``, ``json_input``). The core-is-pure

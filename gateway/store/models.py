@@ -1,4 +1,4 @@
-"""ORM rows. They stay inside ``gateway.store``; services see ``gateway.core.domain`` values."""
+"""ORM rows. They stay inside ``gateway.store``; services see the core's values."""
 
 from __future__ import annotations
 

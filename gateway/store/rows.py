@@ -11,7 +11,7 @@ from sqlalchemy import Connection, Insert, Update, bindparam, delete, insert, se
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 
-from gateway.core.domain import Attempt, NewRun, Run, StateEvent
+from gateway.core.runs.values import Attempt, NewRun, Run, StateEvent
 from gateway.core.slurm.observe import moved
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import RunSpec

@@ -20,8 +20,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from gateway.core.access.values import Principal
 from gateway.core.access.web_session import new_nonce
-from gateway.core.domain import Principal
 from gateway.error_status import HTTP_KINDS, allowed_methods, status_for
 from gateway.errors import GatewayError
 from gateway.web import (

@@ -21,8 +21,8 @@ from fastapi import Depends, Request
 from fastapi.responses import HTMLResponse
 from starlette.datastructures import FormData
 
+from gateway.core.access.values import Principal
 from gateway.core.access.web_session import csrf_ok, csrf_token, read_session
-from gateway.core.domain import Principal
 from gateway.errors import Forbidden, GatewayError, Unauthorized
 from gateway.services import Services
 

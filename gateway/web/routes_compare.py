@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.errors import GatewayError, NotFound, SpecError
 from gateway.services.lineage.metric_plots import MAX_COMPARED, compare, eval_difference_svg
 from gateway.web.deps import PagesDep, PrincipalDep, services_of

@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from gateway.core import names
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.envs.diff import diff_lines
 from gateway.core.envs.lockfile import MAX_LOCK_CHARS
 from gateway.error_status import status_for

@@ -18,7 +18,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from gateway.core import names
 from gateway.core.access.policy import allowed
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.error_status import status_for
 from gateway.errors import GatewayError, SpecError, SpecIssue
 from gateway.web.deps import PREFIX, FormDep, PagesDep, PrincipalDep, services_of

@@ -19,7 +19,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.reports.html import NOTHING_TO_PLOT, PLOT_TITLES
 from gateway.core.reports.periods import RELATIVE_HELP, resolve_period
 from gateway.core.reports.render import cell

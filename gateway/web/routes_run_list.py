@@ -10,8 +10,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from gateway.core import names
-from gateway.core.domain import RunFilter
 from gateway.core.runs.paging import CURSOR_PATTERN, Cursor
+from gateway.core.runs.values import RunFilter
 from gateway.core.slurm.states import LIVE, RunState
 from gateway.web.deps import PagesDep, PrincipalDep, services_of
 

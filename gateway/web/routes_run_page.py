@@ -11,8 +11,9 @@ from fastapi.responses import RedirectResponse, Response
 
 from gateway.core import names
 from gateway.core.access.policy import allowed
-from gateway.core.domain import Principal, Run
+from gateway.core.access.values import Principal
 from gateway.core.runs.rerun import command_text
+from gateway.core.runs.values import Run
 from gateway.core.slurm.states import LIVE
 from gateway.errors import Forbidden, GatewayError, NotFound, SpecError
 from gateway.services.lineage.metric_plots import run_figures

@@ -10,7 +10,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.envs.record import SITE_PROJECT
 from gateway.core.spec.run_spec import build_spec
 from gateway.errors import (

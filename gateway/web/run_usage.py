@@ -11,7 +11,8 @@ from typing import Any
 
 from markupsafe import Markup
 
-from gateway.core.domain import Principal, Run
+from gateway.core.access.values import Principal
+from gateway.core.runs.values import Run
 from gateway.services import Services
 from gateway.web import svg
 

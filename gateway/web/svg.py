@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from markupsafe import Markup, escape
 
-from gateway.core.domain import Attempt
+from gateway.core.runs.values import Attempt
 from gateway.core.slurm.states import TERMINAL, RunState
 
 WIDTH = 640

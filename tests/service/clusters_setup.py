@@ -31,7 +31,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from gateway.api.app import create_app
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.site.schema import parse_site
 from gateway.core.slurm.states import TERMINAL, RunState
 from gateway.services import Services

@@ -23,7 +23,8 @@ from sqlalchemy import create_engine, text
 
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm import SlurmCLI
-from gateway.core.domain import Principal, Run
+from gateway.core.access.values import Principal
+from gateway.core.runs.values import Run
 from gateway.core.site.schema import parse_site
 from gateway.core.slurm.states import TERMINAL
 from gateway.services import Services

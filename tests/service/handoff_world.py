@@ -11,7 +11,7 @@ import hashlib
 import uuid
 from pathlib import Path
 
-from gateway.core.domain import AttemptUpdate, NewRun
+from gateway.core.runs.values import AttemptUpdate, NewRun
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import build_spec
 from gateway.services import Services

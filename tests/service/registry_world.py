@@ -11,7 +11,8 @@ import hashlib
 import uuid
 from pathlib import Path
 
-from gateway.core.domain import AttemptUpdate, NewRun, Principal
+from gateway.core.access.values import Principal
+from gateway.core.runs.values import AttemptUpdate, NewRun
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import build_spec
 from gateway.services import Services
@@ -86,7 +87,8 @@ def add_project(services: Services, project: str) -> None:
     """Project ``project`` in the access store with the users of ``principals(project)`` as its members
     (approvals are re-checked against the roles on record); no Slurm account is made: nothing here
     submits."""
-    from gateway.core.domain import Member, Project, Quota, User
+    from gateway.core.access.values import User
+    from gateway.core.projects import Member, Project, Quota
 
     who = principals(project)
     for p in who.values():

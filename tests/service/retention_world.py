@@ -16,8 +16,8 @@ from datetime import timedelta
 from pathlib import Path
 
 from gateway.adapters.runhost import Removal
+from gateway.core.access.values import Principal
 from gateway.core.clock import utcnow
-from gateway.core.domain import Principal
 from gateway.core.site.schema import parse_site
 from gateway.services import Services
 from gateway.settings import Settings

@@ -27,7 +27,7 @@ from schemathesis.engine import Status, StopReason, events
 from schemathesis.hooks import GLOBAL_HOOK_DISPATCHER
 
 from gateway.api import create_app
-from gateway.core.domain import RunFilter
+from gateway.core.runs.values import RunFilter
 from tests.service.conftest import BACKENDS, OPERATOR, PROJECT
 
 NO_SUCH_QUEUE = "fuzz-no-such-queue"

@@ -22,7 +22,8 @@ from fastapi.testclient import TestClient
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm.cli import SlurmCLI
 from gateway.api import create_app
-from gateway.core.domain import Member, Project, Quota, RunFilter
+from gateway.core.projects import Member, Project, Quota
+from gateway.core.runs.values import RunFilter
 from gateway.core.sbatch.render import SubmitTarget
 from gateway.core.slurm.states import RunState
 from gateway.core.slurm.tags import parse_comment

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from gateway.client import ApiError, Gateway, RunSummary, WaitProgress, WaitTimeout
-from gateway.core.domain import Run
+from gateway.core.runs.values import Run
 from gateway.core.slurm.states import RunState
 from tests.service.gw_serve import GW, gw_serve
 from tests.service.test_batch import slurm_jobs_by_run

@@ -36,7 +36,7 @@ from gateway.adapters.slurm.rest import SlurmRest
 from gateway.adapters.slurm.restd_site import SiteRestd
 from gateway.api.app import create_app
 from gateway.cli.output import health_lines
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.site.schema import parse_site
 from gateway.core.slurm.states import RunState
 from gateway.store.accounting.accounting import RecordFilter

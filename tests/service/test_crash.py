@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from gateway.api import create_app
-from gateway.core.domain import RunFilter
+from gateway.core.runs.values import RunFilter
 from gateway.core.slurm.states import RunState
 from gateway.core.slurm.tags import attempt_tag
 from gateway.core.spec.run_spec import build_spec

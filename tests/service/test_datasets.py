@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from gateway.adapters.files import scan
-from gateway.core.domain import RunFilter
 from gateway.core.lineage.manifest import manifest_digest
+from gateway.core.runs.values import RunFilter
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import build_spec
 from gateway.errors import Forbidden, NotFound, SpecError

@@ -11,9 +11,9 @@ from sqlalchemy import inspect
 
 from gateway.adapters.files import scan
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import NewRun
 from gateway.core.eval.domain import ResultFile
 from gateway.core.eval.results import EvalResults, MetricValue, TaskResult, TaskSamples
+from gateway.core.runs.values import NewRun
 from gateway.core.spec.run_spec import build_spec
 from gateway.services.lineage.datasets import Registration
 from gateway.store.eval.evals import NewEvalRun

@@ -20,7 +20,7 @@ import pytest
 from mlflow import MlflowClient
 
 from gateway.api import create_app
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.handoff.mirror import RELEASE_TAG, SHA_TAG, registered_model_name
 from gateway.settings import Settings
 from gateway.wiring import build_services

@@ -21,7 +21,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from gateway.api import create_app
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.handoff.webhooks import (
     DELIVERY_HEADER,
     EVENT_HEADER,

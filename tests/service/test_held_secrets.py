@@ -22,9 +22,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from gateway.api import create_app
-from gateway.core.domain import RunState
 from gateway.core.site.schema import SiteConfig, parse_site
 from gateway.core.site.secrets import delivered_path
+from gateway.core.slurm.states import RunState
 from gateway.errors import SpecError
 from tests.conftest import JOB_ROOT
 from tests.service.conftest import OPERATOR, PROJECT, refresh_until, unique_tag

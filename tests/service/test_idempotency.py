@@ -22,7 +22,7 @@ from fastapi.testclient import TestClient
 from gateway.api import create_app
 from gateway.client.api import ApiError, GatewayClient
 from gateway.client.settings import ClientSettings
-from gateway.core.domain import RunFilter
+from gateway.core.runs.values import RunFilter
 from gateway.core.slurm.tags import parse_comment
 from gateway.core.spec.run_spec import build_spec
 from gateway.errors import Conflict, SubmitRejected

@@ -20,7 +20,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from gateway.api import create_app
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from tests.conftest import JOB_ROOT
 from tests.service.conftest import refresh_until, unique_tag
 from tests.service.gw_serve import gw_serve

@@ -14,7 +14,8 @@ from gateway.adapters.runner import LocalRunner
 from gateway.adapters.runner_metered import MeteredRunner
 from gateway.adapters.slurm.clusters import configured_cluster_name
 from gateway.api import create_app
-from gateway.core.domain import Principal, RunFilter
+from gateway.core.access.values import Principal
+from gateway.core.runs.values import RunFilter
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import build_spec
 from gateway.errors import CommandError, Forbidden, SpecError, Unauthorized

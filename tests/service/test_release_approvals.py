@@ -11,7 +11,8 @@ from dataclasses import replace
 
 import pytest
 
-from gateway.core.domain import Member, Quota, User
+from gateway.core.access.values import User
+from gateway.core.projects import Member, Quota
 from gateway.errors import Conflict
 from gateway.settings import Settings
 from gateway.wiring import build_services

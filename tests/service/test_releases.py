@@ -257,7 +257,7 @@ def test_a_move_is_checked_before_it_is_made_with_what_it_counts_and_misses(worl
     from fastapi.testclient import TestClient
 
     from gateway.api import create_app
-    from gateway.core.domain import Principal
+    from gateway.core.access.values import Principal
 
     services, project, who = world
     name, _ = model_with_releases(services, project, who, 1)

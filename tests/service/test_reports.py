@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gateway.core.domain import RunFilter
 from gateway.core.reports.rows import unreconciled
+from gateway.core.runs.values import RunFilter
 from gateway.errors import NotFound, SpecError
 from gateway.store.accounting.accounting import RecordFilter
 from tests.service.conftest import OPERATOR, PROJECT, unique_tag

@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 
 from gateway.api import create_app
-from gateway.core.domain import RunFilter
+from gateway.core.runs.values import RunFilter
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import build_spec
 from tests.conftest import JOB_ROOT, wait_for

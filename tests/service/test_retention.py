@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from gateway.core.access.values import Principal
 from gateway.core.clock import utcnow
-from gateway.core.domain import Principal
 from gateway.core.spec.run_spec import build_spec
 from gateway.errors import Forbidden
 from tests.conftest import JOB_ROOT

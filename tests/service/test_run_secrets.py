@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import MetaData, select
 
 from gateway.api import create_app
-from gateway.core.domain import RunState
+from gateway.core.slurm.states import RunState
 from tests.conftest import JOB_ROOT
 from tests.service.conftest import PROJECT, refresh_until, unique_tag
 

@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from gateway.api import create_app
-from gateway.core.domain import RunFilter
+from gateway.core.runs.values import RunFilter
 from gateway.web import mount_web
 from tests.service.conftest import PROJECT, unique_tag
 from tests.service.test_store import make_run

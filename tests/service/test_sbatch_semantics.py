@@ -17,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from gateway.api import create_app
-from gateway.core.domain import RunFilter
+from gateway.core.runs.values import RunFilter
 from gateway.core.sbatch.options import sbatch_to_spec
 from gateway.core.site.schema import parse_site
 from gateway.core.spec.run_spec import build_spec

@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from gateway.adapters.files import scan
-from gateway.core.domain import RunFilter
+from gateway.core.runs.values import RunFilter
 from gateway.core.slurm.states import RunState
 from gateway.errors import Conflict, SpecError
 from gateway.services.envs.registry import EnvRegistration

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import inspect
 
-from gateway.core.domain import AttemptFacts, AttemptUpdate, NewRun, RunFilter
 from gateway.core.runs.paging import Cursor
+from gateway.core.runs.values import AttemptFacts, AttemptUpdate, NewRun, RunFilter
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import build_spec
 from gateway.errors import NotFound, StoreError

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gateway.adapters.slurm.associations import Change
-from gateway.core.domain import Cluster, Project, Queue, Quota
+from gateway.core.projects import Project, Queue, Quota
+from gateway.core.site.clusters import Cluster
 from gateway.services.site.slurm_sync import SlurmPlan, on_cluster
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.envs.lockfile import lock_content
 from gateway.core.envs.record import SITE_PROJECT, content_digest
 from gateway.services.envs.catalog import readable, waits_for

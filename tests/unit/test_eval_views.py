@@ -12,7 +12,7 @@ from rich.console import Console
 from gateway.cli.eval import eval_view
 from gateway.cli.eval.eval_html import compare_page
 from gateway.core.access.policy import ACTIONS, allowed, require, role_allows
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.errors import Forbidden
 
 READS = {

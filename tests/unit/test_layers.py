@@ -166,7 +166,7 @@ def topic_of(module: str) -> str:
 
 # The modules directly in core/ (docs/architecture.md, "Topics"): each is shared by several topics.
 # json_input has one importer, api/body_limits.py, which reads every route's JSON body, of every topic.
-SHARED_CORE = {"clock", "described", "domain", "json_input", "names", "yaml_input"}
+SHARED_CORE = {"clock", "described", "json_input", "names", "projects", "yaml_input"}
 SHARED_BY_ONE_IMPORTER = {"json_input"}
 
 

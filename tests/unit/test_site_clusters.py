@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from gateway.core.domain import ClusterSubmitHost
+from gateway.core.site.clusters import ClusterSubmitHost
 from gateway.core.site.schema import parse_site
 from gateway.errors import SpecError
 

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from gateway.adapters.slurm.restd_site import JwtTokens, SiteRestd, sign_token
-from gateway.core.domain import ClusterRestd
+from gateway.core.site.clusters import ClusterRestd
 from gateway.core.site.restd import parse_url
 from gateway.core.site.schema import parse_site
 from gateway.errors import SlurmUnavailable, SpecError, SubmitRejected

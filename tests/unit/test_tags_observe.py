@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from datetime import UTC, datetime, timedelta
 
-from gateway.core.domain import KEEP, Attempt, AttemptFacts
+from gateway.core.runs.values import KEEP, Attempt, AttemptFacts
 from gateway.core.slurm.observe import array_update, from_sacct, from_squeue, is_news, is_ours, settled
 from gateway.core.slurm.records import AccountingRecord, JobStatus
 from gateway.core.slurm.states import RunState

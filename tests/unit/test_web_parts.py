@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from starlette.datastructures import FormData
 
 from gateway.core.access.web_session import SessionValue, csrf_ok, csrf_token, read_session, sign_session
-from gateway.core.domain import Attempt, StateEvent
+from gateway.core.runs.values import Attempt, StateEvent
 from gateway.core.sbatch.options import sbatch_to_spec, split_gw_sbatch_args
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import build_spec

@@ -20,7 +20,7 @@ import pytest
 
 from gateway.adapters.files import scan
 from gateway.api import create_app
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.services.lineage.datasets import Registration
 from gateway.settings import Settings
 from gateway.web import mount_web

@@ -16,7 +16,7 @@ import pytest
 from gateway.api import create_app
 from gateway.client import Gateway
 from gateway.client.errors import ApiError
-from gateway.core.domain import Artifact
+from gateway.core.lineage.values import Artifact
 from gateway.core.slurm.states import RunState
 from gateway.web import mount_web
 from tests.service import conftest as service_fixtures

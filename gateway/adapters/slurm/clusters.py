@@ -28,7 +28,8 @@ from pathlib import Path
 
 from gateway.adapters.slurm.protocol import ClusterSlurm
 from gateway.core.clock import utcnow
-from gateway.core.domain import Cluster, Queue
+from gateway.core.projects import Queue
+from gateway.core.site.clusters import Cluster
 from gateway.errors import NotFound
 
 DEFAULT_NAME = "default"  # the one cluster's name when neither the setting nor slurm.conf gives one

@@ -26,7 +26,7 @@ from typing import Any
 
 from gateway.adapters.slurm.rest_http import RestConnection
 from gateway.core import names
-from gateway.core.domain import ClusterRestd
+from gateway.core.site.clusters import ClusterRestd
 from gateway.core.site.restd import parse_url
 from gateway.errors import SlurmUnavailable, SubmitRejected
 

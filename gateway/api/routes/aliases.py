@@ -27,8 +27,8 @@ from gateway.api.schemas_release import (
     move_public,
     promotion_public,
 )
+from gateway.core.access.values import Principal
 from gateway.core.described import anchored
-from gateway.core.domain import Principal
 from gateway.core.releases.domain import ALIAS, ALIAS_HELP, AT, MAX_RELEASE_NUMBER, parse_at
 from gateway.errors import SpecError, SpecIssue
 from gateway.services import Services

@@ -22,9 +22,9 @@ from gateway.api.schemas_batch import BatchRejectedPublic, RunBatchCreate, RunBa
 from gateway.api.schemas_tasks import SweepTaskPublic, SweepTasksPublic
 from gateway.core import names
 from gateway.core.described import documented
-from gateway.core.domain import RunFilter
 from gateway.core.runs.paging import CURSOR_HELP, CURSOR_PATTERN, Cursor
 from gateway.core.runs.tasks import metric_names
+from gateway.core.runs.values import RunFilter
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import RunSpec
 from gateway.services.runs.run_service import Submitted

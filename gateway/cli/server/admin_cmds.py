@@ -27,7 +27,7 @@ from gateway.cli.output import console, err_console
 from gateway.errors import GatewayError, SpecError
 
 if TYPE_CHECKING:
-    from gateway.core.domain import Principal
+    from gateway.core.access.values import Principal
     from gateway.services import Services
 
 audit_admin = typer.Typer(no_args_is_help=True, help="The audit log, on the gateway host.")
@@ -245,7 +245,7 @@ def write_private(path: Path, text: str) -> None:
 
 
 def _operator() -> Principal:  # its module (pydantic specs) loads when a command runs
-    from gateway.core.domain import Principal
+    from gateway.core.access.values import Principal
 
     return Principal.operator()
 

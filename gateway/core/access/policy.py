@@ -12,7 +12,8 @@ the gateway host pass ``Principal.operator()``, a site admin).
 
 from __future__ import annotations
 
-from gateway.core.domain import ROLES, Principal
+from gateway.core.access.values import Principal
+from gateway.core.projects import ROLES
 from gateway.errors import Forbidden, NotFound, Unauthorized
 
 # action -> least project role that allows it; None: site admins only.

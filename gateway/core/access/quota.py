@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from gateway.core.domain import Quota
+from gateway.core.projects import Quota
 from gateway.core.slurm.records import AccountingRecord
 from gateway.core.spec.run_spec import RunSpec
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from gateway.core.domain import AuditEvent
+from gateway.core.audit.event import AuditEvent
 
 
 @dataclass(frozen=True)

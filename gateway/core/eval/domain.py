@@ -1,6 +1,6 @@
 """Domain values of evaluation records: suite versions as stored, eval runs, results, gates, reviews.
 
-They are plain frozen dataclasses, as in ``gateway.core.domain``; ORM rows
+They are plain frozen dataclasses, as in ``gateway.core.runs.values``; ORM rows
 never leave the store. What a suite version *says* is
 ``gateway.core.eval.suite.SuiteVersion``; what an evaluation *produced* is
 ``gateway.core.eval.results.EvalResults``; these records add who, when,

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gateway.core.domain import Attempt, Run
+from gateway.core.runs.values import Attempt, Run
 
 TASKS_DIR = "tasks"  # under the run directory: one directory per array task
 Order = Literal["min", "max"]

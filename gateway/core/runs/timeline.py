@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from gateway.core.domain import StateEvent
+from gateway.core.runs.values import StateEvent
 from gateway.core.slurm.states import WAITING, RunState
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import posixpath
 from typing import Literal
 
-from gateway.core.domain import Attempt, Run
 from gateway.core.explain.text import expand_hostlist
+from gateway.core.runs.values import Attempt, Run
 
 Stream = Literal["stdout", "stderr"]
 STREAMS: tuple[Stream, ...] = ("stdout", "stderr")

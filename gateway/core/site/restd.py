@@ -13,7 +13,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gateway.core.described import anchored, documented
-from gateway.core.domain import ClusterRestd
+from gateway.core.site.clusters import ClusterRestd
 
 _HTTP = re.compile(
     r"http://(?P<host>[A-Za-z0-9][A-Za-z0-9.-]{0,252}|\[[0-9A-Fa-f:.]+\]):(?P<port>[0-9]{1,5})/?"

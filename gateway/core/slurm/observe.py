@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from gateway.core.domain import KEEP, Attempt, AttemptFacts, AttemptUpdate, Keep
+from gateway.core.runs.values import KEEP, Attempt, AttemptFacts, AttemptUpdate, Keep
 from gateway.core.slurm.array_state import array_state
 from gateway.core.slurm.records import AccountingRecord, JobStatus
 from gateway.core.slurm.states import TERMINAL, RunState

@@ -29,11 +29,11 @@ from datetime import UTC, datetime, timedelta
 
 from gateway.adapters.slurm.protocol import SlurmLedger
 from gateway.core.access.policy import require
+from gateway.core.access.values import Principal
 from gateway.core.accounting.cost import RateTable, RateVersion, price_all
 from gateway.core.accounting.link import base_job_id, link_records
 from gateway.core.accounting.records import ClusterIngest, IngestCounts, LedgerRecord, SacctRecord
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Principal
 from gateway.errors import GatewayError, SlurmError, SlurmUnavailable, SpecError, SpecIssue
 from gateway.store.accounting.accounting import AccountingStore, Entry, RecordFilter
 from gateway.store.runs.runs import RunStore

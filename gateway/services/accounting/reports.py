@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from gateway.adapters import plots
 from gateway.core.access.policy import require, visible_projects
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.reports.html import report_page
 from gateway.core.reports.periods import Period, parse_period
 from gateway.core.reports.render import FORMATS, to_csv, to_data, to_table

@@ -23,6 +23,7 @@ from typing import Any
 from gateway import resources
 from gateway.adapters.runhost import RunHost
 from gateway.core.access.policy import allowed
+from gateway.core.access.values import Principal
 from gateway.core.accounting.telemetry import (
     SAMPLER_FILE,
     AttemptTelemetry,
@@ -31,7 +32,6 @@ from gateway.core.accounting.telemetry import (
     attempt_telemetry,
     parse_lines,
 )
-from gateway.core.domain import Principal
 from gateway.errors import NotFound
 from gateway.settings import Settings
 from gateway.store.accounting.telemetry import TelemetryStore

@@ -10,7 +10,8 @@ from gateway.adapters.slurm.clusters import DEFAULT_NAME, SlurmClusters
 from gateway.adapters.slurm.protocol import SlurmBackend
 from gateway.core.access.policy import require
 from gateway.core.access.quota import gpu_hours, month_start
-from gateway.core.domain import Principal, Project, Quota
+from gateway.core.access.values import Principal
+from gateway.core.projects import Project, Quota
 from gateway.core.slurm.records import JobStatus, NodeInfo, PartitionInfo
 from gateway.core.slurm.states import RunState
 from gateway.errors import GatewayError, SlurmError

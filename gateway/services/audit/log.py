@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from gateway.core.access.policy import require
+from gateway.core.access.values import Principal
 from gateway.core.audit.anchors import (
     ANCHOR_ACTION,
     AnchorRead,
@@ -25,7 +26,7 @@ from gateway.core.audit.anchors import (
     plan_checkpoint,
 )
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import AuditEvent, Principal
+from gateway.core.audit.event import AuditEvent
 from gateway.errors import Conflict
 from gateway.store.audit.audit import AuditStore
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import uuid
 
 from gateway.core import names
+from gateway.core.access.values import Principal
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Principal
 from gateway.core.envs.lockfile import HEREDOC_END
 from gateway.core.envs.record import EnvVersion
 from gateway.core.spec.run_spec import RunSpec, build_spec

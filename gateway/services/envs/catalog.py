@@ -19,8 +19,8 @@ from typing import Any
 
 from gateway.adapters.runhost import RunHost
 from gateway.core.access.policy import allowed, visible_projects
+from gateway.core.access.values import Principal
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Principal, Run, RunFilter
 from gateway.core.envs.advisories import Finding
 from gateway.core.envs.diff import is_empty, package_diff
 from gateway.core.envs.record import (
@@ -31,6 +31,7 @@ from gateway.core.envs.record import (
     launch_of,
     packages_sha256,
 )
+from gateway.core.runs.values import Run, RunFilter
 from gateway.core.slurm.states import TERMINAL, RunState
 from gateway.core.spec.lineage import parse_dataset_ref
 from gateway.errors import Conflict, NotFound, SpecError, SpecIssue

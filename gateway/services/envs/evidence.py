@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.core.domain import Run
+from gateway.core.runs.values import Run
 from gateway.services.envs.registry import EnvironmentService
 
 

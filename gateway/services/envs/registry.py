@@ -20,8 +20,8 @@ from gateway.adapters.advisories import OsvDirectory
 from gateway.adapters.runhost import RunHost
 from gateway.core import names
 from gateway.core.access.policy import allowed, require
+from gateway.core.access.values import Principal
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Principal
 from gateway.core.envs.advisories import Finding, scan, worst
 from gateway.core.envs.diff import package_diff
 from gateway.core.envs.lockfile import lock_content

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gateway import resources
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.envs.lockfile import lock_content
 from gateway.core.envs.record import SITE_PROJECT, EnvVersion, content_digest
 from gateway.errors import Conflict, NotFound

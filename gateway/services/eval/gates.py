@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gateway.core.access.policy import allowed, require
+from gateway.core.access.values import Principal
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Principal
 from gateway.core.eval.domain import EvalResultRecord, EvalRun, GateRecord, Review, SuiteVersionRecord
 from gateway.core.eval.gate import GateDecision, Scored, decide
 from gateway.core.eval.gate_table import compare_table

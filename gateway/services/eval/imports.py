@@ -29,8 +29,8 @@ import re
 from collections.abc import Mapping
 
 from gateway.core.access.policy import require
+from gateway.core.access.values import Principal
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Principal
 from gateway.core.eval.domain import EvalResultRecord, ResultFile, SuiteVersionRecord
 from gateway.core.eval.job import check_results
 from gateway.core.eval.read_lm_eval import parse_lm_eval

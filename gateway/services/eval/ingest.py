@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 
 from gateway.adapters.runhost import RunHost
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Artifact, Run
 from gateway.core.eval.domain import EvalRun, ResultFile, SuiteVersionRecord
 from gateway.core.eval.job import (
     EVAL_OUT,
@@ -41,6 +40,8 @@ from gateway.core.eval.job import parse_eval_manifest as read_manifest
 from gateway.core.eval.read_lm_eval import parse_lm_eval
 from gateway.core.eval.read_native import parse_native
 from gateway.core.eval.results import MAX_RESULTS_BYTES, EvalResults, refuse
+from gateway.core.lineage.values import Artifact
+from gateway.core.runs.values import Run
 from gateway.core.slurm.states import TERMINAL, RunState
 from gateway.errors import GatewayError, RunHostUnavailable, SpecError
 from gateway.services.envs.catalog import EnvCatalog

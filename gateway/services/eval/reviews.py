@@ -19,8 +19,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 from gateway.core.access.policy import allowed, require
+from gateway.core.access.values import Principal
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Principal
 from gateway.core.eval.domain import REVIEW_VERDICTS, EvalResultRecord, Review, SampleRef
 from gateway.errors import NotFound, SpecError, SpecIssue
 from gateway.store.eval.results import EvalResultStore

@@ -14,10 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gateway.core.access.policy import allowed, require, visible_projects
+from gateway.core.access.values import Principal
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Artifact, Principal, Run
 from gateway.core.eval.domain import EvalRun, SuiteVersionRecord
 from gateway.core.eval.job import ArtifactInput, eval_run_spec
+from gateway.core.lineage.values import Artifact
+from gateway.core.runs.values import Run
 from gateway.errors import NotFound, SpecError, SpecIssue, SubmitRejected
 from gateway.services.envs.site_eval import SiteEvalEnvironment
 from gateway.services.eval.suites import EvalSuiteService

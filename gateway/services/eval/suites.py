@@ -18,8 +18,8 @@ import builtins
 from typing import Any
 
 from gateway.core.access.policy import allowed, rank, require, visible_projects
+from gateway.core.access.values import Principal
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Principal
 from gateway.core.eval.domain import EvalSuite, SuiteRef, SuiteVersionRecord, parse_suite_ref
 from gateway.core.eval.suite import SuiteVersion, build_suite
 from gateway.errors import Forbidden, NotFound, SpecError, SpecIssue

@@ -21,7 +21,7 @@ from dataclasses import asdict
 from typing import Any
 
 from gateway.core.access.policy import allowed, visible_projects
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.eval.domain import EvalResultRecord, EvalRun, GateRecord, Review, SuiteVersionRecord
 from gateway.errors import NotFound
 from gateway.services.eval.gates import GateService

@@ -28,8 +28,8 @@ from typing import Any
 
 from gateway.adapters.handoff import ModelRegistry
 from gateway.core.access.policy import allowed, require, visible_projects
+from gateway.core.access.values import Principal
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Principal
 from gateway.core.handoff.mirror import drift, registered_model_name
 from gateway.core.handoff.outbox import NewOutboxItem, OutboxItem, attempt_dict, item_dict
 from gateway.core.handoff.webhooks import backoff_s

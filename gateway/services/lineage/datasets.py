@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from gateway.core import names
 from gateway.core.access.policy import allowed, require, visible_projects
+from gateway.core.access.values import Principal
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Dataset, DatasetVersion, Principal
 from gateway.core.lineage.manifest import (
     FileEntry,
     ManifestDiff,
@@ -27,6 +27,7 @@ from gateway.core.lineage.manifest import (
     diff_manifests,
     manifest_digest,
 )
+from gateway.core.lineage.values import Dataset, DatasetVersion
 from gateway.core.spec.lineage import DatasetRef, parse_dataset_ref
 from gateway.errors import Forbidden, NotFound, SpecError, SpecIssue
 from gateway.store.access.access import AccessStore

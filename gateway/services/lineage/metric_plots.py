@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.adapters import plots
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.lineage.metric_groups import Points, charts, compare_series, metric_names
 from gateway.core.runs.tasks import SweepTask
 from gateway.errors import SpecError, SpecIssue

@@ -20,8 +20,9 @@ from dataclasses import replace
 
 from gateway.adapters.runhost import RunHost
 from gateway.core.access.policy import allowed
-from gateway.core.domain import Attempt, Principal, Run
+from gateway.core.access.values import Principal
 from gateway.core.runs.tasks import SweepTask, is_sweep, sweep_tasks, task_prefix
+from gateway.core.runs.values import Attempt, Run
 from gateway.core.sbatch.values import compress_indices
 from gateway.errors import GatewayError, NotFound
 from gateway.services.lineage.task_harvest import read_task

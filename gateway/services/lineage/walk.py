@@ -20,8 +20,10 @@ from dataclasses import asdict
 from typing import Any
 
 from gateway.core.access.policy import allowed
-from gateway.core.domain import Artifact, DatasetVersion, Principal, Run
+from gateway.core.access.values import Principal
 from gateway.core.lineage.compare import compare_runs
+from gateway.core.lineage.values import Artifact, DatasetVersion
+from gateway.core.runs.values import Run
 from gateway.errors import NotFound
 from gateway.services.lineage.datasets import DatasetService
 from gateway.store.accounting.telemetry import TelemetryStore

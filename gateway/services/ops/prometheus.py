@@ -39,7 +39,7 @@ from gateway.adapters.prometheus import (
 )
 from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.adapters.slurm.protocol import SlurmBackend
-from gateway.core.domain import Project
+from gateway.core.projects import Project
 from gateway.core.slurm.states import RunState
 from gateway.errors import Forbidden, GatewayError
 from gateway.services.accounting.usage import UsageService

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.adapters.ssh_hop import HopOf, LoginCheck, SubmitHop
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.errors import Conflict, Forbidden
 from gateway.store.access.access import AccessStore
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from gateway.core.access.policy import allowed
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.releases.domain import AliasEvent, PromotionRequest, Release, alias_at
 from gateway.core.releases.views import move_dict, release_dict, request_dict
 from gateway.errors import NotFound, SpecError

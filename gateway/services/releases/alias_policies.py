@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gateway.core.access.policy import require
+from gateway.core.access.values import Principal
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.clock import utcnow
-from gateway.core.domain import Principal
 from gateway.core.releases.domain import ADVISORY_SEVERITIES, POLICY_ROLES, AliasPolicy
 from gateway.errors import NotFound, SpecError, SpecIssue
 from gateway.services.releases.registry import ReleaseService, alias_issues

@@ -22,12 +22,13 @@ from typing import Any
 
 from gateway import __version__
 from gateway.core.access.policy import allowed, require
+from gateway.core.access.values import Principal
 from gateway.core.clock import utcnow
-from gateway.core.domain import Attempt, Principal, Run
 from gateway.core.evidence.bundle import MANIFEST, SCHEMA, SCHEMA_VERSION, SIGNATURE, manifest_bytes, redact
 from gateway.core.evidence.html import render_index
 from gateway.core.releases.domain import Release, parse_release_ref
 from gateway.core.releases.views import move_dict, release_dict, request_dict
+from gateway.core.runs.values import Attempt, Run
 from gateway.errors import NotFound, SpecError, SpecIssue
 from gateway.services.accounting.ledger import AccountingService
 from gateway.services.eval.trace import EvalTraceService

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gateway.core.access.policy import allowed, require
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.eval.domain import GateRecord
 from gateway.core.releases.domain import (
     AdvisoryCheck,

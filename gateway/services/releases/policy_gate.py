@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.eval.domain import EvalRun, GateRecord, SuiteVersionRecord
 from gateway.core.releases.domain import AliasPolicy, PromotionRequest, Release
 from gateway.errors import NotFound

@@ -32,8 +32,8 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.core.access.policy import require
+from gateway.core.access.values import Principal
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Principal
 from gateway.core.releases.domain import DECISIONS, REASON_MAX, AliasEvent, PromotionRequest, Release
 from gateway.errors import Conflict, Forbidden, SpecError, SpecIssue
 from gateway.services.handoff.outbox import HandoffService

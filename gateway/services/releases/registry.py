@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.core.access.policy import allowed, require, visible_projects
+from gateway.core.access.values import Principal
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Principal
 from gateway.core.names import NAME, NAME_HELP
 from gateway.core.releases.domain import (
     NOTES_MAX,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from gateway.core.access.policy import require, visible_projects
+from gateway.core.access.values import Principal
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Principal
 from gateway.core.retention.values import HOLD_TARGETS, Hold
 from gateway.errors import Conflict, NotFound, SpecError, SpecIssue
 from gateway.store.access.access import AccessStore

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gateway.core.access.policy import require
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.retention.plan import WHOLE_DIR, expired_note, inside
 from gateway.core.retention.values import DeletionRecord
 from gateway.errors import NotFound

@@ -11,8 +11,8 @@ from typing import Literal
 
 from gateway.adapters.runhost import RunHost
 from gateway.core.access.policy import require, visible_projects
+from gateway.core.access.values import Principal
 from gateway.core.clock import utcnow
-from gateway.core.domain import Principal
 from gateway.core.retention.plan import WHOLE_DIR
 from gateway.core.retention.policy import GIB
 from gateway.core.retention.values import Departure, RunStorage, StorageSample

@@ -26,11 +26,12 @@ from datetime import datetime
 
 from gateway.adapters.runhost import PathMeasure, RunHost
 from gateway.core.access.policy import require
+from gateway.core.access.values import Principal
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.clock import utcnow
-from gateway.core.domain import Principal, Run
 from gateway.core.retention.plan import Deletion, Kept, RunFiles, expired_note, plan
 from gateway.core.retention.values import DeletionRecord
+from gateway.core.runs.values import Run
 from gateway.core.sbatch.log_paths import STREAMS, log_path
 from gateway.errors import GatewayError, RunHostError
 from gateway.services.retention.policies import Policies

@@ -20,7 +20,8 @@ from gateway.adapters.slurm.protocol import ClusterSlurm
 from gateway.core.access.fit import Shape, misfits, shapes
 from gateway.core.access.policy import require
 from gateway.core.access.quota import Ask, never_fits
-from gateway.core.domain import Principal, Project, Queue
+from gateway.core.access.values import Principal
+from gateway.core.projects import Project, Queue
 from gateway.core.sbatch.log_paths import fixed_directory, pattern_problem
 from gateway.core.sbatch.render import SubmitTarget
 from gateway.core.site.schema import ALLOW_ROOT

@@ -38,10 +38,12 @@ from gateway.adapters.prometheus import GatewayMetrics
 from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.adapters.slurm.protocol import ClusterSlurm
 from gateway.core.access.quota import Ask
+from gateway.core.access.values import Principal
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import NewRun, Principal, Quota, Run
 from gateway.core.envs.record import EnvLaunch
+from gateway.core.projects import Quota
 from gateway.core.runs.idempotency import ClaimedKey, IdempotencyClaim
+from gateway.core.runs.values import NewRun, Run
 from gateway.core.spec.run_spec import RunSpec, build_spec
 from gateway.errors import BatchRejected, GatewayError, QuotaExceeded, SpecError, SpecIssue
 from gateway.services.envs.catalog import EnvCatalog

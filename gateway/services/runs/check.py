@@ -16,7 +16,7 @@ import jinja2
 
 from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.core.access.quota import Ask
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.sbatch.render import RenderedScript, render_sbatch
 from gateway.core.spec.run_spec import RunSpec
 from gateway.services.accounting.telemetry import telemetry_launch

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from gateway.adapters import secret_source
 from gateway.adapters.runhost import RunHost
-from gateway.core.domain import Principal
+from gateway.core.access.values import Principal
 from gateway.core.site.secrets import OPTION, HeldSecret, delivered_path, find, use_problem
 from gateway.core.spec.run_spec import RunSpec
 from gateway.errors import SpecError, SpecIssue

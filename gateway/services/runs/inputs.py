@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.adapters.runhost import RunHost
-from gateway.core.domain import DatasetVersion, NewInput, Principal
+from gateway.core.access.values import Principal
 from gateway.core.envs.record import EnvLaunch
 from gateway.core.lineage.manifest import sha256sum_text
+from gateway.core.lineage.values import DatasetVersion
+from gateway.core.runs.values import NewInput
 from gateway.core.sbatch.preflight import InputCheck
 from gateway.core.spec.lineage import dataset_env_var, image_ref_digest
 from gateway.core.spec.run_spec import RunSpec

@@ -16,8 +16,9 @@ from dataclasses import dataclass, replace
 
 from gateway.adapters.runhost import FileRead, RunHost
 from gateway.core.access.policy import allowed
-from gateway.core.domain import Attempt, Principal, Run
+from gateway.core.access.values import Principal
 from gateway.core.runs.steps import steps_file_name
+from gateway.core.runs.values import Attempt, Run
 from gateway.core.sbatch.log_paths import Stream, array_indices, default_task, failed_task, log_path
 from gateway.core.sbatch.values import compress_indices
 from gateway.errors import NotFound, RunHostError

@@ -5,8 +5,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from gateway.core.access.values import Principal
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import NewRun, Principal
+from gateway.core.runs.values import NewRun
 from gateway.services.runs.admission import Admitted
 from gateway.services.runs.inputs import ResolvedInput
 from gateway.services.runs.rerun import RerunIdentity

@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 
 from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.adapters.slurm.protocol import ClusterSlurm
-from gateway.core.domain import Attempt, AttemptUpdate
+from gateway.core.runs.values import Attempt, AttemptUpdate
 from gateway.core.slurm.observe import array_update, from_sacct, from_squeue, is_news, is_ours
 from gateway.core.slurm.records import AccountingRecord, JobStatus
 from gateway.core.slurm.states import TERMINAL, WAITING, RunState

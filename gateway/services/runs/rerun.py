@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.core.access.policy import allowed, require
-from gateway.core.domain import Principal, Run
+from gateway.core.access.values import Principal
 from gateway.core.runs.rerun import OWNER_RERUN_FIELDS, command_text, fields_not_for_owner
+from gateway.core.runs.values import Run
 from gateway.core.spec.run_spec import RunSpec
 from gateway.errors import Forbidden, NotFound
 from gateway.store.access.access import AccessStore

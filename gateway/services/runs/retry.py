@@ -18,12 +18,12 @@ from datetime import UTC, datetime, timedelta
 
 from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Attempt, Run
 from gateway.core.explain.text import expand_hostlist
 from gateway.core.runs.failure_classes import FailureClass
 from gateway.core.runs.failures import EndedAttempt, classify, who_cancelled
 from gateway.core.runs.retry import RetryPolicy, decide
 from gateway.core.runs.steps import StepRecord, parse_steps
+from gateway.core.runs.values import Attempt, Run
 from gateway.core.slurm.states import RunState
 from gateway.core.slurm.tags import attempt_tag
 from gateway.errors import (

@@ -30,12 +30,13 @@ from gateway.adapters.prometheus import GatewayMetrics
 from gateway.adapters.runhost import RunHost
 from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.core.access.policy import allowed, require, visible_projects
+from gateway.core.access.values import Principal
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import NewRun, Page, Principal, Run, RunFilter
 from gateway.core.envs.record import EnvLaunch
 from gateway.core.explain.pending import Explanation
 from gateway.core.runs.failures import CANCEL_NOTE
 from gateway.core.runs.idempotency import ClaimedKey, IdempotencyClaim
+from gateway.core.runs.values import NewRun, Page, Run, RunFilter
 from gateway.core.sbatch.render import RenderedScript, render_sbatch
 from gateway.core.slurm.states import TERMINAL, RunState
 from gateway.core.slurm.tags import attempt_tag

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from gateway.adapters.runhost import RunHost
 from gateway.adapters.slurm.protocol import PreparedSubmit, SlurmBackend
-from gateway.core.domain import Attempt, Run, StateEvent
+from gateway.core.runs.values import Attempt, Run, StateEvent
 from gateway.errors import SlurmUnavailable, SubmitRejected
 from gateway.store.runs.runs import RunStore
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gateway.core.access.policy import allowed
-from gateway.core.domain import Principal, Project, Queue
+from gateway.core.access.values import Principal
+from gateway.core.projects import Project, Queue
 from gateway.core.sbatch.render import RenderedScript
 from gateway.core.slurm.records import NodeInfo, PartitionInfo
 from gateway.core.spec.run_spec import RunSpec

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.adapters.slurm.protocol import SlurmBackend
-from gateway.core.domain import Attempt, Run
 from gateway.core.explain.pending import Explanation, NodeState, QuotaUse, WaitContext, explain_wait
+from gateway.core.runs.values import Attempt, Run
 from gateway.core.slurm.records import JobStatus, NodeInfo
 from gateway.core.slurm.states import WAITING
 from gateway.core.slurm.tags import parse_comment

@@ -15,9 +15,10 @@ from typing import Any
 
 from gateway.adapters import secret_source
 from gateway.core.access.policy import require
+from gateway.core.access.values import OPERATOR, Principal, User
 from gateway.core.accounting.cost import table_sha256
 from gateway.core.clock import utcnow
-from gateway.core.domain import OPERATOR, Principal, Project, User
+from gateway.core.projects import Project
 from gateway.core.retention.policy import effective, project_overrides, site_default, stored
 from gateway.core.retention.values import Departure
 from gateway.core.site.rates import AccountingSpec, spec_of

@@ -8,8 +8,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from gateway.core.access.values import Principal, User
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Principal, Project, User
+from gateway.core.projects import Project
 from gateway.core.site.schema import (
     MemberSpec,
     ProjectSpec,

@@ -25,8 +25,8 @@ from datetime import UTC, datetime, timedelta
 from gateway.core import names
 from gateway.core.access.backoff import Backoff
 from gateway.core.access.policy import require
+from gateway.core.access.values import TOKEN_SCOPES, Principal, Token, User
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import TOKEN_SCOPES, Principal, Token, User
 from gateway.errors import BadRequest, NotFound, SpecError, SpecIssue, Throttled, Unauthorized
 from gateway.store.access.access import AccessStore
 

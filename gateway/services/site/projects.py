@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gateway.core.access.policy import allowed, require
-from gateway.core.domain import Principal, Project
+from gateway.core.access.values import Principal
+from gateway.core.projects import Project
 from gateway.store.access.access import AccessStore
 
 

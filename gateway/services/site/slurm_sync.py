@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from gateway.adapters.slurm.associations import AccountSpec, Change, Limits
 from gateway.adapters.slurm.protocol import SlurmAssociations
 from gateway.core.access.policy import require, role_allows
+from gateway.core.access.values import Principal, User
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Cluster, Principal, Project, Quota, User
+from gateway.core.projects import Project, Quota
+from gateway.core.site.clusters import Cluster
 from gateway.store.access.access import AccessStore
 
 MANAGED_ACCOUNTS = "slurm_accounts_managed"

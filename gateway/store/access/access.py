@@ -17,7 +17,8 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from gateway.core.domain import Member, Principal, Project, Queue, Quota, Token, User
+from gateway.core.access.values import Principal, Token, User
+from gateway.core.projects import Member, Project, Queue, Quota
 from gateway.errors import NotFound
 from gateway.store.access.cache import GENERATION_KEY, AccessCache, bump_generation
 from gateway.store.audit.audit import AuditEntry, append

@@ -28,8 +28,8 @@ from sqlalchemy.orm import Session
 
 from gateway.core.audit.anchors import ANCHOR_ACTION, AnchorStart
 from gateway.core.audit.entry import AuditEntry, event_hash
+from gateway.core.audit.event import AuditEvent
 from gateway.core.clock import utcnow
-from gateway.core.domain import AuditEvent
 from gateway.store.db import Database
 from gateway.store.models import AuditHeadRow, AuditRow
 

@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
-from gateway.core.domain import Dataset, DatasetVersion
 from gateway.core.lineage.manifest import FileEntry
+from gateway.core.lineage.values import Dataset, DatasetVersion
 from gateway.errors import NotFound, StoreError
 from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database

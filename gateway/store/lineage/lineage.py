@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import aliased
 
-from gateway.core.domain import Artifact, RunInput
+from gateway.core.lineage.values import Artifact, RunInput
 from gateway.core.slurm.states import TERMINAL
 from gateway.store.db import Database, rows_matched
 from gateway.store.lineage.datasets import to_version

@@ -16,9 +16,9 @@ from datetime import datetime
 from sqlalchemy import delete, func, select
 
 from gateway.core.audit.entry import AuditEntry
-from gateway.core.domain import Run
 from gateway.core.retention.plan import WHOLE_DIR
 from gateway.core.retention.values import DeletionRecord, Departure, Hold, RunStorage, StorageSample
+from gateway.core.runs.values import Run
 from gateway.core.slurm.states import TERMINAL
 from gateway.errors import NotFound
 from gateway.store.audit.audit import append

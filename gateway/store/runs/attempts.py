@@ -7,7 +7,7 @@ from datetime import datetime
 
 from sqlalchemy import func, select
 
-from gateway.core.domain import Attempt
+from gateway.core.runs.values import Attempt
 from gateway.core.slurm.states import RunState
 from gateway.errors import Conflict
 from gateway.store.audit.audit import AuditEntry, append

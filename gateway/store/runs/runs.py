@@ -15,17 +15,9 @@ from typing import Any
 from sqlalchemy import Connection, Select, and_, func, or_, select
 from sqlalchemy.orm import selectinload
 
-from gateway.core.domain import (
-    Attempt,
-    AttemptUpdate,
-    NewRun,
-    Page,
-    Run,
-    RunFilter,
-    StateEvent,
-)
 from gateway.core.runs.idempotency import ClaimedKey, IdempotencyClaim
 from gateway.core.runs.paging import Cursor
+from gateway.core.runs.values import Attempt, AttemptUpdate, NewRun, Page, Run, RunFilter, StateEvent
 from gateway.core.slurm.observe import moved
 from gateway.core.slurm.states import LIVE, RunState
 from gateway.errors import Conflict
