@@ -21,7 +21,8 @@ from pathlib import Path
 
 import httpx
 
-from gateway.core.domain import NewRun, Principal
+from gateway.core.access.values import Principal
+from gateway.core.runs.values import NewRun
 from gateway.core.site.schema import parse_site
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import build_spec

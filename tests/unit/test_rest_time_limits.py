@@ -20,7 +20,7 @@ from gateway.adapters.slurm.cli import SlurmCLI
 from gateway.adapters.slurm.rest import SlurmRest
 from gateway.adapters.slurm.rest_http import NotSent, RestConnection
 from gateway.adapters.slurm.restd_site import SiteRestd
-from gateway.core.domain import ClusterRestd
+from gateway.core.site.clusters import ClusterRestd
 from gateway.errors import SlurmUnavailable
 from gateway.scheduler import DaemonThreads, Periodic
 from tests.stuck_restd import stuck_server

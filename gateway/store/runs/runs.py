@@ -1,7 +1,7 @@
 """Reading and writing runs, attempts and their timeline.
 
 Every method opens one unit of work (``Database.session``) and returns
-domain values (``gateway.core.domain``), never ORM rows.
+domain values (``gateway.core.runs.values``), never ORM rows.
 """
 
 from __future__ import annotations
