@@ -11,17 +11,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from gateway.core.envs.record import Environment, EnvVersion
-from gateway.errors import NotFound, StoreError
+from gateway.errors import NotFound
 from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database, rows_matched
 from gateway.store.envs.models import EnvironmentRow, EnvObservationRow, EnvVersionRow
-from gateway.store.lineage.datasets import new_id
 from gateway.store.models import utcnow
-from gateway.store.versioned import VersionedRecords
+from gateway.store.versioned import NewParent, VersionedRecords, new_id
 
 
 @dataclass(frozen=True)
@@ -59,46 +58,12 @@ class EnvStore:
     def register(
         self, *, project: str, name: str, version: NewEnvVersion, audit: AuditEntry
     ) -> tuple[EnvVersion, bool]:
-        """The version with ``version.digest`` of ``project/name``, and whether it was created now."""
-        for attempt in range(2):
-            try:
-                return self._register_once(project, name, version, audit)
-            except StoreError:
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
+        """The version with ``version.digest`` of ``project/name``, and whether it was created now.
 
-    def _register_once(
-        self, project: str, name: str, version: NewEnvVersion, audit: AuditEntry
-    ) -> tuple[EnvVersion, bool]:
-        with self.db.session() as session:
-            env = session.scalar(
-                select(EnvironmentRow).where(EnvironmentRow.project == project, EnvironmentRow.name == name)
-            )
-            if env is None:
-                env = EnvironmentRow(
-                    id=new_id("env"),
-                    project=project,
-                    name=name,
-                    description=version.description,
-                    created_by=version.registered_by,
-                )
-                session.add(env)
-                session.flush()
-            else:
-                found = session.scalar(
-                    select(EnvVersionRow).where(
-                        EnvVersionRow.environment_id == env.id, EnvVersionRow.digest == version.digest
-                    )
-                )
-                if found is not None:
-                    return to_version(found, env), False
-            number = (
-                session.scalar(
-                    select(func.max(EnvVersionRow.number)).where(EnvVersionRow.environment_id == env.id)
-                )
-                or 0
-            ) + 1
+        Creates the environment on its first version; a race for the same number is tried once more.
+        """
+
+        def write(session: Session, env: EnvironmentRow, number: int) -> EnvVersion:
             row = EnvVersionRow(
                 id=new_id("ev"),
                 environment_id=env.id,
@@ -119,27 +84,13 @@ class EnvStore:
             )
             session.add(row)
             session.flush()
-            after: dict[str, Any] = {
-                "environment": f"{project}/{name}",
-                "version": number,
-                "kind": row.kind,
-                "digest": row.digest,
-            }
-            if row.parent_id:
-                after.update(parent_id=row.parent_id, parent_diff=row.parent_diff)
-            append(
-                session,
-                AuditEntry(
-                    actor=audit.actor,
-                    action=audit.action,
-                    target_type="environment_version",
-                    target_id=row.id,
-                    project=project,
-                    source=audit.source,
-                    after=after,
-                ),
-            )
-            return to_version(row, env), True
+            append(session, _registered(audit, row, env))
+            return to_version(row, env)
+
+        first = NewParent("env", version.description, version.registered_by)
+        return ENV_VERSIONS.register(
+            self.db, project=project, name=name, digest=version.digest, parent=first, write=write
+        )
 
     def set_build_run(self, version_id: str, run_id: str) -> None:
         """Name the run that builds a python version (written once, right after it was submitted)."""
@@ -304,6 +255,27 @@ class EnvStore:
                 .limit(limit)
             )
             return list(dict.fromkeys(rows))
+
+
+def _registered(audit: AuditEntry, row: EnvVersionRow, env: EnvironmentRow) -> AuditEntry:
+    """``audit`` aimed at the version just written, with what it holds."""
+    after: dict[str, Any] = {
+        "environment": f"{env.project}/{env.name}",
+        "version": row.number,
+        "kind": row.kind,
+        "digest": row.digest,
+    }
+    if row.parent_id:
+        after.update(parent_id=row.parent_id, parent_diff=row.parent_diff)
+    return AuditEntry(
+        actor=audit.actor,
+        action=audit.action,
+        target_type="environment_version",
+        target_id=row.id,
+        project=env.project,
+        source=audit.source,
+        after=after,
+    )
 
 
 def _environment(session: Session, row: EnvironmentRow) -> Environment:

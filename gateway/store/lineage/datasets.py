@@ -7,29 +7,23 @@ returns that version and writes nothing.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from gateway.core.domain import Dataset, DatasetVersion
 from gateway.core.lineage.manifest import FileEntry
-from gateway.errors import NotFound, StoreError
+from gateway.errors import NotFound
 from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database
 from gateway.store.lineage.models import DatasetFileRow, DatasetRow, DatasetShareRow, DatasetVersionRow
 from gateway.store.models import utcnow
-from gateway.store.versioned import VersionedRecords
+from gateway.store.versioned import NewParent, VersionedRecords, new_id
 
 INSERT_FILE = insert(DatasetFileRow.__table__)
 FILE_BATCH = 5000
-
-
-def new_id(prefix: str) -> str:
-    """A fresh id: ``prefix``, ``-`` and 16 random hex digits."""
-    return f"{prefix}-{uuid.uuid4().hex[:16]}"
 
 
 @dataclass(frozen=True)
@@ -67,57 +61,11 @@ class DatasetStore:
 
         Creates the dataset on its first version. Two registrations racing
         for the same number: the loser's transaction fails on the unique
-        number and is tried once more.
+        number and is tried once more. Content the dataset has, now read from
+        another path, moves its version there (audited).
         """
-        for attempt in range(2):
-            try:
-                return self._register_once(project, name, entries, digest, version, audit)
-            except StoreError:
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
 
-    def _register_once(
-        self,
-        project: str,
-        name: str,
-        entries: Sequence[FileEntry],
-        digest: str,
-        version: NewVersion,
-        audit: AuditEntry,
-    ) -> tuple[DatasetVersion, bool]:
-        with self.db.session() as session:
-            dataset = session.scalar(
-                select(DatasetRow).where(DatasetRow.project == project, DatasetRow.name == name)
-            )
-            if dataset is None:
-                dataset = DatasetRow(
-                    id=new_id("ds"),
-                    project=project,
-                    name=name,
-                    description=version.description,
-                    created_by=version.registered_by,
-                )
-                session.add(dataset)
-                session.flush()
-            else:
-                found = session.scalar(
-                    select(DatasetVersionRow).where(
-                        DatasetVersionRow.dataset_id == dataset.id, DatasetVersionRow.digest == digest
-                    )
-                )
-                if found is not None:
-                    if version.path and version.path != found.path:
-                        _relocate(session, found, version, audit)
-                    return to_version(found, dataset), False
-            number = (
-                session.scalar(
-                    select(func.max(DatasetVersionRow.number)).where(
-                        DatasetVersionRow.dataset_id == dataset.id
-                    )
-                )
-                or 0
-            ) + 1
+        def write(session: Session, dataset: DatasetRow, number: int) -> DatasetVersion:
             row = DatasetVersionRow(
                 id=new_id("dv"),
                 dataset_id=dataset.id,
@@ -130,17 +78,19 @@ class DatasetStore:
             )
             session.add(row)
             session.flush()
-            connection = session.connection()
-            for start in range(0, len(entries), FILE_BATCH):
-                connection.execute(
-                    INSERT_FILE,
-                    [
-                        {"version_id": row.id, "path": e.path, "size": e.size, "sha256": e.sha256}
-                        for e in entries[start : start + FILE_BATCH]
-                    ],
-                )
+            _insert_files(session, row.id, entries)
             append(session, _with_target(audit, row, dataset))
-            return to_version(row, dataset), True
+            return to_version(row, dataset)
+
+        def found(session: Session, row: DatasetVersionRow, dataset: DatasetRow) -> DatasetVersion:
+            if version.path and version.path != row.path:
+                _relocate(session, row, version, audit)
+            return to_version(row, dataset)
+
+        first = NewParent("ds", version.description, version.registered_by)
+        return DATASET_VERSIONS.register(
+            self.db, project=project, name=name, digest=digest, parent=first, write=write, found=found
+        )
 
     def share(self, dataset_id: str, project: str, *, by: str, audit: AuditEntry) -> None:
         """Let ``project`` read the dataset (and write ``audit``); sharing twice changes nothing."""
@@ -223,6 +173,19 @@ class DatasetStore:
         with self.db.session() as session:
             rows = session.scalars(select(DatasetVersionRow).where(DatasetVersionRow.parent_id == version_id))
             return [to_version(r, session.get_one(DatasetRow, r.dataset_id)) for r in rows]
+
+
+def _insert_files(session: Session, version_id: str, entries: Sequence[FileEntry]) -> None:
+    """The version's manifest, as plain inserts of ``FILE_BATCH`` rows each."""
+    connection = session.connection()
+    for start in range(0, len(entries), FILE_BATCH):
+        connection.execute(
+            INSERT_FILE,
+            [
+                {"version_id": version_id, "path": e.path, "size": e.size, "sha256": e.sha256}
+                for e in entries[start : start + FILE_BATCH]
+            ],
+        )
 
 
 def _relocate(session: Session, found: DatasetVersionRow, version: NewVersion, audit: AuditEntry) -> None:
