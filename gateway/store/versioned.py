@@ -2,13 +2,13 @@
 suite) and its numbered, immutable versions, each with a content digest.
 
 The three stores read and register their versions the same way; ``VersionedRecords`` is that way,
-written once: every version oldest first, one by id, and one by number, by a unique digest prefix or
-the latest; and ``register``, which finds or creates the parent by ``project/name``, returns the
-version that has the digest already, or numbers the next one and has the store write it (its own
-row fields and audit event). Each store keeps its public methods and hands its session (for a
-registration, its database) to these; a version row becomes the store's core value through
-``value(session, row, parent)``. Errors are ``NotFound`` with the record's noun and ``project/name``
-(a parent is a ``ProjectNamedRow``).
+written once: the parent by ``project/name``; every version oldest first, one by id, and one by
+number, by a unique digest prefix or the latest; and ``register``, which finds or creates the
+parent, returns the version that has the digest already, or numbers the next one and has the store
+write it (its own row fields and audit event). Each store keeps its public methods and hands its
+session (for a registration, its database) to these; a version row becomes the store's core value
+through ``value(session, row, parent)``. Errors are ``NotFound`` with the record's noun and
+``project/name`` (a parent is a ``ProjectNamedRow``).
 """
 
 from __future__ import annotations
@@ -55,6 +55,18 @@ class VersionedRecords(Generic[ParentRow, VersionRow, Value]):
 
     def _column(self, name: str) -> Any:
         return getattr(self.row, name)
+
+    def named(self, session: Session, project: str, name: str) -> ParentRow:
+        """The parent row ``project/name``, or NotFound."""
+        parent = self._named(session, project, name)
+        if parent is None:
+            raise NotFound(f"no {self.noun} {project}/{name}")
+        return parent
+
+    def _named(self, session: Session, project: str, name: str) -> ParentRow | None:
+        return session.scalar(
+            select(self.parent).where(self.parent.project == project, self.parent.name == name)
+        )
 
     def parent_of(self, session: Session, parent_id: str) -> ParentRow:
         """The parent row with id ``parent_id``, or NotFound."""
@@ -139,9 +151,7 @@ class VersionedRecords(Generic[ParentRow, VersionRow, Value]):
         found: Callable[[Session, VersionRow, ParentRow], Value],
     ) -> tuple[Value, bool]:
         with db.session() as session:
-            parent = session.scalar(
-                select(self.parent).where(self.parent.project == project, self.parent.name == name)
-            )
+            parent = self._named(session, project, name)
             if parent is None:
                 parent = self.parent()
                 parent.id, parent.project, parent.name = new_id(new.id_prefix), project, name

@@ -15,7 +15,6 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from gateway.core.envs.record import Environment, EnvVersion
-from gateway.errors import NotFound
 from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database, rows_matched
 from gateway.store.envs.models import EnvironmentRow, EnvObservationRow, EnvVersionRow
@@ -191,12 +190,7 @@ class EnvStore:
     def environment(self, project: str, name: str) -> Environment:
         """``project/name`` with its latest version, or NotFound."""
         with self.db.session() as session:
-            row = session.scalar(
-                select(EnvironmentRow).where(EnvironmentRow.project == project, EnvironmentRow.name == name)
-            )
-            if row is None:
-                raise NotFound(f"no environment {project}/{name}")
-            return _environment(session, row)
+            return _environment(session, ENV_VERSIONS.named(session, project, name))
 
     def environments(self, projects: Sequence[str] | None) -> list[Environment]:
         """Environments of ``projects`` (None: all), by project and name."""

@@ -124,11 +124,7 @@ class EvalStore:
     def suite(self, project: str, name: str) -> EvalSuite:
         """A suite with its version count and latest number, or NotFound."""
         with self.db.session() as session:
-            row = session.scalar(
-                select(EvalSuiteRow).where(EvalSuiteRow.project == project, EvalSuiteRow.name == name)
-            )
-            if row is None:
-                raise NotFound(f"no eval suite {project}/{name}")
+            row = SUITE_VERSIONS.named(session, project, name)
             count, latest = session.execute(
                 select(func.count(EvalSuiteVersionRow.id), func.max(EvalSuiteVersionRow.number)).where(
                     EvalSuiteVersionRow.suite_id == row.id

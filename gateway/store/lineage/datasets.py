@@ -15,7 +15,6 @@ from sqlalchemy.orm import Session
 
 from gateway.core.domain import Dataset, DatasetVersion
 from gateway.core.lineage.manifest import FileEntry
-from gateway.errors import NotFound
 from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database
 from gateway.store.lineage.models import DatasetFileRow, DatasetRow, DatasetShareRow, DatasetVersionRow
@@ -114,12 +113,7 @@ class DatasetStore:
     def dataset(self, project: str, name: str) -> Dataset:
         """The dataset ``project/name`` with its shares and latest version, or NotFound."""
         with self.db.session() as session:
-            row = session.scalar(
-                select(DatasetRow).where(DatasetRow.project == project, DatasetRow.name == name)
-            )
-            if row is None:
-                raise NotFound(f"no dataset {project}/{name}")
-            return _dataset(session, row)
+            return _dataset(session, DATASET_VERSIONS.named(session, project, name))
 
     def datasets(self, projects: Sequence[str] | None) -> list[Dataset]:
         """Datasets owned by, or shared with, ``projects`` (None: all), by project and name."""
