@@ -21,6 +21,7 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from gateway.core.audit.entry import AuditEntry
 from gateway.errors import NotFound, StoreError
 from gateway.store.db import Database
 from gateway.store.models import ProjectNamedRow
@@ -33,6 +34,22 @@ Value = TypeVar("Value")
 def new_id(prefix: str) -> str:
     """A fresh id: ``prefix``, ``-`` and 16 random hex digits."""
     return f"{prefix}-{uuid.uuid4().hex[:16]}"
+
+
+def version_audit(
+    audit: AuditEntry, target_type: str, version_id: str, project: str, after: dict[str, Any]
+) -> AuditEntry:
+    """``audit``'s actor, action and source, aimed at the version ``version_id`` just written (a
+    ``target_type`` such as "dataset_version") of ``project``, with ``after`` saying what it holds."""
+    return AuditEntry(
+        actor=audit.actor,
+        action=audit.action,
+        target_type=target_type,
+        target_id=version_id,
+        project=project,
+        source=audit.source,
+        after=after,
+    )
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database, rows_matched
 from gateway.store.envs.models import EnvironmentRow, EnvObservationRow, EnvVersionRow
 from gateway.store.models import utcnow
-from gateway.store.versioned import NewParent, VersionedRecords, new_id
+from gateway.store.versioned import NewParent, VersionedRecords, new_id, version_audit
 
 
 @dataclass(frozen=True)
@@ -261,15 +261,7 @@ def _registered(audit: AuditEntry, row: EnvVersionRow, env: EnvironmentRow) -> A
     }
     if row.parent_id:
         after.update(parent_id=row.parent_id, parent_diff=row.parent_diff)
-    return AuditEntry(
-        actor=audit.actor,
-        action=audit.action,
-        target_type="environment_version",
-        target_id=row.id,
-        project=env.project,
-        source=audit.source,
-        after=after,
-    )
+    return version_audit(audit, "environment_version", row.id, env.project, after)
 
 
 def _environment(session: Session, row: EnvironmentRow) -> Environment:

@@ -30,7 +30,7 @@ from gateway.store.eval.models import (
 from gateway.store.lineage.lineage import TERMINAL_STATES
 from gateway.store.lineage.models import DatasetRow, DatasetVersionRow
 from gateway.store.models import RunRow, utcnow
-from gateway.store.versioned import NewParent, VersionedRecords, new_id
+from gateway.store.versioned import NewParent, VersionedRecords, new_id, version_audit
 
 
 @dataclass(frozen=True)
@@ -270,20 +270,13 @@ def _registered(
     audit: AuditEntry, version: EvalSuiteVersionRow, suite: EvalSuiteRow, datasets: Sequence[ResolvedDataset]
 ) -> AuditEntry:
     """``audit`` aimed at the suite version just written, with what it holds."""
-    return AuditEntry(
-        actor=audit.actor,
-        action=audit.action,
-        target_type="eval_suite_version",
-        target_id=version.id,
-        project=suite.project,
-        source=audit.source,
-        after={
-            "suite": f"{suite.project}/{suite.name}",
-            "version": version.number,
-            "content_hash": version.content_hash,
-            "datasets": [{"ref": d.ref, "digest": d.digest} for d in datasets],
-        },
-    )
+    after = {
+        "suite": f"{suite.project}/{suite.name}",
+        "version": version.number,
+        "content_hash": version.content_hash,
+        "datasets": [{"ref": d.ref, "digest": d.digest} for d in datasets],
+    }
+    return version_audit(audit, "eval_suite_version", version.id, suite.project, after)
 
 
 def _suite(row: EvalSuiteRow, count: int, latest: int | None) -> EvalSuite:

@@ -19,7 +19,7 @@ from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database
 from gateway.store.lineage.models import DatasetFileRow, DatasetRow, DatasetShareRow, DatasetVersionRow
 from gateway.store.models import utcnow
-from gateway.store.versioned import NewParent, VersionedRecords, new_id
+from gateway.store.versioned import NewParent, VersionedRecords, new_id, version_audit
 
 INSERT_FILE = insert(DatasetFileRow.__table__)
 FILE_BATCH = 5000
@@ -214,15 +214,7 @@ def _with_target(audit: AuditEntry, row: DatasetVersionRow, dataset: DatasetRow)
         **({"parent_id": row.parent_id} if row.parent_id else {}),
         **({"made_by_run_id": row.made_by_run_id} if row.made_by_run_id else {}),
     }
-    return AuditEntry(
-        actor=audit.actor,
-        action=audit.action,
-        target_type="dataset_version",
-        target_id=row.id,
-        project=dataset.project,
-        source=audit.source,
-        after=after,
-    )
+    return version_audit(audit, "dataset_version", row.id, dataset.project, after)
 
 
 def _dataset(session: Session, row: DatasetRow) -> Dataset:
