@@ -6,9 +6,10 @@ written once: the parent by ``project/name``; every version oldest first, one by
 number, by a unique digest prefix or the latest; and ``register``, which finds or creates the
 parent, returns the version that has the digest already, or numbers the next one and has the store
 write it (its own row fields and audit event). Each store keeps its public methods and hands its
-session (for a registration, its database) to these; a version row becomes the store's core value
-through ``value(session, row, parent)``. Errors are ``NotFound`` with the record's noun and
-``project/name`` (a parent is a ``ProjectNamedRow``).
+session (for a registration, its database) to these; ``VersionReads`` is the public ``versions``,
+``version`` and ``find_version`` that the environment and dataset stores share. A version row
+becomes the store's core value through ``value(session, row, parent)``. Errors are ``NotFound``
+with the record's noun and ``project/name`` (a parent is a ``ProjectNamedRow``).
 """
 
 from __future__ import annotations
@@ -186,3 +187,28 @@ class VersionedRecords(Generic[ParentRow, VersionRow, Value]):
             of_parent = self._column(self.parent_key) == parent.id
             number = (session.scalar(select(func.max(self._column("number"))).where(of_parent)) or 0) + 1
             return write(session, parent, number), True
+
+
+class VersionReads(Generic[Value]):
+    """A store's public reads of its versions, each in one session of ``self.db`` through the store's
+    ``records``: every version of a parent, one by id, and one by number or digest prefix."""
+
+    db: Database
+    records: VersionedRecords[Any, Any, Value]
+
+    def versions(self, parent_id: str) -> list[Value]:
+        """Every version of the parent ``parent_id``, oldest first; NotFound for an unknown id."""
+        with self.db.session() as session:
+            return self.records.all(session, parent_id)
+
+    def version(self, version_id: str) -> Value:
+        """The version with id ``version_id``, or NotFound."""
+        with self.db.session() as session:
+            return self.records.by_id(session, version_id)
+
+    def find_version(
+        self, parent_id: str, *, number: int | None = None, digest_prefix: str | None = None
+    ) -> Value:
+        """By number, by digest prefix (it must be unique), or the latest when neither is given."""
+        with self.db.session() as session:
+            return self.records.find(session, parent_id, number=number, digest_prefix=digest_prefix)

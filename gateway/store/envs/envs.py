@@ -19,7 +19,7 @@ from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database, rows_matched
 from gateway.store.envs.models import EnvironmentRow, EnvObservationRow, EnvVersionRow
 from gateway.store.models import utcnow
-from gateway.store.versioned import NewParent, VersionedRecords, new_id, version_audit
+from gateway.store.versioned import NewParent, VersionedRecords, VersionReads, new_id, version_audit
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,14 @@ class Observation:
     drift: dict[str, Any] | None
 
 
-class EnvStore:
+ENV_VERSIONS: VersionedRecords[EnvironmentRow, EnvVersionRow, EnvVersion] = VersionedRecords(
+    "environment", EnvironmentRow, EnvVersionRow, "environment_id", lambda _, row, env: to_version(row, env)
+)
+
+
+class EnvStore(VersionReads[EnvVersion]):
+    records = ENV_VERSIONS  # what versions, version and find_version (VersionReads) read
+
     def __init__(self, db: Database) -> None:
         self.db = db
 
@@ -200,23 +207,6 @@ class EnvStore:
                 query = query.where(EnvironmentRow.project.in_(projects))
             return [_environment(session, row) for row in session.scalars(query)]
 
-    def versions(self, environment_id: str) -> list[EnvVersion]:
-        """Every version of the environment, oldest first; NotFound for an unknown environment id."""
-        with self.db.session() as session:
-            return ENV_VERSIONS.all(session, environment_id)
-
-    def version(self, version_id: str) -> EnvVersion:
-        """The version with id ``version_id``, or NotFound."""
-        with self.db.session() as session:
-            return ENV_VERSIONS.by_id(session, version_id)
-
-    def find_version(
-        self, environment_id: str, *, number: int | None = None, digest_prefix: str | None = None
-    ) -> EnvVersion:
-        """By number, by digest prefix (unique), or the latest when neither is given."""
-        with self.db.session() as session:
-            return ENV_VERSIONS.find(session, environment_id, number=number, digest_prefix=digest_prefix)
-
     def building(self, limit: int = 200) -> list[EnvVersion]:
         """Versions whose build has not settled (``building``), oldest first, at most ``limit``."""
         with self.db.session() as session:
@@ -309,8 +299,3 @@ def to_version(row: EnvVersionRow, env: EnvironmentRow) -> EnvVersion:
         build_requested_at=row.build_requested_at,
         build_failures=list(row.build_failures or []),
     )
-
-
-ENV_VERSIONS: VersionedRecords[EnvironmentRow, EnvVersionRow, EnvVersion] = VersionedRecords(
-    "environment", EnvironmentRow, EnvVersionRow, "environment_id", lambda _, row, env: to_version(row, env)
-)

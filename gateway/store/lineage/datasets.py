@@ -19,7 +19,7 @@ from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database
 from gateway.store.lineage.models import DatasetFileRow, DatasetRow, DatasetShareRow, DatasetVersionRow
 from gateway.store.models import utcnow
-from gateway.store.versioned import NewParent, VersionedRecords, new_id, version_audit
+from gateway.store.versioned import NewParent, VersionedRecords, VersionReads, new_id, version_audit
 
 INSERT_FILE = insert(DatasetFileRow.__table__)
 FILE_BATCH = 5000
@@ -40,7 +40,14 @@ class NewVersion:
     made_by_command: str | None = None
 
 
-class DatasetStore:
+DATASET_VERSIONS: VersionedRecords[DatasetRow, DatasetVersionRow, DatasetVersion] = VersionedRecords(
+    "dataset", DatasetRow, DatasetVersionRow, "dataset_id", lambda _, row, dataset: to_version(row, dataset)
+)
+
+
+class DatasetStore(VersionReads[DatasetVersion]):
+    records = DATASET_VERSIONS  # what versions, version and find_version (VersionReads) read
+
     def __init__(self, db: Database) -> None:
         self.db = db
 
@@ -123,23 +130,6 @@ class DatasetStore:
                 shared = select(DatasetShareRow.dataset_id).where(DatasetShareRow.project.in_(projects))
                 query = query.where(DatasetRow.project.in_(projects) | DatasetRow.id.in_(shared))
             return [_dataset(session, row) for row in session.scalars(query)]
-
-    def versions(self, dataset_id: str) -> list[DatasetVersion]:
-        """Every version of the dataset, oldest first; NotFound for an unknown dataset id."""
-        with self.db.session() as session:
-            return DATASET_VERSIONS.all(session, dataset_id)
-
-    def version(self, version_id: str) -> DatasetVersion:
-        """The version with id ``version_id``, or NotFound."""
-        with self.db.session() as session:
-            return DATASET_VERSIONS.by_id(session, version_id)
-
-    def find_version(
-        self, dataset_id: str, *, number: int | None = None, digest_prefix: str | None = None
-    ) -> DatasetVersion:
-        """By number, by digest prefix (must be unique), or the latest when neither is given."""
-        with self.db.session() as session:
-            return DATASET_VERSIONS.find(session, dataset_id, number=number, digest_prefix=digest_prefix)
 
     def files(self, version_id: str) -> list[FileEntry]:
         """The version's manifest, in the order it was registered (by path); empty for an unknown id."""
@@ -264,8 +254,3 @@ def to_version(row: DatasetVersionRow, dataset: DatasetRow) -> DatasetVersion:
         made_by_run_id=row.made_by_run_id,
         made_by_command=row.made_by_command,
     )
-
-
-DATASET_VERSIONS: VersionedRecords[DatasetRow, DatasetVersionRow, DatasetVersion] = VersionedRecords(
-    "dataset", DatasetRow, DatasetVersionRow, "dataset_id", lambda _, row, dataset: to_version(row, dataset)
-)
