@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -37,6 +38,30 @@ STATE_STYLE = {
 def print_json(data: Any) -> None:
     """Print ``data`` as indented JSON on stdout; values JSON cannot hold (datetimes) as ``str``."""
     console.print_json(json.dumps(data, default=str))
+
+
+def print_listing(
+    items: list[dict],
+    as_json: bool,
+    columns: Sequence[str],
+    row: Callable[[dict], Sequence[str]],
+    *,
+    none: str | None = None,
+) -> None:
+    """``items`` as JSON with ``--json``; else ``none`` when there are none (if given); else a table of
+    ``columns`` (borderless, bold headers), one line ``row(item)`` per item."""
+    if as_json:
+        print_json(items)
+        return
+    if none is not None and not items:
+        console.print(none)
+        return
+    table = Table(show_edge=False, header_style="bold")
+    for column in columns:
+        table.add_column(column)
+    for item in items:
+        table.add_row(*row(item))
+    console.print(table)
 
 
 def state_text(state: str, stale: bool = False) -> str:

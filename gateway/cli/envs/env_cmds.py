@@ -12,10 +12,9 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from gateway.cli.common import JsonOpt, call, usage
-from gateway.cli.output import console, print_json
+from gateway.cli.output import console, print_json, print_listing
 from gateway.core import names
 from gateway.core.envs.diff import diff_lines
 from gateway.core.lineage.dataset_ref import parse_dataset_ref
@@ -145,51 +144,40 @@ def list_environments(
     project: Annotated[str | None, typer.Option(help="Only this project's.")] = None, as_json: JsonOpt = False
 ) -> None:
     """Environments of your projects, with their latest version."""
-    found = call("environments", project)
-    if as_json:
-        print_json(found)
-        return
-    if not found:
-        console.print("no environments")
-        return
-    table = Table(show_edge=False, header_style="bold")
-    for column in ("ENVIRONMENT", "VERSIONS", "LATEST", "KIND", "STATUS", "DIGEST"):
-        table.add_column(column)
-    for e in found:
-        latest = e.get("latest") or {}
-        table.add_row(
-            escape(f"{e['project']}/{e['name']}"),
-            str(e["version_count"]),
-            f"v{latest['version']}" if latest else "-",
-            latest.get("kind", "-"),
-            latest.get("status", "-"),
-            (latest.get("digest") or "-")[:12],
-        )
-    console.print(table)
+    columns = ("ENVIRONMENT", "VERSIONS", "LATEST", "KIND", "STATUS", "DIGEST")
+    print_listing(call("environments", project), as_json, columns, _environment_row, none="no environments")
+
+
+def _environment_row(e: dict) -> list[str]:
+    latest = e.get("latest") or {}
+    return [
+        escape(f"{e['project']}/{e['name']}"),
+        str(e["version_count"]),
+        f"v{latest['version']}" if latest else "-",
+        latest.get("kind", "-"),
+        latest.get("status", "-"),
+        (latest.get("digest") or "-")[:12],
+    ]
 
 
 @env_app.command("versions")
 def list_versions(environment: EnvArg, as_json: JsonOpt = False) -> None:
     """Every version of PROJECT/NAME, oldest first."""
     project, name = _name(environment)
-    found = call("env_versions", project, name)
-    if as_json:
-        print_json(found)
-        return
-    table = Table(show_edge=False, header_style="bold")
-    for column in ("VERSION", "KIND", "STATUS", "DIGEST", "PACKAGES", "BY", "REGISTERED"):
-        table.add_column(column)
-    for v in found:
-        table.add_row(
-            f"v{v['version']}",
-            v["kind"],
-            v["status"],
-            v["digest"][:12],
-            str(v["package_count"] or len(v["locked"]) or len(v["modules"])),
-            escape(v["registered_by"]),
-            v["registered_at"][:19],
-        )
-    console.print(table)
+    columns = ("VERSION", "KIND", "STATUS", "DIGEST", "PACKAGES", "BY", "REGISTERED")
+    print_listing(call("env_versions", project, name), as_json, columns, _version_row)
+
+
+def _version_row(v: dict) -> list[str]:
+    return [
+        f"v{v['version']}",
+        v["kind"],
+        v["status"],
+        v["digest"][:12],
+        str(v["package_count"] or len(v["locked"]) or len(v["modules"])),
+        escape(v["registered_by"]),
+        v["registered_at"][:19],
+    ]
 
 
 @env_app.command("show")

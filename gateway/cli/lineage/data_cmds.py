@@ -14,12 +14,11 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
 from gateway.cli.common import JsonOpt, call, usage
 from gateway.cli.lineage import lineage_view
 from gateway.cli.lineage.lineage_cmds import compare, trace
-from gateway.cli.output import console, err_console, print_json
+from gateway.cli.output import console, err_console, print_json, print_listing
 from gateway.core import names
 from gateway.core.lineage.dataset_ref import VERSION_SELECTOR, VERSION_SELECTOR_HELP, parse_dataset_ref
 from gateway.errors import SpecError
@@ -178,29 +177,22 @@ def list_datasets(
     as_json: JsonOpt = False,
 ) -> None:
     """Datasets of your projects and those shared with them, with their latest version."""
-    found = call("datasets", project)
-    if as_json:
-        print_json(found)
-        return
-    if not found:
-        console.print("no datasets")
-        return
-    table = Table(show_edge=False, header_style="bold")
-    for column in ("DATASET", "VERSIONS", "LATEST", "DIGEST", "FILES", "SIZE", "SHARED WITH", "REGISTERED"):
-        table.add_column(column)
-    for d in found:
-        latest = d.get("latest") or {}
-        table.add_row(
-            f"{d['project']}/{d['name']}",
-            str(d["version_count"]),
-            f"v{latest['version']}" if latest else "-",
-            lineage_view.short(latest.get("digest")),
-            str(latest.get("file_count", "-")),
-            lineage_view.human_bytes(latest.get("total_bytes")),
-            ", ".join(d["shared_with"]) or "-",
-            lineage_view.when(latest.get("registered_at") or d["created_at"]),
-        )
-    console.print(table)
+    columns = ("DATASET", "VERSIONS", "LATEST", "DIGEST", "FILES", "SIZE", "SHARED WITH", "REGISTERED")
+    print_listing(call("datasets", project), as_json, columns, _dataset_row, none="no datasets")
+
+
+def _dataset_row(d: dict) -> list[str]:
+    latest = d.get("latest") or {}
+    return [
+        f"{d['project']}/{d['name']}",
+        str(d["version_count"]),
+        f"v{latest['version']}" if latest else "-",
+        lineage_view.short(latest.get("digest")),
+        str(latest.get("file_count", "-")),
+        lineage_view.human_bytes(latest.get("total_bytes")),
+        ", ".join(d["shared_with"]) or "-",
+        lineage_view.when(latest.get("registered_at") or d["created_at"]),
+    ]
 
 
 @dataset_app.command("show")
@@ -257,16 +249,11 @@ def list_versions(dataset: DatasetArg, as_json: JsonOpt = False) -> None:
     """Every version of a dataset, oldest first."""
     owner, name = _dataset_name(dataset)
     versions = call("dataset_versions", owner, name)
-    if as_json:
-        print_json(versions)
-        return
-    table = Table(show_edge=False, header_style="bold")
-    for column in ("VERSION", "DIGEST", "FILES", "SIZE", "PARENT", "REGISTERED BY", "REGISTERED"):
-        table.add_column(column)
     by_id = {v["id"]: v for v in versions}
-    for v in versions:
+
+    def row(v: dict) -> list[str]:
         parent = by_id.get(v["parent_id"]) if v["parent_id"] else None
-        table.add_row(
+        return [
             f"v{v['version']}",
             lineage_view.short(v["digest"]),
             str(v["file_count"]),
@@ -274,8 +261,10 @@ def list_versions(dataset: DatasetArg, as_json: JsonOpt = False) -> None:
             (f"v{parent['version']}" if parent else "another dataset") if v["parent_id"] else "-",
             v["registered_by"],
             lineage_view.when(v["registered_at"]),
-        )
-    console.print(table)
+        ]
+
+    columns = ("VERSION", "DIGEST", "FILES", "SIZE", "PARENT", "REGISTERED BY", "REGISTERED")
+    print_listing(versions, as_json, columns, row)
 
 
 @dataset_app.command("diff")

@@ -145,34 +145,31 @@ def _status(release: str, status: str, reason: str, as_json: bool) -> None:
     show(found, as_json, lambda r: [f"{r['ref']} is {r['status']}"])
 
 
-@release_app.command("deprecate")
-def release_deprecate(
-    release: Annotated[str, typer.Argument(help="PROJECT/NAME@VERSION")],
-    reason: Reason = "",
-    as_json: JsonOpt = False,
-) -> None:
-    """Mark a release deprecated (an event with a reason; leads)."""
-    _status(release, "deprecated", reason, as_json)
+def _status_command(name: str, status: str, doc: str) -> None:
+    """Add ``gw release NAME RELEASE --reason TEXT``, which moves the release to ``status``; ``doc`` is
+    its help."""
+
+    def command(
+        release: Annotated[str, typer.Argument(help="PROJECT/NAME@VERSION")],
+        reason: Reason = "",
+        as_json: JsonOpt = False,
+    ) -> None:
+        _status(release, status, reason, as_json)
+
+    command.__doc__ = doc
+    release_app.command(name)(command)
 
 
-@release_app.command("withdraw")
-def release_withdraw(
-    release: Annotated[str, typer.Argument(help="PROJECT/NAME@VERSION")],
-    reason: Reason = "",
-    as_json: JsonOpt = False,
-) -> None:
-    """Withdraw a release: it can no longer be promoted (an event with a reason; leads)."""
-    _status(release, "withdrawn", reason, as_json)
-
-
-@release_app.command("reactivate")
-def release_reactivate(
-    release: Annotated[str, typer.Argument(help="PROJECT/NAME@VERSION")],
-    reason: Reason = "",
-    as_json: JsonOpt = False,
-) -> None:
-    """Mark a deprecated or withdrawn release active again (an event with a reason; leads)."""
-    _status(release, "active", reason, as_json)
-
+_status_command("deprecate", "deprecated", "Mark a release deprecated (an event with a reason; leads).")
+_status_command(
+    "withdraw",
+    "withdrawn",
+    "Withdraw a release: it can no longer be promoted (an event with a reason; leads).",
+)
+_status_command(
+    "reactivate",
+    "active",
+    "Mark a deprecated or withdrawn release active again (an event with a reason; leads).",
+)
 
 add_release_commands(release_app)  # after the commands above, so that gw release --help keeps their order

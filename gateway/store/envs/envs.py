@@ -11,17 +11,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from gateway.core.envs.record import Environment, EnvVersion
-from gateway.errors import NotFound, StoreError
 from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database, rows_matched
 from gateway.store.envs.models import EnvironmentRow, EnvObservationRow, EnvVersionRow
-from gateway.store.lineage.datasets import new_id
 from gateway.store.models import utcnow
-from gateway.store.versioned import VersionedRecords
+from gateway.store.versioned import NewParent, VersionedRecords, VersionReads, new_id, version_audit
 
 
 @dataclass(frozen=True)
@@ -50,7 +48,14 @@ class Observation:
     drift: dict[str, Any] | None
 
 
-class EnvStore:
+ENV_VERSIONS: VersionedRecords[EnvironmentRow, EnvVersionRow, EnvVersion] = VersionedRecords(
+    "environment", EnvironmentRow, EnvVersionRow, "environment_id", lambda _, row, env: to_version(row, env)
+)
+
+
+class EnvStore(VersionReads[EnvVersion]):
+    records = ENV_VERSIONS  # what versions, version and find_version (VersionReads) read
+
     def __init__(self, db: Database) -> None:
         self.db = db
 
@@ -59,46 +64,12 @@ class EnvStore:
     def register(
         self, *, project: str, name: str, version: NewEnvVersion, audit: AuditEntry
     ) -> tuple[EnvVersion, bool]:
-        """The version with ``version.digest`` of ``project/name``, and whether it was created now."""
-        for attempt in range(2):
-            try:
-                return self._register_once(project, name, version, audit)
-            except StoreError:
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
+        """The version with ``version.digest`` of ``project/name``, and whether it was created now.
 
-    def _register_once(
-        self, project: str, name: str, version: NewEnvVersion, audit: AuditEntry
-    ) -> tuple[EnvVersion, bool]:
-        with self.db.session() as session:
-            env = session.scalar(
-                select(EnvironmentRow).where(EnvironmentRow.project == project, EnvironmentRow.name == name)
-            )
-            if env is None:
-                env = EnvironmentRow(
-                    id=new_id("env"),
-                    project=project,
-                    name=name,
-                    description=version.description,
-                    created_by=version.registered_by,
-                )
-                session.add(env)
-                session.flush()
-            else:
-                found = session.scalar(
-                    select(EnvVersionRow).where(
-                        EnvVersionRow.environment_id == env.id, EnvVersionRow.digest == version.digest
-                    )
-                )
-                if found is not None:
-                    return to_version(found, env), False
-            number = (
-                session.scalar(
-                    select(func.max(EnvVersionRow.number)).where(EnvVersionRow.environment_id == env.id)
-                )
-                or 0
-            ) + 1
+        Creates the environment on its first version; a race for the same number is tried once more.
+        """
+
+        def write(session: Session, env: EnvironmentRow, number: int) -> EnvVersion:
             row = EnvVersionRow(
                 id=new_id("ev"),
                 environment_id=env.id,
@@ -119,27 +90,13 @@ class EnvStore:
             )
             session.add(row)
             session.flush()
-            after: dict[str, Any] = {
-                "environment": f"{project}/{name}",
-                "version": number,
-                "kind": row.kind,
-                "digest": row.digest,
-            }
-            if row.parent_id:
-                after.update(parent_id=row.parent_id, parent_diff=row.parent_diff)
-            append(
-                session,
-                AuditEntry(
-                    actor=audit.actor,
-                    action=audit.action,
-                    target_type="environment_version",
-                    target_id=row.id,
-                    project=project,
-                    source=audit.source,
-                    after=after,
-                ),
-            )
-            return to_version(row, env), True
+            append(session, _registered(audit, row, env))
+            return to_version(row, env)
+
+        first = NewParent("env", version.description, version.registered_by)
+        return ENV_VERSIONS.register(
+            self.db, project=project, name=name, digest=version.digest, parent=first, write=write
+        )
 
     def set_build_run(self, version_id: str, run_id: str) -> None:
         """Name the run that builds a python version (written once, right after it was submitted)."""
@@ -240,12 +197,7 @@ class EnvStore:
     def environment(self, project: str, name: str) -> Environment:
         """``project/name`` with its latest version, or NotFound."""
         with self.db.session() as session:
-            row = session.scalar(
-                select(EnvironmentRow).where(EnvironmentRow.project == project, EnvironmentRow.name == name)
-            )
-            if row is None:
-                raise NotFound(f"no environment {project}/{name}")
-            return _environment(session, row)
+            return _environment(session, ENV_VERSIONS.named(session, project, name))
 
     def environments(self, projects: Sequence[str] | None) -> list[Environment]:
         """Environments of ``projects`` (None: all), by project and name."""
@@ -254,23 +206,6 @@ class EnvStore:
             if projects is not None:
                 query = query.where(EnvironmentRow.project.in_(projects))
             return [_environment(session, row) for row in session.scalars(query)]
-
-    def versions(self, environment_id: str) -> list[EnvVersion]:
-        """Every version of the environment, oldest first; NotFound for an unknown environment id."""
-        with self.db.session() as session:
-            return ENV_VERSIONS.all(session, environment_id)
-
-    def version(self, version_id: str) -> EnvVersion:
-        """The version with id ``version_id``, or NotFound."""
-        with self.db.session() as session:
-            return ENV_VERSIONS.by_id(session, version_id)
-
-    def find_version(
-        self, environment_id: str, *, number: int | None = None, digest_prefix: str | None = None
-    ) -> EnvVersion:
-        """By number, by digest prefix (unique), or the latest when neither is given."""
-        with self.db.session() as session:
-            return ENV_VERSIONS.find(session, environment_id, number=number, digest_prefix=digest_prefix)
 
     def building(self, limit: int = 200) -> list[EnvVersion]:
         """Versions whose build has not settled (``building``), oldest first, at most ``limit``."""
@@ -304,6 +239,19 @@ class EnvStore:
                 .limit(limit)
             )
             return list(dict.fromkeys(rows))
+
+
+def _registered(audit: AuditEntry, row: EnvVersionRow, env: EnvironmentRow) -> AuditEntry:
+    """``audit`` aimed at the version just written, with what it holds."""
+    after: dict[str, Any] = {
+        "environment": f"{env.project}/{env.name}",
+        "version": row.number,
+        "kind": row.kind,
+        "digest": row.digest,
+    }
+    if row.parent_id:
+        after.update(parent_id=row.parent_id, parent_diff=row.parent_diff)
+    return version_audit(audit, "environment_version", row.id, env.project, after)
 
 
 def _environment(session: Session, row: EnvironmentRow) -> Environment:
@@ -351,8 +299,3 @@ def to_version(row: EnvVersionRow, env: EnvironmentRow) -> EnvVersion:
         build_requested_at=row.build_requested_at,
         build_failures=list(row.build_failures or []),
     )
-
-
-ENV_VERSIONS: VersionedRecords[EnvironmentRow, EnvVersionRow, EnvVersion] = VersionedRecords(
-    "environment", EnvironmentRow, EnvVersionRow, "environment_id", lambda _, row, env: to_version(row, env)
-)

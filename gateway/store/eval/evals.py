@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from gateway.core.eval.domain import EvalRun, EvalSuite, SuiteDataset, SuiteVersionRecord
 from gateway.core.eval.suite import SuiteVersion
-from gateway.errors import NotFound, StoreError
+from gateway.errors import NotFound
 from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database, rows_matched
 from gateway.store.eval.models import (
@@ -27,11 +27,10 @@ from gateway.store.eval.models import (
     EvalSuiteRow,
     EvalSuiteVersionRow,
 )
-from gateway.store.lineage.datasets import new_id
 from gateway.store.lineage.lineage import TERMINAL_STATES
 from gateway.store.lineage.models import DatasetRow, DatasetVersionRow
 from gateway.store.models import RunRow, utcnow
-from gateway.store.versioned import VersionedRecords
+from gateway.store.versioned import NewParent, VersionedRecords, new_id, version_audit
 
 
 @dataclass(frozen=True)
@@ -76,53 +75,8 @@ class EvalStore:
         and is tried once more (it then finds the winner's version, or takes
         the next number).
         """
-        for attempt in range(2):
-            try:
-                return self._register_once(suite, content_hash, datasets, registered_by, audit)
-            except StoreError:
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
 
-    def _register_once(
-        self,
-        suite: SuiteVersion,
-        content_hash: str,
-        datasets: Sequence[ResolvedDataset],
-        registered_by: str,
-        audit: AuditEntry,
-    ) -> tuple[SuiteVersionRecord, bool]:
-        with self.db.session() as session:
-            row = session.scalar(
-                select(EvalSuiteRow).where(
-                    EvalSuiteRow.project == suite.project, EvalSuiteRow.name == suite.name
-                )
-            )
-            if row is None:
-                row = EvalSuiteRow(
-                    id=new_id("es"),
-                    project=suite.project,
-                    name=suite.name,
-                    description=suite.description,
-                    created_by=registered_by,
-                )
-                session.add(row)
-                session.flush()
-            else:
-                found = session.scalar(
-                    select(EvalSuiteVersionRow).where(
-                        EvalSuiteVersionRow.suite_id == row.id,
-                        EvalSuiteVersionRow.content_hash == content_hash,
-                    )
-                )
-                if found is not None:
-                    return _version(session, found), False
-            number = (
-                session.scalar(
-                    select(func.max(EvalSuiteVersionRow.number)).where(EvalSuiteVersionRow.suite_id == row.id)
-                )
-                or 0
-            ) + 1
+        def write(session: Session, row: EvalSuiteRow, number: int) -> SuiteVersionRecord:
             version = EvalSuiteVersionRow(
                 id=new_id("esv"),
                 suite_id=row.id,
@@ -146,24 +100,13 @@ class EvalStore:
                     )
                 )
             session.flush()
-            append(
-                session,
-                AuditEntry(
-                    actor=audit.actor,
-                    action=audit.action,
-                    target_type="eval_suite_version",
-                    target_id=version.id,
-                    project=suite.project,
-                    source=audit.source,
-                    after={
-                        "suite": f"{suite.project}/{suite.name}",
-                        "version": number,
-                        "content_hash": content_hash,
-                        "datasets": [{"ref": d.ref, "digest": d.digest} for d in datasets],
-                    },
-                ),
-            )
-            return _version(session, version), True
+            append(session, _registered(audit, version, row, datasets))
+            return _version(session, version)
+
+        first = NewParent("es", suite.description, registered_by)
+        return SUITE_VERSIONS.register(
+            self.db, project=suite.project, name=suite.name, digest=content_hash, parent=first, write=write
+        )
 
     def suites(self, projects: Sequence[str] | None) -> list[EvalSuite]:
         """Suites of ``projects`` (None: all), by project and name, with their version count."""
@@ -181,11 +124,7 @@ class EvalStore:
     def suite(self, project: str, name: str) -> EvalSuite:
         """A suite with its version count and latest number, or NotFound."""
         with self.db.session() as session:
-            row = session.scalar(
-                select(EvalSuiteRow).where(EvalSuiteRow.project == project, EvalSuiteRow.name == name)
-            )
-            if row is None:
-                raise NotFound(f"no eval suite {project}/{name}")
+            row = SUITE_VERSIONS.named(session, project, name)
             count, latest = session.execute(
                 select(func.count(EvalSuiteVersionRow.id), func.max(EvalSuiteVersionRow.number)).where(
                     EvalSuiteVersionRow.suite_id == row.id
@@ -325,6 +264,19 @@ class EvalStore:
             if changed:
                 append(session, audit)
             return bool(changed)
+
+
+def _registered(
+    audit: AuditEntry, version: EvalSuiteVersionRow, suite: EvalSuiteRow, datasets: Sequence[ResolvedDataset]
+) -> AuditEntry:
+    """``audit`` aimed at the suite version just written, with what it holds."""
+    after = {
+        "suite": f"{suite.project}/{suite.name}",
+        "version": version.number,
+        "content_hash": version.content_hash,
+        "datasets": [{"ref": d.ref, "digest": d.digest} for d in datasets],
+    }
+    return version_audit(audit, "eval_suite_version", version.id, suite.project, after)
 
 
 def _suite(row: EvalSuiteRow, count: int, latest: int | None) -> EvalSuite:

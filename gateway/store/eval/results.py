@@ -34,8 +34,8 @@ from gateway.store.eval.models import (
     EvalSuiteRow,
     EvalSuiteVersionRow,
 )
-from gateway.store.lineage.datasets import new_id
 from gateway.store.models import utcnow
+from gateway.store.versioned import new_id
 
 INSERT_TASK = insert(EvalResultTaskRow.__table__)
 INSERT_SCORES = insert(EvalSampleScoresRow.__table__)

@@ -19,8 +19,8 @@ from gateway.errors import Conflict, NotFound
 from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database, rows_matched
 from gateway.store.eval.models import EvalReviewRow, GateDecisionRow
-from gateway.store.lineage.datasets import new_id
 from gateway.store.models import utcnow
+from gateway.store.versioned import new_id
 
 
 @dataclass(frozen=True)

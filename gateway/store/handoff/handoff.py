@@ -24,9 +24,9 @@ from gateway.errors import NotFound, StoreError
 from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database
 from gateway.store.handoff.models import HandoffAttemptRow, OutboxRow
-from gateway.store.lineage.datasets import new_id
 from gateway.store.lineage.lineage import TERMINAL_STATES
 from gateway.store.models import AttemptRow, RunRow, utcnow
+from gateway.store.versioned import new_id
 
 
 def add_items(session: Session, items: Sequence[NewOutboxItem], now: datetime) -> list[OutboxRow]:

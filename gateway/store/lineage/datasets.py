@@ -7,29 +7,22 @@ returns that version and writes nothing.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from gateway.core.lineage.manifest import FileEntry
 from gateway.core.lineage.values import Dataset, DatasetVersion
-from gateway.errors import NotFound, StoreError
 from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database
 from gateway.store.lineage.models import DatasetFileRow, DatasetRow, DatasetShareRow, DatasetVersionRow
 from gateway.store.models import utcnow
-from gateway.store.versioned import VersionedRecords
+from gateway.store.versioned import NewParent, VersionedRecords, VersionReads, new_id, version_audit
 
 INSERT_FILE = insert(DatasetFileRow.__table__)
 FILE_BATCH = 5000
-
-
-def new_id(prefix: str) -> str:
-    """A fresh id: ``prefix``, ``-`` and 16 random hex digits."""
-    return f"{prefix}-{uuid.uuid4().hex[:16]}"
 
 
 @dataclass(frozen=True)
@@ -47,7 +40,14 @@ class NewVersion:
     made_by_command: str | None = None
 
 
-class DatasetStore:
+DATASET_VERSIONS: VersionedRecords[DatasetRow, DatasetVersionRow, DatasetVersion] = VersionedRecords(
+    "dataset", DatasetRow, DatasetVersionRow, "dataset_id", lambda _, row, dataset: to_version(row, dataset)
+)
+
+
+class DatasetStore(VersionReads[DatasetVersion]):
+    records = DATASET_VERSIONS  # what versions, version and find_version (VersionReads) read
+
     def __init__(self, db: Database) -> None:
         self.db = db
 
@@ -67,57 +67,11 @@ class DatasetStore:
 
         Creates the dataset on its first version. Two registrations racing
         for the same number: the loser's transaction fails on the unique
-        number and is tried once more.
+        number and is tried once more. Content the dataset has, now read from
+        another path, moves its version there (audited).
         """
-        for attempt in range(2):
-            try:
-                return self._register_once(project, name, entries, digest, version, audit)
-            except StoreError:
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
 
-    def _register_once(
-        self,
-        project: str,
-        name: str,
-        entries: Sequence[FileEntry],
-        digest: str,
-        version: NewVersion,
-        audit: AuditEntry,
-    ) -> tuple[DatasetVersion, bool]:
-        with self.db.session() as session:
-            dataset = session.scalar(
-                select(DatasetRow).where(DatasetRow.project == project, DatasetRow.name == name)
-            )
-            if dataset is None:
-                dataset = DatasetRow(
-                    id=new_id("ds"),
-                    project=project,
-                    name=name,
-                    description=version.description,
-                    created_by=version.registered_by,
-                )
-                session.add(dataset)
-                session.flush()
-            else:
-                found = session.scalar(
-                    select(DatasetVersionRow).where(
-                        DatasetVersionRow.dataset_id == dataset.id, DatasetVersionRow.digest == digest
-                    )
-                )
-                if found is not None:
-                    if version.path and version.path != found.path:
-                        _relocate(session, found, version, audit)
-                    return to_version(found, dataset), False
-            number = (
-                session.scalar(
-                    select(func.max(DatasetVersionRow.number)).where(
-                        DatasetVersionRow.dataset_id == dataset.id
-                    )
-                )
-                or 0
-            ) + 1
+        def write(session: Session, dataset: DatasetRow, number: int) -> DatasetVersion:
             row = DatasetVersionRow(
                 id=new_id("dv"),
                 dataset_id=dataset.id,
@@ -130,17 +84,19 @@ class DatasetStore:
             )
             session.add(row)
             session.flush()
-            connection = session.connection()
-            for start in range(0, len(entries), FILE_BATCH):
-                connection.execute(
-                    INSERT_FILE,
-                    [
-                        {"version_id": row.id, "path": e.path, "size": e.size, "sha256": e.sha256}
-                        for e in entries[start : start + FILE_BATCH]
-                    ],
-                )
+            _insert_files(session, row.id, entries)
             append(session, _with_target(audit, row, dataset))
-            return to_version(row, dataset), True
+            return to_version(row, dataset)
+
+        def found(session: Session, row: DatasetVersionRow, dataset: DatasetRow) -> DatasetVersion:
+            if version.path and version.path != row.path:
+                _relocate(session, row, version, audit)
+            return to_version(row, dataset)
+
+        first = NewParent("ds", version.description, version.registered_by)
+        return DATASET_VERSIONS.register(
+            self.db, project=project, name=name, digest=digest, parent=first, write=write, found=found
+        )
 
     def share(self, dataset_id: str, project: str, *, by: str, audit: AuditEntry) -> None:
         """Let ``project`` read the dataset (and write ``audit``); sharing twice changes nothing."""
@@ -164,12 +120,7 @@ class DatasetStore:
     def dataset(self, project: str, name: str) -> Dataset:
         """The dataset ``project/name`` with its shares and latest version, or NotFound."""
         with self.db.session() as session:
-            row = session.scalar(
-                select(DatasetRow).where(DatasetRow.project == project, DatasetRow.name == name)
-            )
-            if row is None:
-                raise NotFound(f"no dataset {project}/{name}")
-            return _dataset(session, row)
+            return _dataset(session, DATASET_VERSIONS.named(session, project, name))
 
     def datasets(self, projects: Sequence[str] | None) -> list[Dataset]:
         """Datasets owned by, or shared with, ``projects`` (None: all), by project and name."""
@@ -179,23 +130,6 @@ class DatasetStore:
                 shared = select(DatasetShareRow.dataset_id).where(DatasetShareRow.project.in_(projects))
                 query = query.where(DatasetRow.project.in_(projects) | DatasetRow.id.in_(shared))
             return [_dataset(session, row) for row in session.scalars(query)]
-
-    def versions(self, dataset_id: str) -> list[DatasetVersion]:
-        """Every version of the dataset, oldest first; NotFound for an unknown dataset id."""
-        with self.db.session() as session:
-            return DATASET_VERSIONS.all(session, dataset_id)
-
-    def version(self, version_id: str) -> DatasetVersion:
-        """The version with id ``version_id``, or NotFound."""
-        with self.db.session() as session:
-            return DATASET_VERSIONS.by_id(session, version_id)
-
-    def find_version(
-        self, dataset_id: str, *, number: int | None = None, digest_prefix: str | None = None
-    ) -> DatasetVersion:
-        """By number, by digest prefix (must be unique), or the latest when neither is given."""
-        with self.db.session() as session:
-            return DATASET_VERSIONS.find(session, dataset_id, number=number, digest_prefix=digest_prefix)
 
     def files(self, version_id: str) -> list[FileEntry]:
         """The version's manifest, in the order it was registered (by path); empty for an unknown id."""
@@ -223,6 +157,19 @@ class DatasetStore:
         with self.db.session() as session:
             rows = session.scalars(select(DatasetVersionRow).where(DatasetVersionRow.parent_id == version_id))
             return [to_version(r, session.get_one(DatasetRow, r.dataset_id)) for r in rows]
+
+
+def _insert_files(session: Session, version_id: str, entries: Sequence[FileEntry]) -> None:
+    """The version's manifest, as plain inserts of ``FILE_BATCH`` rows each."""
+    connection = session.connection()
+    for start in range(0, len(entries), FILE_BATCH):
+        connection.execute(
+            INSERT_FILE,
+            [
+                {"version_id": version_id, "path": e.path, "size": e.size, "sha256": e.sha256}
+                for e in entries[start : start + FILE_BATCH]
+            ],
+        )
 
 
 def _relocate(session: Session, found: DatasetVersionRow, version: NewVersion, audit: AuditEntry) -> None:
@@ -257,15 +204,7 @@ def _with_target(audit: AuditEntry, row: DatasetVersionRow, dataset: DatasetRow)
         **({"parent_id": row.parent_id} if row.parent_id else {}),
         **({"made_by_run_id": row.made_by_run_id} if row.made_by_run_id else {}),
     }
-    return AuditEntry(
-        actor=audit.actor,
-        action=audit.action,
-        target_type="dataset_version",
-        target_id=row.id,
-        project=dataset.project,
-        source=audit.source,
-        after=after,
-    )
+    return version_audit(audit, "dataset_version", row.id, dataset.project, after)
 
 
 def _dataset(session: Session, row: DatasetRow) -> Dataset:
@@ -315,8 +254,3 @@ def to_version(row: DatasetVersionRow, dataset: DatasetRow) -> DatasetVersion:
         made_by_run_id=row.made_by_run_id,
         made_by_command=row.made_by_command,
     )
-
-
-DATASET_VERSIONS: VersionedRecords[DatasetRow, DatasetVersionRow, DatasetVersion] = VersionedRecords(
-    "dataset", DatasetRow, DatasetVersionRow, "dataset_id", lambda _, row, dataset: to_version(row, dataset)
-)

@@ -22,7 +22,6 @@ from gateway.errors import Conflict, NotFound, StoreError
 from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database
 from gateway.store.handoff.handoff import add_items
-from gateway.store.lineage.datasets import new_id
 from gateway.store.models import utcnow
 from gateway.store.releases.models import (
     AliasEventRow,
@@ -32,6 +31,7 @@ from gateway.store.releases.models import (
     PromotionRequestRow,
     ReleaseRow,
 )
+from gateway.store.versioned import new_id
 
 PROJECT_SCOPE = "*"  # alias_policies.scope of a project's default policy
 

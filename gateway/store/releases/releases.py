@@ -25,9 +25,9 @@ from gateway.errors import Conflict, NotFound, StoreError
 from gateway.store.audit.audit import AuditEntry, append
 from gateway.store.db import Database
 from gateway.store.handoff.handoff import add_items
-from gateway.store.lineage.datasets import new_id
 from gateway.store.models import utcnow
 from gateway.store.releases.models import ModelRow, ReleaseRow, ReleaseStatusRow
+from gateway.store.versioned import new_id
 
 
 @dataclass(frozen=True)
