@@ -43,6 +43,10 @@ class ClusterDown:
     since: datetime
     error: str
 
+    def since_said(self) -> str:
+        """``since 2026-12-03 14:02:11 UTC: what was said``, as refusals and pages give it."""
+        return f"since {self.since:%Y-%m-%d %H:%M:%S} UTC: {self.error}"
+
 
 class SlurmClusters:
     """The clusters by name, each with its backend; the first is the default."""

@@ -146,8 +146,8 @@ class UsageService:
         if down is None:
             return None
         return (
-            f"cluster {name} did not answer (not answering since {down.since:%Y-%m-%d %H:%M:%S} UTC: "
-            f"{down.error}); it is asked again once a refresh cycle or health check finds it answering"
+            f"cluster {name} did not answer (not answering {down.since_said()}); it is asked again once "
+            "a refresh cycle or health check finds it answering"
         )
 
     def usage(

@@ -85,7 +85,7 @@ class Admission:
         ]
         open_text = f"other queues are open: {', '.join(others)}" if others else "no other queue is open"
         raise SlurmUnavailable(
-            f"cluster {name} is not answering (since {down.since:%Y-%m-%d %H:%M:%S} UTC: {down.error}); "
+            f"cluster {name} is not answering ({down.since_said()}); "
             f"queues on it: {', '.join(on)}; {open_text}; nothing was submitted",
             command="admission",
         )
