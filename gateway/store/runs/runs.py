@@ -6,8 +6,7 @@ domain values (``gateway.core.runs.values``), never ORM rows.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
@@ -17,15 +16,12 @@ from sqlalchemy.orm import selectinload
 
 from gateway.core.runs.idempotency import ClaimedKey, IdempotencyClaim
 from gateway.core.runs.paging import Cursor
-from gateway.core.runs.values import Attempt, AttemptUpdate, NewRun, Page, Run, RunFilter, StateEvent
-from gateway.core.slurm.observe import moved
+from gateway.core.runs.values import Attempt, NewRun, Page, Run, RunFilter, StateEvent
 from gateway.core.slurm.states import LIVE, RunState
-from gateway.errors import Conflict
 from gateway.store.audit.audit import AuditEntry, append, append_many
 from gateway.store.db import Database
 from gateway.store.models import AttemptRow, RunRow, RunTagRow, utcnow
 from gateway.store.rows import (
-    CURRENT_STATES,
     DROP_EXPIRED_KEY,
     DROP_EXPIRED_KEYS,
     DROP_EXPIRED_KEYS_OF,
@@ -34,35 +30,28 @@ from gateway.store.rows import (
     INSERT_ATTEMPT,
     INSERT_ATTEMPTS,
     INSERT_EVENT,
-    INSERT_EVENTS,
     INSERT_EVENTS_RETURNING,
     INSERT_INPUT,
     INSERT_RUN,
     INSERT_TAG,
-    RECORD_JOB_ID,
-    RECORD_JOB_IDS,
-    SET_RUN_STATE,
-    STILL_SUBMITTING,
     attempt_row,
     first_attempt_values,
     insert_key_once,
     load_run,
     new_run_value,
     run_values,
-    set_run_state,
     to_attempt,
     to_run,
-    update_attempt,
-    update_attempt_params,
 )
 from gateway.store.runs.attempts import AttemptWrites
+from gateway.store.runs.timeline import TimelineWrites
 
 # Attempts the refresher asks Slurm about: live ones, and those whose state is unknown.
 SUBMITTING = RunState.SUBMITTING.value
 POLLED_STATES = [s.value for s in LIVE if s is not RunState.SUBMITTING] + [RunState.UNKNOWN.value]
 
 
-class RunStore(AttemptWrites):
+class RunStore(TimelineWrites, AttemptWrites):
     def __init__(self, db: Database) -> None:
         self.db = db
         self._insert_key = insert_key_once(db.dialect)
@@ -70,7 +59,11 @@ class RunStore(AttemptWrites):
     # -- writes -------------------------------------------------------------
 
     def create_run(
-        self, new: NewRun, *, audit: AuditEntry | None = None, claim: IdempotencyClaim | None = None
+        self,
+        new: NewRun,
+        *,
+        audit: AuditEntry | None = None,
+        claim: IdempotencyClaim | None = None,
     ) -> Run | None:
         """Write a run and its first attempt (SUBMITTING) in one transaction, with ``audit``.
 
@@ -104,7 +97,10 @@ class RunStore(AttemptWrites):
             return [next(written) if c is None or c.key in taken else None for _, _, c in batch]
 
     def _take_keys(
-        self, session: Connection, claims: Sequence[tuple[IdempotencyClaim, str]], now: datetime
+        self,
+        session: Connection,
+        claims: Sequence[tuple[IdempotencyClaim, str]],
+        now: datetime,
     ) -> set[str]:
         """``_take_key`` for many claims of one user (each with its run id) in two statements; the keys
         written (a key another request holds is not among them)."""
@@ -128,7 +124,10 @@ class RunStore(AttemptWrites):
         return {row.key for row in session.execute(self._insert_key, rows)}
 
     def _write_runs(
-        self, session: Connection, batch: Sequence[tuple[NewRun, AuditEntry | None]], now: datetime
+        self,
+        session: Connection,
+        batch: Sequence[tuple[NewRun, AuditEntry | None]],
+        now: datetime,
     ) -> list[Run]:
         """The statements of many new runs, one executemany per table, inside the caller's transaction."""
         if not batch:
@@ -153,7 +152,12 @@ class RunStore(AttemptWrites):
             session.execute(
                 INSERT_EVENTS_RETURNING,
                 [
-                    {"attempt_id": a, "at": now, "to_state": submitting, "source": "gateway"}
+                    {
+                        "attempt_id": a,
+                        "at": now,
+                        "to_state": submitting,
+                        "source": "gateway",
+                    }
                     for a in attempt_ids
                 ],
             )
@@ -163,7 +167,16 @@ class RunStore(AttemptWrites):
         append_many(session, [audit for _, audit in batch if audit is not None])
         runs = []
         for (new, _), run_tags, attempt_id, event_id in zip(batch, tags, attempt_ids, event_ids, strict=True):
-            event = StateEvent(event_id, attempt_id, now, None, RunState.SUBMITTING, None, None, "gateway")
+            event = StateEvent(
+                event_id,
+                attempt_id,
+                now,
+                None,
+                RunState.SUBMITTING,
+                None,
+                None,
+                "gateway",
+            )
             runs.append(new_run_value(new, attempt_id=attempt_id, event=event, tags=run_tags, now=now))
         return runs
 
@@ -220,7 +233,12 @@ class RunStore(AttemptWrites):
         with self.db.transaction() as session:
             for start in range(0, len(keys), 500):  # bounded IN lists
                 rows = session.execute(
-                    FIND_KEYS, {"user": user, "keys": list(keys[start : start + 500]), "now": utcnow()}
+                    FIND_KEYS,
+                    {
+                        "user": user,
+                        "keys": list(keys[start : start + 500]),
+                        "now": utcnow(),
+                    },
                 )
                 for row in rows:
                     found[row.key] = ClaimedKey(row.run_id, row.operation, row.request_sha256)
@@ -230,157 +248,6 @@ class RunStore(AttemptWrites):
         """Delete idempotency keys past their time; returns how many."""
         with self.db.transaction(writes=True) as session:
             return session.execute(DROP_EXPIRED_KEYS, {"now": now or utcnow()}).rowcount
-
-    def record_job_id(self, attempt_id: int, job_id: str, *, source: str = "gateway") -> StateEvent:
-        """Store the Slurm job id of a SUBMITTING attempt; it becomes QUEUED. Returns the event.
-
-        The update only applies to an attempt still SUBMITTING, so the submit
-        path and a reconciliation can never both record a job for it
-        (Conflict for the loser).
-        """
-        now = utcnow()
-        queued = RunState.QUEUED.value
-        with self.db.transaction(writes=True) as session:
-            found = session.execute(
-                RECORD_JOB_ID,
-                {
-                    "attempt_id": attempt_id,
-                    "from_state": RunState.SUBMITTING.value,
-                    "job_id": job_id,
-                    "to_state": queued,
-                    "now": now,
-                },
-            ).first()
-            if found is None:
-                raise Conflict(f"attempt {attempt_id} is no longer submitting; its job was already recorded")
-            event_id = session.execute(
-                INSERT_EVENT,
-                {
-                    "attempt_id": attempt_id,
-                    "at": now,
-                    "from_state": RunState.SUBMITTING.value,
-                    "to_state": queued,
-                    "slurm_state": "PENDING",
-                    "source": source,
-                },
-            ).scalar_one()
-            set_run_state(session, found.run_id, found.number, queued)
-        return StateEvent(
-            event_id, attempt_id, now, RunState.SUBMITTING, RunState.QUEUED, "PENDING", None, source
-        )
-
-    def record_job_ids(self, pairs: Sequence[tuple[int, str]], *, source: str) -> dict[int, StateEvent]:
-        """``record_job_id`` for many SUBMITTING attempts (attempt id, job id) in one transaction; the
-        events by attempt id. An attempt no longer SUBMITTING is left out (reconciled already)."""
-        if not pairs:
-            return {}
-        now = utcnow()
-        submitting, queued = RunState.SUBMITTING.value, RunState.QUEUED.value
-        jobs = dict(pairs)
-        with self.db.transaction(writes=True) as session:
-            # The attempts still SUBMITTING, locked (PostgreSQL; SQLite's write lock is held already),
-            # so a reconciliation cannot settle one between this read and the update.
-            still = session.execute(STILL_SUBMITTING, {"ids": list(jobs), "state": submitting}).all()
-            recorded = [(row.id, row.run_id, row.number) for row in still]
-            if recorded:
-                session.execute(
-                    RECORD_JOB_IDS,
-                    [
-                        {
-                            "attempt_id": a,
-                            "from_state": submitting,
-                            "job_id": jobs[a],
-                            "to_state": queued,
-                            "now": now,
-                        }
-                        for a, _, _ in recorded
-                    ],
-                )
-            if not recorded:
-                return {}
-            event_ids = (
-                session.execute(
-                    INSERT_EVENTS_RETURNING,
-                    [
-                        {
-                            "attempt_id": a,
-                            "at": now,
-                            "from_state": submitting,
-                            "to_state": queued,
-                            "slurm_state": "PENDING",
-                            "source": source,
-                        }
-                        for a, _, _ in recorded
-                    ],
-                )
-                .scalars()
-                .all()
-            )
-            session.execute(
-                SET_RUN_STATE,
-                [{"run_id": r, "number": n, "state": queued, "now": now} for _, r, n in recorded],
-            )
-        return {
-            a: StateEvent(e, a, now, RunState.SUBMITTING, RunState.QUEUED, "PENDING", None, source)
-            for (a, _, _), e in zip(recorded, event_ids, strict=True)
-        }
-
-    def apply_updates(self, updates: Iterable[AttemptUpdate]) -> int:
-        """Write what a refresh learned; returns how many transitions were recorded.
-
-        An event is recorded (and the run's state set) when an attempt's state or reason changed.
-        Plain statements, batched: one read of the attempts' current states, then the attempts'
-        updates grouped by the columns they write, the events and the runs' states as one
-        executemany each. A refresh after a burst writes a thousand transitions in one cycle.
-        """
-        updates = list(updates)
-        if not updates:
-            return 0
-        now = utcnow()
-        writes: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
-        events: list[dict[str, Any]] = []
-        runs: list[dict[str, Any]] = []
-        with self.db.transaction(writes=True) as session:
-            current = {
-                row.id: row._asdict()
-                for row in session.execute(CURRENT_STATES, {"ids": list({u.attempt_id for u in updates})})
-            }
-            for update in updates:
-                row = current.get(update.attempt_id)
-                if row is None:
-                    continue
-                values = {**update.facts.changes(), "stale": update.stale}
-                if update.stale:
-                    values["updated_at"] = now
-                else:
-                    values.update(slurm_state=update.slurm_state, reason=update.reason)
-                    previous = RunState(row["state"])
-                    if moved(previous, row["reason"], update.state, update.reason):
-                        values["state"] = update.state.value
-                        events.append(
-                            {
-                                "attempt_id": update.attempt_id,
-                                "at": update.event_at or now,
-                                "from_state": previous.value,
-                                "to_state": update.state.value,
-                                "slurm_state": update.slurm_state,
-                                "reason": update.reason,
-                                "source": update.source,
-                            }
-                        )
-                        runs.append(
-                            {"run_id": row["run_id"], "number": row["number"], "state": update.state.value}
-                        )
-                    # the next update of the same attempt in this batch starts from this one
-                    row.update(state=update.state.value, reason=update.reason)
-                writes[tuple(sorted(values))].append(update_attempt_params(update.attempt_id, values))
-            for columns, params in writes.items():
-                session.execute(update_attempt(columns), params)
-            if events:
-                session.execute(INSERT_EVENTS, events)
-            if runs:
-                session.execute(SET_RUN_STATE, [{**r, "now": now} for r in runs])
-        return len(events)
 
     # -- reads --------------------------------------------------------------
 
@@ -458,7 +325,10 @@ class RunStore(AttemptWrites):
         if where.cursor:
             created, run_id = where.cursor.created_at, where.cursor.run_id
             query = query.where(
-                or_(RunRow.created_at < created, and_(RunRow.created_at == created, RunRow.id < run_id))
+                or_(
+                    RunRow.created_at < created,
+                    and_(RunRow.created_at == created, RunRow.id < run_id),
+                )
             )
         query = query.order_by(RunRow.created_at.desc(), RunRow.id.desc()).limit(where.limit + 1)
         with self.db.session() as session:
