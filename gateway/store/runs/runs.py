@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, Select, and_, func, or_, select
 from sqlalchemy.orm import selectinload
 
-from gateway.core.runs.idempotency import ClaimedKey, IdempotencyClaim
+from gateway.core.runs.idempotency import IdempotencyClaim
 from gateway.core.runs.paging import Cursor
 from gateway.core.runs.values import Attempt, NewRun, Page, Run, RunFilter, StateEvent
 from gateway.core.slurm.states import LIVE, RunState
@@ -22,11 +22,6 @@ from gateway.store.audit.audit import AuditEntry, append, append_many
 from gateway.store.db import Database
 from gateway.store.models import AttemptRow, RunRow, RunTagRow, utcnow
 from gateway.store.rows import (
-    DROP_EXPIRED_KEY,
-    DROP_EXPIRED_KEYS,
-    DROP_EXPIRED_KEYS_OF,
-    FIND_KEY,
-    FIND_KEYS,
     INSERT_ATTEMPT,
     INSERT_ATTEMPTS,
     INSERT_EVENT,
@@ -44,6 +39,7 @@ from gateway.store.rows import (
     to_run,
 )
 from gateway.store.runs.attempts import AttemptWrites
+from gateway.store.runs.keys import IdempotencyKeys
 from gateway.store.runs.timeline import TimelineWrites
 
 # Attempts the refresher asks Slurm about: live ones, and those whose state is unknown.
@@ -51,7 +47,7 @@ SUBMITTING = RunState.SUBMITTING.value
 POLLED_STATES = [s.value for s in LIVE if s is not RunState.SUBMITTING] + [RunState.UNKNOWN.value]
 
 
-class RunStore(TimelineWrites, AttemptWrites):
+class RunStore(TimelineWrites, AttemptWrites, IdempotencyKeys):
     def __init__(self, db: Database) -> None:
         self.db = db
         self._insert_key = insert_key_once(db.dialect)
@@ -95,33 +91,6 @@ class RunStore(TimelineWrites, AttemptWrites):
             keep = [(n, a) for n, a, c in batch if c is None or c.key in taken]
             written = iter(self._write_runs(session, keep, now))
             return [next(written) if c is None or c.key in taken else None for _, _, c in batch]
-
-    def _take_keys(
-        self,
-        session: Connection,
-        claims: Sequence[tuple[IdempotencyClaim, str]],
-        now: datetime,
-    ) -> set[str]:
-        """``_take_key`` for many claims of one user (each with its run id) in two statements; the keys
-        written (a key another request holds is not among them)."""
-        if not claims:
-            return set()
-        user = claims[0][0].user
-        keys = [c.key for c, _ in claims]
-        session.execute(DROP_EXPIRED_KEYS_OF, {"user": user, "keys": keys, "now": now})
-        rows = [
-            {
-                "user": c.user,
-                "key": c.key,
-                "operation": c.operation,
-                "request_sha256": c.request_sha256,
-                "run_id": run_id,
-                "created_at": now,
-                "expires_at": c.expires_at,
-            }
-            for c, run_id in claims
-        ]
-        return {row.key for row in session.execute(self._insert_key, rows)}
 
     def _write_runs(
         self,
@@ -203,51 +172,6 @@ class RunStore(TimelineWrites, AttemptWrites):
             append(session, audit)
         event = StateEvent(event_id, attempt_id, now, None, RunState.SUBMITTING, None, None, "gateway")
         return new_run_value(new, attempt_id=attempt_id, event=event, tags=tags, now=now)
-
-    def _take_key(self, session: Connection, claim: IdempotencyClaim, run_id: str, now: datetime) -> bool:
-        """Write the key for ``run_id`` unless a live one exists (an expired one is replaced)."""
-        session.execute(DROP_EXPIRED_KEY, {"user": claim.user, "key": claim.key, "now": now})
-        inserted = session.execute(
-            self._insert_key,
-            {
-                "user": claim.user,
-                "key": claim.key,
-                "operation": claim.operation,
-                "request_sha256": claim.request_sha256,
-                "run_id": run_id,
-                "created_at": now,
-                "expires_at": claim.expires_at,
-            },
-        )
-        return inserted.first() is not None
-
-    def claimed_key(self, user: str, key: str) -> ClaimedKey | None:
-        """What an earlier, unexpired request with this key of ``user`` made; None when there is none."""
-        with self.db.transaction() as session:
-            row = session.execute(FIND_KEY, {"user": user, "key": key, "now": utcnow()}).first()
-        return None if row is None else ClaimedKey(row.run_id, row.operation, row.request_sha256)
-
-    def claimed_keys(self, user: str, keys: Sequence[str]) -> dict[str, ClaimedKey]:
-        """``claimed_key`` for many keys of ``user`` at once: the unexpired ones found, by key."""
-        found: dict[str, ClaimedKey] = {}
-        with self.db.transaction() as session:
-            for start in range(0, len(keys), 500):  # bounded IN lists
-                rows = session.execute(
-                    FIND_KEYS,
-                    {
-                        "user": user,
-                        "keys": list(keys[start : start + 500]),
-                        "now": utcnow(),
-                    },
-                )
-                for row in rows:
-                    found[row.key] = ClaimedKey(row.run_id, row.operation, row.request_sha256)
-        return found
-
-    def forget_expired_keys(self, now: datetime | None = None) -> int:
-        """Delete idempotency keys past their time; returns how many."""
-        with self.db.transaction(writes=True) as session:
-            return session.execute(DROP_EXPIRED_KEYS, {"now": now or utcnow()}).rowcount
 
     # -- reads --------------------------------------------------------------
 
