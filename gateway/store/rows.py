@@ -140,7 +140,7 @@ SET_RUN_STATE = (
 )
 
 
-# The refresh's batched writes (RunStore.apply_updates, AttemptWrites.mark_stale).
+# The refresh's batched writes (TimelineWrites.apply_updates, AttemptWrites.mark_stale).
 CURRENT_STATES = select(
     ATTEMPTS.c.id, ATTEMPTS.c.state, ATTEMPTS.c.reason, ATTEMPTS.c.run_id, ATTEMPTS.c.number
 ).where(ATTEMPTS.c.id.in_(bindparam("ids", expanding=True)))

@@ -1,4 +1,6 @@
-"""Reading and writing runs, attempts and their timeline.
+"""The run store: creating runs (each with its first attempt and event, in one transaction), with
+the reads (``reads.py``), the idempotency keys (``keys.py``), the timeline writes (``timeline.py``)
+and the attempt-level writes (``attempts.py``) mixed in.
 
 Every method opens one unit of work (``Database.session``) and returns
 domain values (``gateway.core.runs.values``), never ORM rows.
@@ -6,68 +8,41 @@ domain values (``gateway.core.runs.values``), never ORM rows.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import Connection, Select, and_, func, or_, select
-from sqlalchemy.orm import selectinload
+from sqlalchemy import Connection
 
-from gateway.core.runs.idempotency import ClaimedKey, IdempotencyClaim
-from gateway.core.runs.paging import Cursor
-from gateway.core.runs.values import Attempt, AttemptUpdate, NewRun, Page, Run, RunFilter, StateEvent
-from gateway.core.slurm.observe import moved
-from gateway.core.slurm.states import LIVE, RunState
-from gateway.errors import Conflict
+from gateway.core.runs.idempotency import IdempotencyClaim
+from gateway.core.runs.values import NewRun, Run, StateEvent
+from gateway.core.slurm.states import RunState
 from gateway.store.audit.audit import AuditEntry, append, append_many
 from gateway.store.db import Database
-from gateway.store.models import AttemptRow, RunRow, RunTagRow, utcnow
+from gateway.store.models import utcnow
 from gateway.store.rows import (
-    CURRENT_STATES,
-    DROP_EXPIRED_KEY,
-    DROP_EXPIRED_KEYS,
-    DROP_EXPIRED_KEYS_OF,
-    FIND_KEY,
-    FIND_KEYS,
     INSERT_ATTEMPT,
     INSERT_ATTEMPTS,
     INSERT_EVENT,
-    INSERT_EVENTS,
     INSERT_EVENTS_RETURNING,
     INSERT_INPUT,
     INSERT_RUN,
     INSERT_TAG,
-    RECORD_JOB_ID,
-    RECORD_JOB_IDS,
-    SET_RUN_STATE,
-    STILL_SUBMITTING,
-    attempt_row,
     first_attempt_values,
     insert_key_once,
-    load_run,
     new_run_value,
     run_values,
-    set_run_state,
-    to_attempt,
-    to_run,
-    update_attempt,
-    update_attempt_params,
 )
 from gateway.store.runs.attempts import AttemptWrites
+from gateway.store.runs.keys import IdempotencyKeys
+from gateway.store.runs.reads import RunReads
+from gateway.store.runs.timeline import TimelineWrites
 
-# Attempts the refresher asks Slurm about: live ones, and those whose state is unknown.
-SUBMITTING = RunState.SUBMITTING.value
-POLLED_STATES = [s.value for s in LIVE if s is not RunState.SUBMITTING] + [RunState.UNKNOWN.value]
 
-
-class RunStore(AttemptWrites):
+class RunStore(RunReads, TimelineWrites, AttemptWrites, IdempotencyKeys):
     def __init__(self, db: Database) -> None:
         self.db = db
         self._insert_key = insert_key_once(db.dialect)
-
-    # -- writes -------------------------------------------------------------
 
     def create_run(
         self, new: NewRun, *, audit: AuditEntry | None = None, claim: IdempotencyClaim | None = None
@@ -102,30 +77,6 @@ class RunStore(AttemptWrites):
             keep = [(n, a) for n, a, c in batch if c is None or c.key in taken]
             written = iter(self._write_runs(session, keep, now))
             return [next(written) if c is None or c.key in taken else None for _, _, c in batch]
-
-    def _take_keys(
-        self, session: Connection, claims: Sequence[tuple[IdempotencyClaim, str]], now: datetime
-    ) -> set[str]:
-        """``_take_key`` for many claims of one user (each with its run id) in two statements; the keys
-        written (a key another request holds is not among them)."""
-        if not claims:
-            return set()
-        user = claims[0][0].user
-        keys = [c.key for c, _ in claims]
-        session.execute(DROP_EXPIRED_KEYS_OF, {"user": user, "keys": keys, "now": now})
-        rows = [
-            {
-                "user": c.user,
-                "key": c.key,
-                "operation": c.operation,
-                "request_sha256": c.request_sha256,
-                "run_id": run_id,
-                "created_at": now,
-                "expires_at": c.expires_at,
-            }
-            for c, run_id in claims
-        ]
-        return {row.key for row in session.execute(self._insert_key, rows)}
 
     def _write_runs(
         self, session: Connection, batch: Sequence[tuple[NewRun, AuditEntry | None]], now: datetime
@@ -190,291 +141,3 @@ class RunStore(AttemptWrites):
             append(session, audit)
         event = StateEvent(event_id, attempt_id, now, None, RunState.SUBMITTING, None, None, "gateway")
         return new_run_value(new, attempt_id=attempt_id, event=event, tags=tags, now=now)
-
-    def _take_key(self, session: Connection, claim: IdempotencyClaim, run_id: str, now: datetime) -> bool:
-        """Write the key for ``run_id`` unless a live one exists (an expired one is replaced)."""
-        session.execute(DROP_EXPIRED_KEY, {"user": claim.user, "key": claim.key, "now": now})
-        inserted = session.execute(
-            self._insert_key,
-            {
-                "user": claim.user,
-                "key": claim.key,
-                "operation": claim.operation,
-                "request_sha256": claim.request_sha256,
-                "run_id": run_id,
-                "created_at": now,
-                "expires_at": claim.expires_at,
-            },
-        )
-        return inserted.first() is not None
-
-    def claimed_key(self, user: str, key: str) -> ClaimedKey | None:
-        """What an earlier, unexpired request with this key of ``user`` made; None when there is none."""
-        with self.db.transaction() as session:
-            row = session.execute(FIND_KEY, {"user": user, "key": key, "now": utcnow()}).first()
-        return None if row is None else ClaimedKey(row.run_id, row.operation, row.request_sha256)
-
-    def claimed_keys(self, user: str, keys: Sequence[str]) -> dict[str, ClaimedKey]:
-        """``claimed_key`` for many keys of ``user`` at once: the unexpired ones found, by key."""
-        found: dict[str, ClaimedKey] = {}
-        with self.db.transaction() as session:
-            for start in range(0, len(keys), 500):  # bounded IN lists
-                rows = session.execute(
-                    FIND_KEYS, {"user": user, "keys": list(keys[start : start + 500]), "now": utcnow()}
-                )
-                for row in rows:
-                    found[row.key] = ClaimedKey(row.run_id, row.operation, row.request_sha256)
-        return found
-
-    def forget_expired_keys(self, now: datetime | None = None) -> int:
-        """Delete idempotency keys past their time; returns how many."""
-        with self.db.transaction(writes=True) as session:
-            return session.execute(DROP_EXPIRED_KEYS, {"now": now or utcnow()}).rowcount
-
-    def record_job_id(self, attempt_id: int, job_id: str, *, source: str = "gateway") -> StateEvent:
-        """Store the Slurm job id of a SUBMITTING attempt; it becomes QUEUED. Returns the event.
-
-        The update only applies to an attempt still SUBMITTING, so the submit
-        path and a reconciliation can never both record a job for it
-        (Conflict for the loser).
-        """
-        now = utcnow()
-        queued = RunState.QUEUED.value
-        with self.db.transaction(writes=True) as session:
-            found = session.execute(
-                RECORD_JOB_ID,
-                {
-                    "attempt_id": attempt_id,
-                    "from_state": RunState.SUBMITTING.value,
-                    "job_id": job_id,
-                    "to_state": queued,
-                    "now": now,
-                },
-            ).first()
-            if found is None:
-                raise Conflict(f"attempt {attempt_id} is no longer submitting; its job was already recorded")
-            event_id = session.execute(
-                INSERT_EVENT,
-                {
-                    "attempt_id": attempt_id,
-                    "at": now,
-                    "from_state": RunState.SUBMITTING.value,
-                    "to_state": queued,
-                    "slurm_state": "PENDING",
-                    "source": source,
-                },
-            ).scalar_one()
-            set_run_state(session, found.run_id, found.number, queued)
-        return StateEvent(
-            event_id, attempt_id, now, RunState.SUBMITTING, RunState.QUEUED, "PENDING", None, source
-        )
-
-    def record_job_ids(self, pairs: Sequence[tuple[int, str]], *, source: str) -> dict[int, StateEvent]:
-        """``record_job_id`` for many SUBMITTING attempts (attempt id, job id) in one transaction; the
-        events by attempt id. An attempt no longer SUBMITTING is left out (reconciled already)."""
-        if not pairs:
-            return {}
-        now = utcnow()
-        submitting, queued = RunState.SUBMITTING.value, RunState.QUEUED.value
-        jobs = dict(pairs)
-        with self.db.transaction(writes=True) as session:
-            # The attempts still SUBMITTING, locked (PostgreSQL; SQLite's write lock is held already),
-            # so a reconciliation cannot settle one between this read and the update.
-            still = session.execute(STILL_SUBMITTING, {"ids": list(jobs), "state": submitting}).all()
-            recorded = [(row.id, row.run_id, row.number) for row in still]
-            if recorded:
-                session.execute(
-                    RECORD_JOB_IDS,
-                    [
-                        {
-                            "attempt_id": a,
-                            "from_state": submitting,
-                            "job_id": jobs[a],
-                            "to_state": queued,
-                            "now": now,
-                        }
-                        for a, _, _ in recorded
-                    ],
-                )
-            if not recorded:
-                return {}
-            event_ids = (
-                session.execute(
-                    INSERT_EVENTS_RETURNING,
-                    [
-                        {
-                            "attempt_id": a,
-                            "at": now,
-                            "from_state": submitting,
-                            "to_state": queued,
-                            "slurm_state": "PENDING",
-                            "source": source,
-                        }
-                        for a, _, _ in recorded
-                    ],
-                )
-                .scalars()
-                .all()
-            )
-            session.execute(
-                SET_RUN_STATE,
-                [{"run_id": r, "number": n, "state": queued, "now": now} for _, r, n in recorded],
-            )
-        return {
-            a: StateEvent(e, a, now, RunState.SUBMITTING, RunState.QUEUED, "PENDING", None, source)
-            for (a, _, _), e in zip(recorded, event_ids, strict=True)
-        }
-
-    def apply_updates(self, updates: Iterable[AttemptUpdate]) -> int:
-        """Write what a refresh learned; returns how many transitions were recorded.
-
-        An event is recorded (and the run's state set) when an attempt's state or reason changed.
-        Plain statements, batched: one read of the attempts' current states, then the attempts'
-        updates grouped by the columns they write, the events and the runs' states as one
-        executemany each. A refresh after a burst writes a thousand transitions in one cycle.
-        """
-        updates = list(updates)
-        if not updates:
-            return 0
-        now = utcnow()
-        writes: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
-        events: list[dict[str, Any]] = []
-        runs: list[dict[str, Any]] = []
-        with self.db.transaction(writes=True) as session:
-            current = {
-                row.id: row._asdict()
-                for row in session.execute(CURRENT_STATES, {"ids": list({u.attempt_id for u in updates})})
-            }
-            for update in updates:
-                row = current.get(update.attempt_id)
-                if row is None:
-                    continue
-                values = {**update.facts.changes(), "stale": update.stale}
-                if update.stale:
-                    values["updated_at"] = now
-                else:
-                    values.update(slurm_state=update.slurm_state, reason=update.reason)
-                    previous = RunState(row["state"])
-                    if moved(previous, row["reason"], update.state, update.reason):
-                        values["state"] = update.state.value
-                        events.append(
-                            {
-                                "attempt_id": update.attempt_id,
-                                "at": update.event_at or now,
-                                "from_state": previous.value,
-                                "to_state": update.state.value,
-                                "slurm_state": update.slurm_state,
-                                "reason": update.reason,
-                                "source": update.source,
-                            }
-                        )
-                        runs.append(
-                            {"run_id": row["run_id"], "number": row["number"], "state": update.state.value}
-                        )
-                    # the next update of the same attempt in this batch starts from this one
-                    row.update(state=update.state.value, reason=update.reason)
-                writes[tuple(sorted(values))].append(update_attempt_params(update.attempt_id, values))
-            for columns, params in writes.items():
-                session.execute(update_attempt(columns), params)
-            if events:
-                session.execute(INSERT_EVENTS, events)
-            if runs:
-                session.execute(SET_RUN_STATE, [{**r, "now": now} for r in runs])
-        return len(events)
-
-    # -- reads --------------------------------------------------------------
-
-    def polled_attempts(self) -> list[Attempt]:
-        """Attempts with a job id whose state can still change (the refresher's work list)."""
-        with self.db.session() as session:
-            rows = session.scalars(
-                select(AttemptRow).where(
-                    AttemptRow.state.in_(POLLED_STATES),
-                    AttemptRow.job_id.is_not(None),
-                    AttemptRow.superseded.is_(False),
-                )
-            )
-            return [to_attempt(r) for r in rows]
-
-    def submitting_attempts(self, *, created_before: datetime | None = None) -> list[Attempt]:
-        """Attempts still SUBMITTING (created before ``created_before`` when given), oldest first."""
-        with self.db.session() as session:
-            query = select(AttemptRow).where(AttemptRow.state == RunState.SUBMITTING.value)
-            if created_before is not None:
-                query = query.where(AttemptRow.created_at < created_before)
-            return [to_attempt(r) for r in session.scalars(query.order_by(AttemptRow.id))]
-
-    def get_run(self, run_id: str) -> Run:
-        """The run with its attempts, their events and its tags; NotFound for an unknown id."""
-        with self.db.session() as session:
-            return load_run(session, run_id)
-
-    def children(self, run_id: str) -> list[str]:
-        """Ids of the runs derived from this one (reruns), oldest first."""
-        with self.db.session() as session:
-            return list(
-                session.scalars(
-                    select(RunRow.id).where(RunRow.parent_run_id == run_id).order_by(RunRow.created_at)
-                )
-            )
-
-    def attempts(self, attempt_ids: Sequence[int]) -> list[Attempt]:
-        """The attempts with these ids, with their events (unknown ids are left out; no order)."""
-        with self.db.session() as session:
-            rows = session.scalars(select(AttemptRow).where(AttemptRow.id.in_(list(attempt_ids))))
-            return [to_attempt(r, with_events=True) for r in rows]
-
-    def get_attempt(self, attempt_id: int) -> Attempt:
-        """The attempt with its events; NotFound for an unknown id."""
-        with self.db.session() as session:
-            return to_attempt(attempt_row(session, attempt_id), with_events=True)
-
-    def count_by_project_state(self) -> dict[tuple[str, str], int]:
-        """How many runs each (project, state) holds: one grouped query (read at each metrics scrape)."""
-        query = select(RunRow.project, RunRow.state, func.count()).group_by(RunRow.project, RunRow.state)
-        with self.db.session() as session:
-            return {(project, state): count for project, state, count in session.execute(query)}
-
-    def list_runs(self, where: RunFilter | None = None, *, projects: Sequence[str] | None = None) -> Page:
-        """Runs of ``projects`` (None: all), newest first, as ``where`` says; ``next_cursor`` pages on."""
-        where = where or RunFilter()
-        query = select(RunRow).options(selectinload(RunRow.attempts), selectinload(RunRow.tags))
-        if projects is not None:
-            query = query.where(RunRow.project.in_(list(projects)))
-        if where.project:
-            query = query.where(RunRow.project == where.project)
-        if where.state:
-            query = query.where(RunRow.state == where.state.value)
-        if where.submitter:
-            query = query.where(RunRow.submitter == where.submitter)
-        if where.tag:
-            query = query.where(RunRow.id.in_(select(RunTagRow.run_id).where(RunTagRow.tag == where.tag)))
-        if where.cluster:
-            query = query.where(RunRow.id.in_(_on_cluster(where.cluster, where.cluster_first)))
-        if where.since:
-            query = query.where(RunRow.created_at >= where.since)
-        if where.until:
-            query = query.where(RunRow.created_at < where.until)
-        if where.cursor:
-            created, run_id = where.cursor.created_at, where.cursor.run_id
-            query = query.where(
-                or_(RunRow.created_at < created, and_(RunRow.created_at == created, RunRow.id < run_id))
-            )
-        query = query.order_by(RunRow.created_at.desc(), RunRow.id.desc()).limit(where.limit + 1)
-        with self.db.session() as session:
-            rows = list(session.scalars(query))
-            more = len(rows) > where.limit
-            rows = rows[: where.limit]
-            items = [to_run(r) for r in rows]
-        next_cursor = Cursor(rows[-1].created_at, rows[-1].id) if more and rows else None
-        return Page(items=items, next_cursor=next_cursor)
-
-
-def _on_cluster(cluster: str, first: bool) -> Select[Any]:
-    """The ids of runs with an attempt on ``cluster`` (``first``: it is the site's first cluster, which
-    also holds the attempts recorded before clusters existed, their cluster NULL)."""
-    on = AttemptRow.cluster == cluster
-    return select(AttemptRow.run_id).where(or_(on, AttemptRow.cluster.is_(None)) if first else on)
-
-
-# -- rows -> values ------------------------------------------------------------
