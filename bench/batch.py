@@ -38,7 +38,8 @@ from bench.burst_configs import cancel, wait_for_room
 from bench.serve import GwServe
 from bench.submit import SITE, SPEC, ensure_os_user
 from gateway.core.access.values import Principal
-from gateway.core.sbatch.render import SubmitTarget, render_sbatch
+from gateway.core.sbatch.context import SubmitTarget
+from gateway.core.sbatch.render import render_sbatch
 from gateway.core.site.schema import parse_site
 from gateway.core.spec.run_spec import build_spec
 from gateway.settings import Settings

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bench import CountingRunner, bench_run
 from gateway.adapters.slurm import SlurmCLI
-from gateway.adapters.slurm.cli import sacct_argv, squeue_argv
+from gateway.adapters.slurm.cli_argv import sacct_argv, squeue_argv
 from gateway.core.runs.values import AttemptFacts, AttemptUpdate
 from gateway.core.slurm.states import RunState
 from gateway.settings import Settings

@@ -29,7 +29,8 @@ from bench.submit import ensure_os_user, median_ms
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm import SlurmCLI
 from gateway.core.access.values import Principal
-from gateway.core.sbatch.render import SubmitTarget, render_sbatch
+from gateway.core.sbatch.context import SubmitTarget
+from gateway.core.sbatch.render import render_sbatch
 from gateway.core.site.schema import parse_site
 from gateway.core.spec.run_spec import build_spec
 from gateway.settings import Settings

@@ -49,7 +49,8 @@ from gateway.api import create_app
 from gateway.client.api import GatewayClient
 from gateway.client.settings import ClientSettings
 from gateway.core.access.values import Principal
-from gateway.core.sbatch.render import SubmitTarget, render_sbatch
+from gateway.core.sbatch.context import SubmitTarget
+from gateway.core.sbatch.render import render_sbatch
 from gateway.core.site.schema import parse_site
 from gateway.core.spec.run_spec import build_spec
 from gateway.settings import Settings

@@ -35,7 +35,8 @@ from bench.serve import GwServe, serve_in_thread
 from bench.submit import SPEC, http, median_ms
 from gateway.api import create_app
 from gateway.core.access.values import Principal
-from gateway.core.sbatch.render import SubmitTarget, render_sbatch
+from gateway.core.sbatch.context import SubmitTarget
+from gateway.core.sbatch.render import render_sbatch
 from gateway.core.site.schema import parse_site
 from gateway.core.spec.run_spec import build_spec
 from gateway.settings import Settings

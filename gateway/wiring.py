@@ -22,7 +22,7 @@ from gateway.adapters.slurm.cached import CachedSlurm
 from gateway.adapters.slurm.clusters import SlurmClusters
 from gateway.adapters.slurm.rest import SlurmRest
 from gateway.adapters.ssh_hop import SubmitHop
-from gateway.core.sbatch.render import build_template_env
+from gateway.core.sbatch.templates import build_template_env
 from gateway.core.site.clusters import Cluster
 from gateway.errors import StoreError
 from gateway.services import Services

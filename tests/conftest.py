@@ -20,7 +20,7 @@ import pytest
 
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm import SlurmCLI
-from gateway.core.sbatch.render import build_template_env
+from gateway.core.sbatch.templates import build_template_env
 from gateway.core.slurm.records import AccountingRecord
 from gateway.core.slurm.states import TERMINAL
 

@@ -24,7 +24,7 @@ from gateway.adapters.slurm.cli import SlurmCLI
 from gateway.api import create_app
 from gateway.core.projects import Member, Project, Quota
 from gateway.core.runs.values import RunFilter
-from gateway.core.sbatch.render import SubmitTarget
+from gateway.core.sbatch.context import SubmitTarget
 from gateway.core.slurm.states import RunState
 from gateway.core.slurm.tags import parse_comment
 from gateway.core.spec.run_spec import build_spec

@@ -17,7 +17,8 @@ import pytest
 
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm import SlurmCLI
-from gateway.core.sbatch.render import SubmitTarget, render_sbatch
+from gateway.core.sbatch.context import SubmitTarget
+from gateway.core.sbatch.render import render_sbatch
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import build_spec
 from gateway.errors import SlurmUnavailable, SpecError, SubmitRejected

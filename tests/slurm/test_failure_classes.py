@@ -17,7 +17,8 @@ import pytest
 
 from gateway.core.runs.failures import EndedAttempt, classify
 from gateway.core.runs.steps import StepRecord, parse_steps, steps_file_name
-from gateway.core.sbatch.render import SubmitTarget, render_sbatch
+from gateway.core.sbatch.context import SubmitTarget
+from gateway.core.sbatch.render import render_sbatch
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import RunSpec, build_spec
 from tests.conftest import JOB_ROOT, unique_tag, wait_for, wait_for_accounting

@@ -27,7 +27,9 @@ pytestmark = pytest.mark.slurm
 RENDER = """
 import json, sys
 from gateway import resources
-from gateway.core.sbatch.render import SubmitTarget, build_template_env, render_sbatch
+from gateway.core.sbatch.context import SubmitTarget
+from gateway.core.sbatch.render import render_sbatch
+from gateway.core.sbatch.templates import build_template_env
 from gateway.core.spec.run_spec import build_spec
 from gateway.services.accounting.telemetry import telemetry_launch
 from gateway.settings import Settings

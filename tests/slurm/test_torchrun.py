@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.core.sbatch.render import SubmitTarget, render_sbatch
+from gateway.core.sbatch.context import SubmitTarget
+from gateway.core.sbatch.render import render_sbatch
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import build_spec
 from tests.conftest import unique_tag, wait_for_accounting

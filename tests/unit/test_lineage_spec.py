@@ -136,7 +136,9 @@ def test_preflight_context_carries_the_manifest_only_for_verify_digest():
 def run_with_manifest(tmp_path, data: Path, kind: str, registered) -> subprocess.CompletedProcess:
     """Render a spec reading one registered version, write its manifest as the gateway does, run it."""
     from gateway.core.lineage.manifest import sha256sum_text
-    from gateway.core.sbatch.render import SubmitTarget, build_template_env, render_sbatch
+    from gateway.core.sbatch.context import SubmitTarget
+    from gateway.core.sbatch.render import render_sbatch
+    from gateway.core.sbatch.templates import build_template_env
 
     run_dir = tmp_path / "run"
     (run_dir / "inputs").mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,9 @@ from gateway.core.runs.steps import (
     steps_file_name,
 )
 from gateway.core.sbatch import preflight
-from gateway.core.sbatch.render import SubmitTarget, build_template_env, render_sbatch
+from gateway.core.sbatch.context import SubmitTarget
+from gateway.core.sbatch.render import render_sbatch
+from gateway.core.sbatch.templates import build_template_env
 from gateway.core.spec.run_spec import build_spec
 from gateway.errors import SpecError
 

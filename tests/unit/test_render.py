@@ -10,15 +10,10 @@ from pathlib import Path
 import pytest
 
 from gateway.core.accounting.telemetry import TelemetryLaunch
+from gateway.core.sbatch.context import SubmitTarget
 from gateway.core.sbatch.preflight import InputCheck
-from gateway.core.sbatch.render import (
-    SubmitTarget,
-    build_template_env,
-    render_sbatch,
-    shq,
-    slurm_field,
-    template_for,
-)
+from gateway.core.sbatch.render import render_sbatch
+from gateway.core.sbatch.templates import build_template_env, shq, slurm_field, template_for
 from gateway.core.spec.run_spec import build_spec
 from gateway.errors import SpecError, TemplateError
 

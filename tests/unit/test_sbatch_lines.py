@@ -13,8 +13,10 @@ import subprocess
 
 import pytest
 
+from gateway.core.sbatch.context import SubmitTarget
 from gateway.core.sbatch.options import sbatch_to_spec, split_gw_sbatch_args
-from gateway.core.sbatch.render import SubmitTarget, build_template_env, render_sbatch
+from gateway.core.sbatch.render import render_sbatch
+from gateway.core.sbatch.templates import build_template_env
 from gateway.core.spec.run_spec import build_spec
 from gateway.errors import SpecError
 from tests.unit.sbatch_helpers import CWD, SCRIPT, issues_of, res_of, spec_of, translate, with_directives

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.core.sbatch.render import SubmitTarget, build_template_env, render_sbatch
+from gateway.core.sbatch.context import SubmitTarget
+from gateway.core.sbatch.render import render_sbatch
 from gateway.core.sbatch.table import OPTIONS, PASS_PATTERNS, REFUSED, lookup_long
+from gateway.core.sbatch.templates import build_template_env
 from gateway.core.spec.run_spec import build_spec
 from tests.unit.sbatch_helpers import CWD, SCRIPT, issues_of, res_of, spec_of, translate, with_directives
 

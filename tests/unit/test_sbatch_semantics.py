@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 
 from gateway.core.access.quota import Ask
-from gateway.core.sbatch.render import SubmitTarget, build_template_env, render_sbatch
+from gateway.core.sbatch.context import SubmitTarget
+from gateway.core.sbatch.render import render_sbatch
+from gateway.core.sbatch.templates import build_template_env
 from gateway.core.sbatch.values import caller_env, export
 from gateway.core.site.schema import parse_site
 from gateway.core.slurm.observe import is_ours

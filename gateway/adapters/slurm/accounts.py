@@ -98,7 +98,8 @@ from gateway.adapters.slurm.associations import (
     parse_accounts,
     parse_associations,
 )
-from gateway.adapters.slurm.cli import _UNAVAILABLE, SLURM_ENV
+from gateway.adapters.slurm.cli_argv import SLURM_ENV
+from gateway.adapters.slurm.cli_outcome import UNAVAILABLE
 from gateway.adapters.slurm.clusters import configured_cluster_name
 from gateway.adapters.slurm.writelock import LOCK_PATH, sacctmgr_writes
 from gateway.core import names
@@ -376,7 +377,7 @@ class SlurmAccounts:
         except CommandError as exc:
             raise SlurmUnavailable(f"cannot run {argv[0]}: {exc}", command=command) from exc
         stderr, stdout = result.stderr.strip(), result.stdout.strip()
-        if _UNAVAILABLE.search(stderr):
+        if UNAVAILABLE.search(stderr):
             raise SlurmUnavailable(
                 f"{command}: Slurm did not answer: {stderr}", command=command, stderr=stderr
             )

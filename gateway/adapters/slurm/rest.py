@@ -26,14 +26,9 @@ from typing import Any
 from urllib.parse import quote
 
 from gateway.adapters.runner import _user_env, current_user
-from gateway.adapters.slurm.cli import (
-    SLURM_ENV,
-    TAG_LOOKBACK,
-    SlurmCLI,
-    _check_job_ids,
-    _check_names,
-    check_submission,
-)
+from gateway.adapters.slurm.cli import SlurmCLI
+from gateway.adapters.slurm.cli_argv import SLURM_ENV, TAG_LOOKBACK
+from gateway.adapters.slurm.cli_checks import check_job_ids, check_names, check_submission
 from gateway.adapters.slurm.protocol import PreparedSubmit
 from gateway.adapters.slurm.rest_http import NotSent
 from gateway.adapters.slurm.restd import RestDaemons
@@ -227,7 +222,7 @@ class SlurmRest:
 
     def cancel(self, job_id: str) -> None:
         """``SlurmBackend.cancel`` with ``DELETE /job/{id}``; SpecError for a malformed job id."""
-        _check_job_ids([job_id])
+        check_job_ids([job_id])
         answer = self._call(self.query_user, "DELETE", f"{V}/job/{job_id}")
         messages = _messages(answer)
         if answer["_status"] >= 400 and not any(_ALREADY_DONE.search(m) for m in messages):
@@ -240,7 +235,7 @@ class SlurmRest:
         """``SlurmBackend.status`` from one ``GET /jobs``; SpecError for a malformed id."""
         if not job_ids:
             return []
-        _check_job_ids(job_ids)
+        check_job_ids(job_ids)
         wanted = set(job_ids)
         return [s for s in parse_jobs(self._live()) if s.job_id in wanted or (s.array_job_id or "") in wanted]
 
@@ -250,7 +245,7 @@ class SlurmRest:
         """Every live job on the cluster from one ``GET /jobs``, narrowed by the filters."""
         for option, values in (("--accounts", accounts), ("--partition", partitions), ("--user", users)):
             if values:
-                _check_names(values, option)
+                check_names(values, option)
         return [
             s
             for s in parse_jobs(self._live())
@@ -271,7 +266,7 @@ class SlurmRest:
         list), exit codes from one ``GET /jobs`` and, for jobs slurmctld has forgotten, one sacct."""
         if not job_ids:
             return []
-        _check_job_ids(job_ids)
+        check_job_ids(job_ids)
         wanted = set(job_ids)
         answers: list[dict[str, Any]] = []
         for base in dict.fromkeys(j.split("_")[0] for j in job_ids):
@@ -307,7 +302,7 @@ class SlurmRest:
         """Allocations charged to ``accounts`` since ``since``, from one ``GET /slurmdb/jobs``."""
         if not accounts:
             return []
-        _check_names(accounts, "--accounts")
+        check_names(accounts, "--accounts")
         answer = self._get(
             f"{DB}/jobs?account={quote(','.join(accounts), safe='')}&start_time={_when(since)}", "jobs"
         )

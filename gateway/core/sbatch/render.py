@@ -1,55 +1,30 @@
 """Render run specs into sbatch scripts.
 
 ``render_sbatch(spec, env, target=...)`` is a pure function of its
-arguments: the Jinja2 environment is built once (``build_template_env``) and
-passed in. The rendered text and its sha256 are what gets submitted and
-recorded.
-
-Every user value reaches the script through one of two filters:
-
-- ``shq``: checked (no NUL byte, bounded length) and shell-quoted; used for
-  everything in the script body;
-- ``slurm_field``: checked against a strict pattern; used in ``#SBATCH``
-  lines, which sbatch reads itself and which no quoting can protect.
+arguments: the Jinja2 environment is built once (``build_template_env`` in
+``templates.py``) and passed in. The rendered text and its sha256 are what
+gets submitted and recorded. What the template is given (its ``run``) is
+built in ``context.py``; the template, its filters and its version come from
+``templates.py``.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import json
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import jinja2
-import jinja2.meta
 
-from gateway import __version__, resources
+from gateway import __version__
 from gateway.core import names
 from gateway.core.accounting.telemetry import TelemetryLaunch
 from gateway.core.envs.record import EnvLaunch
 from gateway.core.sbatch import preflight
-from gateway.core.sbatch.resubmit import resubmittable
-from gateway.core.sbatch.values import compress_indices
-from gateway.core.site.secrets import delivered_path
-from gateway.core.slurm.tags import resubmit_comment
-from gateway.core.spec.run_spec import MAX_TEXT, RunSpec
+from gateway.core.sbatch.context import SubmitTarget, run_context
+from gateway.core.sbatch.templates import template_for, template_version
+from gateway.core.spec.run_spec import RunSpec
 from gateway.errors import SpecError, SpecIssue, TemplateError
-
-TEMPLATE_SUFFIX = ".sbatch.j2"
-
-
-@dataclass(frozen=True)
-class SubmitTarget:
-    """Where a run goes in Slurm: filled from the queue, never from the user."""
-
-    partition: str
-    account: str | None = None
-    qos: str | None = None
-    gpu_type: str | None = None  # the queue's spelling of the run's GPU type (matched case-insensitively)
 
 
 @dataclass(frozen=True)
@@ -58,127 +33,6 @@ class RenderedScript:
     sha256: str
     template_name: str
     template_version: str
-
-
-def shq(value: object) -> str:
-    """Validate a value and quote it for a POSIX shell; the one way user text enters a script."""
-    text = value if isinstance(value, str) else json.dumps(value)
-    if "\x00" in text:
-        raise SpecError([SpecIssue("", "a value holds a NUL byte, which a script cannot carry")])
-    if len(text) > MAX_TEXT:
-        raise SpecError([SpecIssue("", f"a value is {len(text)} characters; at most {MAX_TEXT}")])
-    return shlex.quote(text)
-
-
-def slurm_field(value: object) -> str:
-    """Check a value bound for an ``#SBATCH`` line against the strict name pattern."""
-    text = str(value)
-    if not (names.NAME.fullmatch(text) or names.OUTPUT_PATH.fullmatch(text)):
-        raise SpecError(
-            [SpecIssue("", f"value for an #SBATCH line is not allowed; use {names.NAME_HELP}", text)]
-        )
-    return text
-
-
-_DICT_NAMES = frozenset(dir(dict))
-
-
-class _SbatchEnvironment(jinja2.Environment):
-    """Jinja2's environment with the same attribute look-up, made cheaper for the context's dicts.
-
-    ``run.resources.mem_gb`` on a dict: Jinja2 tries ``getattr`` first, which raises (and catches)
-    an AttributeError for every key of a plain dict, about 80 per script. A name that no dict has as
-    an attribute can only be a key, so it is looked up as one first: the same answer, without the
-    exception. ``items``, ``keys``, ``get`` ... go Jinja2's way, as before.
-    """
-
-    def getattr(self, obj: Any, attribute: str) -> Any:
-        if type(obj) is dict and attribute not in _DICT_NAMES:
-            try:
-                return obj[attribute]
-            except KeyError:
-                pass
-        return super().getattr(obj, attribute)
-
-
-def build_template_env(site_dir: str | Path | None = None) -> jinja2.Environment:
-    """The Jinja2 environment for sbatch templates.
-
-    A site's directory (``site_dir``) comes first, so a site can override one
-    template and keep the rest; the built-in templates (``templates/sbatch/``,
-    found by ``gateway.resources``) come after. FileNotFoundError when the
-    built-in templates are missing (a broken install).
-    """
-    search = [str(Path(site_dir))] if site_dir else []
-    search.append(str(resources.builtin_dir(resources.SBATCH_TEMPLATES)))
-    env = _SbatchEnvironment(
-        loader=jinja2.FileSystemLoader(search),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["shq"] = shq
-    env.filters["slurm_field"] = slurm_field
-    return env
-
-
-def template_for(spec: RunSpec) -> str:
-    """The template a spec renders with."""
-    if spec.sweep is not None:
-        return "array" + TEMPLATE_SUFFIX
-    if spec.launcher == "torchrun":
-        return "torchrun" + TEMPLATE_SUFFIX
-    return "single" + TEMPLATE_SUFFIX
-
-
-def template_version(env: jinja2.Environment, name: str) -> str:
-    """Version of a template: sha256 (12 hex) over its source and every template it pulls in.
-
-    Cached while Jinja2 keeps the same compiled templates (it reloads a file
-    that changed on disk, which gives a new version).
-    """
-    key = (id(env), name)
-    cached = _VERSIONS.get(key)
-    try:
-        if cached and all(env.get_template(n) is t for n, t in zip(cached[0], cached[1], strict=True)):
-            return cached[2]
-    except jinja2.TemplateNotFound as exc:
-        raise TemplateError(f"sbatch template {exc.name!r} not found in {_search(env)}") from exc
-    sources: dict[str, str] = {}
-    pending = [name]
-    while pending:
-        current = pending.pop()
-        if current in sources:
-            continue
-        try:
-            source, _, _ = env.loader.get_source(env, current)  # type: ignore[union-attr]  # build_template_env always sets a loader
-        except jinja2.TemplateNotFound as exc:
-            raise TemplateError(f"sbatch template {current!r} not found in {_search(env)}") from exc
-        sources[current] = source
-        pending.extend(_referenced(source))
-    digest = hashlib.sha256()
-    for key_name in sorted(sources):
-        digest.update(key_name.encode() + b"\0" + sources[key_name].encode() + b"\0")
-    version = digest.hexdigest()[:12]
-    names_used = tuple(sorted(sources))
-    _VERSIONS[key] = (names_used, tuple(env.get_template(n) for n in names_used), version)
-    return version
-
-
-_VERSIONS: dict[tuple[int, str], tuple[tuple[str, ...], tuple[jinja2.Template, ...], str]] = {}
-_PARSE_ENV = jinja2.Environment()
-
-
-@functools.lru_cache(maxsize=64)
-def _referenced(source: str) -> tuple[str, ...]:
-    """Names of the templates a template source imports, includes or extends."""
-    return tuple(t for t in jinja2.meta.find_referenced_templates(_PARSE_ENV.parse(source)) if t)
-
-
-def _search(env: jinja2.Environment) -> str:
-    return ", ".join(getattr(env.loader, "searchpath", []))
 
 
 def render_sbatch(
@@ -208,10 +62,15 @@ def render_sbatch(
         raise SpecError([SpecIssue("run_dir", names.SAFE_PATH_HELP, run_dir)])
     name = template or template_for(spec)
     version = template_version(env, name)
-    context = _context(spec, run_id=run_id, run_dir=run_dir, target=target, inputs=inputs)
-    context["telemetry"] = _telemetry(spec, telemetry)
-    context["environment"] = _environment(spec, environment, run_dir, inputs)
-    context["preflight"].update(preflight.environment_context(environment, spec.modules))
+    context = run_context(
+        spec,
+        run_id=run_id,
+        run_dir=run_dir,
+        target=target,
+        inputs=inputs,
+        telemetry=telemetry,
+        environment=environment,
+    )
     context.update(template_name=name, template_version=version, gateway_version=__version__)
     try:
         text = env.get_template(name).render(run=context)
@@ -223,191 +82,3 @@ def render_sbatch(
         template_name=name,
         template_version=version,
     )
-
-
-def _context(
-    spec: RunSpec, *, run_id: str, run_dir: str, target: SubmitTarget, inputs: Sequence[preflight.InputCheck]
-) -> dict[str, Any]:
-    """The template's ``run``: the job's names, then each step's part in the order the script uses."""
-    return {
-        "run_id": run_id,
-        "run_dir": run_dir,
-        "spec_sha256": spec.spec_hash(),
-        "job_name": spec.name,
-        "project": spec.project,
-        **_placement(spec, target),
-        **_sbatch_options(spec),
-        **_job_variables(spec, run_dir, inputs),
-        **_program(spec, run_id, target),
-        **_array(spec),
-        **preflight.template_context(spec, inputs),  # run.preflight: checks, modules, venv, exit codes
-    }
-
-
-def _placement(spec: RunSpec, target: SubmitTarget) -> dict[str, Any]:
-    """Where the job runs and what it holds: partition, account, QoS, tasks, CPUs, memory, time, GPUs."""
-    res = spec.resources
-    gpu_type = target.gpu_type or res.gpu_type
-    typed = f"{gpu_type}:" if gpu_type else ""
-    return {
-        "partition": target.partition,
-        "account": target.account,
-        "qos": spec.qos or target.qos,
-        "nodes": res.nodes,
-        "ntasks": res.ntasks,
-        "tasks_per_node": res.tasks_per_node,
-        "cpus_per_task": res.cpus_per_task,
-        "cpus_per_gpu": res.cpus_per_gpu,
-        "mem_mb": res.mem_mb,
-        "mem_per_cpu_mb": res.mem_per_cpu_mb,
-        "mem_per_gpu_mb": res.mem_per_gpu_mb,
-        "walltime_min": res.walltime_min,
-        "gres": f"gpu:{typed}{res.gpus_per_node}" if res.gpus_per_node else None,
-        "gpus": f"{typed}{res.gpus}" if res.gpus else None,
-        "gpus_per_task": f"{typed}{res.gpus_per_task}" if res.gpus_per_task else None,
-        "gpus_per_node": res.gpus_per_node,
-    }
-
-
-def _sbatch_options(spec: RunSpec) -> dict[str, Any]:
-    """The sbatch-style spec's own options: its submit directory, job name, dependency, signal, verbatim."""
-    return {
-        "sbatch_semantics": spec.semantics == "sbatch",
-        "submit_dir": spec.submit_dir,
-        "slurm_job_name": spec.slurm_job_name,
-        "dependency": spec.dependency,
-        "signal": spec.signal,
-        # verbatim options, in a stable order; each value matched its strict pattern in the spec
-        "slurm_options": sorted(spec.slurm_options.items()),
-    }
-
-
-def _job_variables(spec: RunSpec, run_dir: str, inputs: Sequence[preflight.InputCheck]) -> dict[str, Any]:
-    """What reaches the job's environment: its variables, params, secrets' files and datasets."""
-    return {
-        "env": dict(spec.env),
-        # --export=NAME,... (NONE for none): Slurm's variables and these only, as sbatch's named export
-        "export_names": (",".join(sorted(spec.env)) or "NONE") if spec.export == "named" else None,
-        "params": _param_set(spec.params),
-        # secrets: the variable and the file the job reads it from (the user's own, or the one the
-        # gateway writes into the run directory for a site or project secret); never the value
-        "secrets": [
-            {"name": name, "file": item.file or delivered_path(run_dir, name), "json": json.dumps(name)[1:-1]}
-            for name, item in sorted(spec.secrets.items())
-        ],
-        # GW_DATASETS: every dataset the job reads, as JSON; registered ones also as GW_DATASET_<NAME>.
-        "datasets_json": json.dumps(
-            [{"path": p} for p in spec.dataset_paths()]
-            + [{"name": i.name, "ref": i.ref, "digest": i.digest, "path": i.path} for i in inputs]
-        ),
-        "dataset_vars": {i.env_var: i.path for i in inputs},
-    }
-
-
-def _program(spec: RunSpec, run_id: str, target: SubmitTarget) -> dict[str, Any]:
-    """What the job runs and how: its directory, image, launcher, command or script, files, hold, requeue."""
-    return {
-        "workdir": spec.workdir,
-        "container_image": spec.container_image,
-        "launcher": spec.launcher,
-        "command": spec.command,
-        "command_is_shell": isinstance(spec.command, str),
-        # the copy the job runs: its #SBATCH account, partition and comment are Slurm's, so that a job
-        # resubmitting its own script (sbatch "$0") is booked right and found again (resubmit.py)
-        "script": None
-        if spec.script is None
-        else resubmittable(
-            spec.script, account=target.account, partition=target.partition, comment=resubmit_comment(run_id)
-        ),
-        "resubmit_comment": resubmit_comment(run_id),
-        "script_args": list(spec.script_args),
-        "stdout": spec.stdout,
-        "stderr": spec.stderr,
-        "hold": spec.hold,
-        "requeue": spec.requeue,
-    }
-
-
-def _array(spec: RunSpec) -> dict[str, Any]:
-    """A sweep's array: each task's index and param set, and the --array value (``%max_parallel``)."""
-    if spec.sweep is None:
-        return {"array_tasks": None, "array_spec": None}
-    indices = spec.sweep.task_indices()
-    tasks = [
-        {"index": index, **_param_set({**spec.params, **override})}
-        for index, override in zip(indices, spec.sweep.expand(), strict=True)
-    ]
-    array_spec = compress_indices(indices)
-    if spec.sweep.max_parallel:
-        array_spec += f"%{spec.sweep.max_parallel}"
-    return {"array_tasks": tasks, "array_spec": array_spec}
-
-
-def _environment(
-    spec: RunSpec, launch: EnvLaunch | None, run_dir: str, inputs: Sequence[preflight.InputCheck]
-) -> dict[str, Any] | None:
-    """run.environment: the pinned environment, and for an image the runtime's argv words (quoted)."""
-    if launch is None:
-        return None
-    out: dict[str, Any] = {
-        "ref": launch.ref,
-        "ref_json": json.dumps(launch.ref)[1:-1],
-        "kind": launch.kind,
-        "observe_file": launch.observe_file,
-        "image_id": launch.image_id,
-        "archive": launch.archive,
-        "runtime": launch.runtime,
-        "run_words": None,
-    }
-    if launch.kind == "image":
-        assert launch.image_id is not None
-        # the job's own paths, bound at the same place inside; datasets read-only
-        binds = [(run_dir, "rw")]
-        for path, what in [(spec.workdir, "workdir"), (spec.submit_dir, "submit_dir")]:
-            if path:
-                binds.append((_bind_path(path, what), "rw"))
-        for path in [*spec.dataset_paths(), *(i.path for i in inputs)]:
-            binds.append((_bind_path(path, "datasets"), "ro"))
-        words = [launch.runtime, "run", "--rm", "--network=host", "--workdir", spec.workdir or run_dir]
-        for path, mode in dict.fromkeys(binds):
-            words += ["--volume", f"{path}:{path}:{mode}"]
-        # the job's variables pass by name: the runtime copies their values from the job's environment
-        names_passed = ["GW_*", "SLURM_*", *sorted(spec.env), *sorted(spec.secrets)]
-        for name in names_passed:
-            words += ["--env", name]
-        words.append(launch.image_id.removeprefix("sha256:"))
-        out["run_words"] = " ".join(shlex.quote(w) for w in words)
-    return out
-
-
-def _bind_path(path: str, what: str) -> str:
-    if not names.SAFE_PATH.fullmatch(path):
-        raise SpecError(
-            [SpecIssue(what, f"a path bound into a container must be {names.SAFE_PATH_HELP}", path)]
-        )
-    return path
-
-
-def _telemetry(spec: RunSpec, launch: TelemetryLaunch | None) -> dict[str, Any] | None:
-    """run.telemetry: the sampler's command for a job that asks for GPUs; None otherwise."""
-    res = spec.resources
-    gpu_options = {"gres", "gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket"}
-    wants_gpus = res.gpus_per_node or res.gpus or res.gpus_per_task or gpu_options & set(spec.slurm_options)
-    if launch is None or not wants_gpus:
-        return None
-    return {
-        "python": launch.python,
-        "sampler": launch.sampler_path,
-        "interval_s": f"{launch.interval_s:g}",
-        "nvml": launch.nvml,
-    }
-
-
-def _param_set(params: dict[str, Any]) -> dict[str, Any]:
-    """A param set as the script needs it: its JSON, and scalars as GW_PARAM_<KEY> variables."""
-    scalars = {}
-    for key, value in params.items():
-        var = "GW_PARAM_" + key.upper()
-        if names.ENV_NAME.fullmatch(var) and isinstance(value, str | int | float | bool):
-            scalars[var] = value if isinstance(value, str) else json.dumps(value)
-    return {"json": json.dumps(params, sort_keys=True), "vars": scalars}

@@ -22,8 +22,8 @@ from gateway.core.access.policy import require
 from gateway.core.access.quota import Ask, never_fits
 from gateway.core.access.values import Principal
 from gateway.core.projects import Project, Queue
+from gateway.core.sbatch.context import SubmitTarget
 from gateway.core.sbatch.log_paths import fixed_directory, pattern_problem
-from gateway.core.sbatch.render import SubmitTarget
 from gateway.core.site.schema import ALLOW_ROOT
 from gateway.core.spec.run_spec import RunSpec
 from gateway.errors import (
