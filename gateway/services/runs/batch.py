@@ -17,7 +17,7 @@ several scripts, ``Gateway.batch()``) takes up to ``batch_max_items`` specs and,
 5. sends each recorded attempt through the one submission path, ``batch_submit_parallel`` at
    once (that many ``sbatch`` processes on the CLI backend, that many kept-alive connections to
    slurmrestd on the REST backend): ``Submission.prepare``, the run directory
-   (``RunService._prepare_dir``), ``Submission.transmit``; then records every job id Slurm gave in
+   (``FirstAttempt.prepare_dir``), ``Submission.transmit``; then records every job id Slurm gave in
    one transaction (``record_sent``).
 
 Exactly-once holds as for one run: every attempt is committed before its script can reach Slurm,
@@ -42,7 +42,7 @@ from gateway.core.access.values import Principal
 from gateway.core.audit.entry import AuditEntry
 from gateway.core.envs.record import EnvLaunch
 from gateway.core.projects import Quota
-from gateway.core.runs.idempotency import ClaimedKey, IdempotencyClaim
+from gateway.core.runs.idempotency import IdempotencyClaim
 from gateway.core.runs.values import NewRun, Run
 from gateway.core.spec.run_spec import RunSpec, build_spec
 from gateway.errors import BatchRejected, GatewayError, QuotaExceeded, SpecError, SpecIssue
@@ -50,9 +50,11 @@ from gateway.services.envs.catalog import EnvCatalog
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.ops.prometheus import refusal_reason
 from gateway.services.runs.admission import Admission, Admitted
+from gateway.services.runs.first_attempt import FirstAttempt, queued
 from gateway.services.runs.inputs import ResolvedInput, resolve_environment, resolve_inputs
 from gateway.services.runs.new_runs import new_run_id, submit_audit
-from gateway.services.runs.submission import Sent, Submission, record_sent
+from gateway.services.runs.replay import claim_key, replay
+from gateway.services.runs.submission import Submission, record_sent
 from gateway.settings import Settings
 from gateway.store.runs.runs import RunStore
 
@@ -68,12 +70,7 @@ class RunService(Protocol):
     datasets: DatasetService
     environments: EnvCatalog | None
     metrics: GatewayMetrics
-
-    def _claim(
-        self, principal: Principal, key: str | None, operation: str, spec: RunSpec
-    ) -> IdempotencyClaim | None: ...
-
-    def _replay(self, claim: IdempotencyClaim, earlier: ClaimedKey) -> Any: ...
+    first: FirstAttempt
 
     def _new_run(
         self,
@@ -86,12 +83,6 @@ class RunService(Protocol):
         derived_from: tuple[str, list[dict]] | None,
         launch: EnvLaunch | None = None,
     ) -> NewRun: ...
-
-    def _prepare_dir(self, run: Run, inputs: list[ResolvedInput], submission: Submission) -> None: ...
-
-    def _script_path(self, run_dir: str) -> str | None: ...
-
-    def _queued(self, run: Run, sent: Sent) -> Run: ...
 
 
 @dataclass(frozen=True)
@@ -227,7 +218,8 @@ def _read_items(
             outcomes[index] = ItemOutcome(index, None, _item_error(index, exc))
             continue
         key = item_key(batch_key, index, item.idempotency_key)
-        pending.append(_Pending(index, spec, service._claim(principal, key, "run.submit", spec)))
+        claim = claim_key(principal, key, "run.submit", spec, ttl_s=service.settings.idempotency_ttl_s)
+        pending.append(_Pending(index, spec, claim))
     keys = [p.claim.key for p in pending if p.claim is not None]
     if len(keys) != len(set(keys)):
         twice = sorted({k for k in keys if keys.count(k) > 1})
@@ -254,7 +246,7 @@ def _replay_claimed(
             continue
         try:
             outcomes[item.index] = ItemOutcome(
-                item.index, service._replay(item.claim, found).run, replayed=True
+                item.index, replay(service.store, item.claim, found).run, replayed=True
             )
         except GatewayError as exc:
             run = service.store.get_run(found.run_id) if getattr(exc, "run_id", None) else None
@@ -369,7 +361,7 @@ def _record_and_send(service: RunService, pending: list[_Pending], outcomes: dic
         assert earlier is not None
         try:
             outcomes[item.index] = ItemOutcome(
-                item.index, service._replay(item.claim, earlier).run, replayed=True
+                item.index, replay(service.store, item.claim, earlier).run, replayed=True
             )
         except GatewayError as exc:
             outcomes[item.index] = ItemOutcome(item.index, None, exc)
@@ -393,7 +385,7 @@ def _record_and_send(service: RunService, pending: list[_Pending], outcomes: dic
                 as_user=run.os_user,
                 comment=item.spec.comment,
                 mail_user=item.spec.mail_user,
-                script_path=service._script_path(run.run_dir),
+                script_path=service.first.script_path(run.run_dir),
             )
         except GatewayError as exc:
             service.store.mark_never_submitted(
@@ -401,7 +393,7 @@ def _record_and_send(service: RunService, pending: list[_Pending], outcomes: dic
             )
             return ItemOutcome(item.index, service.store.get_run(run.id), exc)
         try:
-            service._prepare_dir(run, item.inputs, submission)
+            service.first.prepare_dir(run, item.inputs, submission)
             return item, run, submission.transmit(attempt, run.script)
         except GatewayError as exc:
             exc.run_id = run.id  # type: ignore[attr-defined]  # the interfaces name the run
@@ -426,5 +418,5 @@ def _record_and_send(service: RunService, pending: list[_Pending], outcomes: dic
     )
     for item, run, _ in answered:
         sent = recorded.get(run.attempts[0].id)
-        current = service._queued(run, sent) if sent is not None else service.store.get_run(run.id)
+        current = queued(run, sent) if sent is not None else service.store.get_run(run.id)
         outcomes[item.index] = ItemOutcome(item.index, current)
