@@ -48,7 +48,8 @@ from gateway.services.envs.catalog import EnvCatalog
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.ops.prometheus import refusal_reason
 from gateway.services.runs.admission import Admission, Admitted
-from gateway.services.runs.batch import BatchItem, BatchOutcome, submit_batch
+from gateway.services.runs.batch import submit_batch
+from gateway.services.runs.batch_items import BatchItem, BatchOutcome
 from gateway.services.runs.check import RunCheck, RunChecker
 from gateway.services.runs.first_attempt import FirstAttempt
 from gateway.services.runs.inputs import ResolvedInput, environment_of, resolve_environment, resolve_inputs
