@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway.api.errors import item_error_body
 from gateway.api.schemas import ErrorPublic, RunSummary
 from gateway.core.spec.run_spec import RunSpec
-from gateway.services.runs.batch import BatchItem, BatchOutcome, ItemOutcome
+from gateway.services.runs.batch_items import BatchItem, BatchOutcome, ItemOutcome
 
 IDEMPOTENCY_KEY = r"^[A-Za-z0-9._:-]{8,128}$"
 

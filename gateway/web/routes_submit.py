@@ -23,7 +23,7 @@ from gateway.errors import (
     SpecIssue,
     SubmitRejected,
 )
-from gateway.services.runs.batch import BatchItem
+from gateway.services.runs.batch_items import BatchItem
 from gateway.services.runs.submit_form import ProjectChoices, QueueChoices
 from gateway.web.deps import PREFIX, FormDep, PagesDep, PrincipalDep, services_of
 from gateway.web.spec_form import (

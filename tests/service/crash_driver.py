@@ -30,7 +30,7 @@ import sys
 from gateway.adapters.runner import LocalRunner
 from gateway.adapters.slurm import SlurmCLI
 from gateway.core.spec.run_spec import build_spec
-from gateway.services.runs.batch import BatchItem
+from gateway.services.runs.batch_items import BatchItem
 from gateway.settings import Settings
 from gateway.wiring import build_services
 

@@ -30,7 +30,8 @@ from gateway.core.slurm.tags import parse_comment
 from gateway.core.spec.run_spec import build_spec
 from gateway.errors import BatchRejected, QuotaExceeded, SpecError
 from gateway.services.runs.admission import Admitted, Walltime
-from gateway.services.runs.batch import BatchItem, _Pending, _within_caps
+from gateway.services.runs.batch_caps import within_caps
+from gateway.services.runs.batch_items import BatchItem, PendingItem
 from gateway.settings import Settings
 from gateway.wiring import build_services
 from tests.service.conftest import OPERATOR, PROJECT, unique_tag
@@ -214,18 +215,18 @@ def test_the_batch_counts_its_runs_together_against_the_caps():
     )
     admitted = Admitted(project, SubmitTarget(partition="gpu", account="p"), "u", Walltime(60, "given"))
 
-    def item(index: int, gpus: int, sweep: int | None = None) -> _Pending:
+    def item(index: int, gpus: int, sweep: int | None = None) -> PendingItem:
         data = spec("t", queue="gpu", resources={"gpus_per_node": gpus, "walltime_min": 60})
         if sweep:
             data["sweep"] = {"grid": {"seed": list(range(sweep))}}
-        return _Pending(index, build_spec(data), None, admitted)
+        return PendingItem(index, build_spec(data), None, admitted)
 
     class Who:
         user = "u"
 
     outcomes: dict = {}
     items = [item(0, 1), item(1, 1), item(2, 2), item(3, 0, sweep=2), item(4, 0)]
-    fitting = _within_caps(items, Who(), outcomes)  # type: ignore[arg-type]
+    fitting = within_caps(items, Who(), outcomes)  # type: ignore[arg-type]
     assert [p.index for p in fitting] == [0, 1, 3]
     assert set(outcomes) == {2, 4}
     assert isinstance(outcomes[2].error, QuotaExceeded) and "4 GPU-hours" in str(outcomes[2].error)

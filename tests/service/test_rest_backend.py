@@ -70,7 +70,7 @@ def test_a_batch_goes_through_the_users_daemon_over_kept_alive_connections(rest_
     its job ids recorded together; the batch's sends share the daemon's kept-alive connections:
     12 runs sent 4 at a time open at most 4 connections to it (one per run without them)."""
     from gateway.adapters.slurm import rest_http
-    from gateway.services.runs.batch import BatchItem
+    from gateway.services.runs.batch_items import BatchItem
 
     opened: list[str] = []
     connect = rest_http._UnixConnection.connect

@@ -27,7 +27,7 @@ from gateway.core.runs.tasks import metric_names
 from gateway.core.runs.values import RunFilter
 from gateway.core.slurm.states import RunState
 from gateway.core.spec.run_spec import RunSpec
-from gateway.services.runs.run_service import Submitted
+from gateway.services.runs.replay import Submitted
 
 router = APIRouter(prefix="/runs", tags=["runs"])
 

@@ -11,7 +11,10 @@ submitted twice and none is lost.
 
 A client that retries a submission after a cut connection sends the same
 ``Idempotency-Key``: the key is committed with the run, so the retry gets
-the first run back (the same key with another request: Conflict).
+the first run back (the same key with another request: Conflict;
+``gateway.services.runs.replay``). Once the run is committed, its run
+directory is made and its first attempt sent by ``FirstAttempt``
+(``gateway.services.runs.first_attempt``).
 
 Before anything is written, ``Admission`` checks the caller, the queue, the
 caps, the OS user and the output paths (``gateway.services.runs.admission``).
@@ -19,10 +22,8 @@ caps, the OS user and the output paths (``gateway.services.runs.admission``).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
 
 import jinja2
 
@@ -35,32 +36,28 @@ from gateway.core.audit.entry import AuditEntry
 from gateway.core.envs.record import EnvLaunch
 from gateway.core.explain.pending import Explanation
 from gateway.core.runs.failures import CANCEL_NOTE
-from gateway.core.runs.idempotency import ClaimedKey, IdempotencyClaim
 from gateway.core.runs.values import NewRun, Page, Run, RunFilter
 from gateway.core.sbatch.render import RenderedScript, render_sbatch
 from gateway.core.slurm.states import TERMINAL, RunState
 from gateway.core.slurm.tags import attempt_tag
 from gateway.core.spec.diff import diff, parse_assignment, set_path
 from gateway.core.spec.run_spec import RunSpec, build_spec
-from gateway.errors import Conflict, GatewayError, NotFound, RunHostError, SpecError, SubmitRejected
+from gateway.errors import Conflict, GatewayError, NotFound
 from gateway.services.accounting.telemetry import telemetry_launch
 from gateway.services.envs.catalog import EnvCatalog
 from gateway.services.lineage.datasets import DatasetService
 from gateway.services.ops.prometheus import refusal_reason
 from gateway.services.runs.admission import Admission, Admitted
-from gateway.services.runs.batch import BatchItem, BatchOutcome, submit_batch
+from gateway.services.runs.batch import submit_batch
+from gateway.services.runs.batch_items import BatchItem, BatchOutcome
 from gateway.services.runs.check import RunCheck, RunChecker
-from gateway.services.runs.inputs import (
-    ResolvedInput,
-    environment_of,
-    resolve_environment,
-    resolve_inputs,
-    write_manifests,
-)
+from gateway.services.runs.first_attempt import FirstAttempt
+from gateway.services.runs.inputs import ResolvedInput, environment_of, resolve_environment, resolve_inputs
 from gateway.services.runs.new_runs import new_run_id
 from gateway.services.runs.new_runs import submit_audit as _submit_audit
+from gateway.services.runs.replay import Submitted, claim_key, replay
 from gateway.services.runs.rerun import RerunIdentity, rerun_identity
-from gateway.services.runs.submission import Sent, Submission, script_file, write_script_file
+from gateway.services.runs.submission import Submission
 from gateway.services.runs.waiting import WaitingService
 from gateway.settings import Settings
 from gateway.store.runs.runs import RunStore
@@ -73,13 +70,6 @@ class RunView:
     run: Run
     waiting: Explanation | None
     children: list[str]
-
-
-@dataclass(frozen=True)
-class Submitted:
-    run: Run
-    replayed: bool = False  # an earlier request with the same Idempotency-Key made this run
-    warnings: tuple[str, ...] = ()  # e.g. the project's run directories near or over their space limit
 
 
 class RunService:
@@ -106,6 +96,7 @@ class RunService:
         self.settings = settings
         self.datasets = datasets
         self.waiting = waiting
+        self.first = FirstAttempt(store, host, settings, datasets, admission.held)  # its directory, its send
         # project -> the space limit's warning, or None (StorageService.warning; set by the wiring)
         self.space_warning: Callable[[str], str | None] | None = None
 
@@ -180,16 +171,16 @@ class RunService:
         owner = identity.runs_as if identity is not None else principal
         if identity is not None and (identity.as_me or identity.requested_by):
             operation += " as me" if identity.as_me else f" as {owner.user}"
-        claim = self._claim(principal, idempotency_key, operation, spec)
+        claim = claim_key(principal, idempotency_key, operation, spec, ttl_s=self.settings.idempotency_ttl_s)
         if claim is not None:
             earlier = self.store.claimed_key(claim.user, claim.key)
             if earlier is not None:
-                return self._replay(claim, earlier)
+                return replay(self.store, claim, earlier)
         admitted = self.admission.admit(spec, owner)
         run_id = new_run_id()
         run_dir = str(self.settings.runs_dir / run_id)
         # sbatch starts now and waits for the script: its start-up overlaps the recording below, and
-        # it can queue nothing before the attempt is committed (_send hands it the script).
+        # it can queue nothing before the attempt is committed (``FirstAttempt.send`` hands it the script).
         submission = Submission.prepare(
             self.clusters.get(admitted.cluster),
             self.store,
@@ -197,7 +188,7 @@ class RunService:
             as_user=admitted.os_user,
             comment=spec.comment,
             mail_user=spec.mail_user,
-            script_path=self._script_path(run_dir),  # Slurm records it as the job's Command
+            script_path=self.first.script_path(run_dir),  # Slurm records it as the job's Command
         )
         with submission.abandoned_on_error():
             inputs = resolve_inputs(spec, run_dir, principal=owner, datasets=self.datasets)
@@ -212,8 +203,8 @@ class RunService:
             assert claim is not None
             earlier = self.store.claimed_key(claim.user, claim.key)
             assert earlier is not None
-            return self._replay(claim, earlier)
-        return Submitted(self._send(run, inputs, submission))
+            return replay(self.store, claim, earlier)
+        return Submitted(self.first.send(run, inputs, submission))
 
     def check(self, spec: RunSpec, *, principal: Principal, slurm_test: bool = False) -> RunCheck:
         """What submitting ``spec`` would do, recording and queueing nothing (``RunChecker.check``)."""
@@ -223,10 +214,6 @@ class RunService:
         """The script ``spec`` would be submitted as, rendered with the placeholder ``run_id`` after
         every admission check a submission makes (``RunChecker.render``); nothing is recorded."""
         return self._checker().render(spec, principal=principal, run_id=run_id)[1]
-
-    def _script_path(self, run_dir: str) -> str | None:
-        """The file sbatch is given (``script_file``), or None: the script on its stdin."""
-        return script_file(run_dir) if self.settings.slurm_submit_by_path else None
 
     def _checker(self) -> RunChecker:
         return RunChecker(
@@ -273,83 +260,6 @@ class RunService:
             inputs=tuple(i.record() for i in inputs),
             cluster=admitted.cluster,
         )
-
-    def _send(self, run: Run, inputs: list[ResolvedInput], submission: Submission) -> Run:
-        """Prepare the run directory, then send the recorded first attempt (``Submission.send``: exactly
-        once, it was committed first); the run as it stands then."""
-        self._prepare_dir(run, inputs, submission)
-        try:
-            sent = submission.send(run.attempts[0], run.script, source="gateway")
-        except SubmitRejected as exc:
-            exc.run_id = run.id  # type: ignore[attr-defined]  # the interfaces read it (getattr) to name the run
-            raise
-        if sent.event is None:  # Slurm did not answer: still SUBMITTING, with the note
-            return self.store.get_run(run.id)
-        return self._queued(run, sent)
-
-    def _prepare_dir(self, run: Run, inputs: list[ResolvedInput], submission: Submission) -> None:
-        """The run directory (and its inputs' manifests), as the job's OS user; a failure gives the
-        submission up and records the run never submitted (RunHostError, naming the run)."""
-        assert run.os_user is not None
-        with submission.abandoned_on_error():
-            try:
-                self.host.make_run_dir(run.run_dir, owner=run.os_user)
-                if self.settings.slurm_submit_by_path:
-                    write_script_file(self.host, run)  # what sbatch reads, by path
-                if inputs:
-                    write_manifests(inputs, self.datasets, self.host, os_user=run.os_user)
-                # site and project secrets: their values, written for the job's user (never stored)
-                self.admission.held.deliver(run.spec, run.run_dir, os_user=run.os_user)
-            except RunHostError as exc:
-                submission.give_up(
-                    run.attempts[0], f"cannot prepare the run directory: {exc}", source="gateway"
-                )
-                exc.run_id = run.id  # type: ignore[attr-defined]  # the interfaces read it (getattr) to name the run
-                raise
-            except SpecError as exc:  # a held secret vanished since admission: nothing is queued
-                submission.give_up(
-                    run.attempts[0], f"cannot deliver the run's secrets: {exc}", source="gateway"
-                )
-                exc.run_id = run.id  # type: ignore[attr-defined]  # the interfaces read it (getattr) to name the run
-                raise
-
-    def _queued(self, run: Run, sent: Sent) -> Run:
-        """``run`` (as recorded, SUBMITTING) with the job id and QUEUED event ``send`` recorded."""
-        attempt = run.attempts[0]
-        assert sent.event is not None
-        queued = replace(
-            attempt,
-            job_id=sent.job_id,
-            state=sent.event.to_state,
-            slurm_state="PENDING",
-            events=[*attempt.events, sent.event],
-        )
-        return replace(run, state=sent.event.to_state, attempts=[queued])
-
-    def _claim(
-        self, principal: Principal, key: str | None, operation: str, spec: RunSpec
-    ) -> IdempotencyClaim | None:
-        """The claim on ``key`` for this request (its spec's hash: a request without a key skips it)."""
-        if key is None:
-            return None
-        expires = datetime.now(UTC) + timedelta(seconds=self.settings.idempotency_ttl_s)
-        digest = hashlib.sha256(f"{operation}\n{spec.spec_hash()}".encode()).hexdigest()
-        return IdempotencyClaim(principal.user, key, operation, digest, expires)
-
-    def _replay(self, claim: IdempotencyClaim, earlier: ClaimedKey) -> Submitted:
-        """The answer an earlier request with the same key got: its run, or Slurm's refusal again."""
-        if earlier.request_sha256 != claim.request_sha256:
-            raise Conflict(
-                f"Idempotency-Key {claim.key!r} was used for another request ({earlier.operation}, run "
-                f"{earlier.run_id}); use a new key for a new submission"
-            )
-        run = self.store.get_run(earlier.run_id)
-        first = run.attempts[0]
-        if first.state is RunState.NEVER_SUBMITTED and first.reason and len(run.attempts) == 1:
-            rejected = SubmitRejected(first.reason)
-            rejected.run_id = run.id  # type: ignore[attr-defined]  # the interfaces read it (getattr) to name the run
-            raise rejected
-        return Submitted(run, replayed=True)
 
     def rerun(
         self,

@@ -17,7 +17,7 @@ A crash between 2 and 3 leaves a SUBMITTING attempt that no Slurm job or exactly
 tag of; reconciliation adopts that job or marks the attempt never submitted, and never submits
 again. ``send`` is the only writer of job ids besides the refresh (reconcile, Slurm's requeues) and
 ``record_sent`` here, which records a batch's job ids (each got by ``transmit``, ``send`` without
-the recording) in one transaction (``gateway.services.runs.batch``).
+the recording) in one transaction (``gateway.services.runs.batch_send``).
 """
 
 from __future__ import annotations
