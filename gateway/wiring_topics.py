@@ -299,5 +299,5 @@ def build_background(
         accounting=accounting,
         retention=retention,
         handoff=handoff,
-        environments=env_catalog,
+        environments=env_catalog.builds,
     )

@@ -30,7 +30,9 @@ from gateway.api.routes import (
     releases,
     reports,
     retention,
+    run_files,
     runs,
+    runs_submit,
     telemetry,
     tokens,
 )
@@ -101,7 +103,9 @@ def create_app(
     app.add_middleware(BodyLimits)
     app.include_router(health.router)
     app.include_router(accounting.router)
+    app.include_router(runs_submit.router)
     app.include_router(runs.router)
+    app.include_router(run_files.router)
     app.include_router(lineage.router)
     app.include_router(telemetry.router)
     app.include_router(datasets.router)

@@ -13,7 +13,7 @@ from gateway.core.envs.lockfile import MAX_LOCK_CHARS
 from gateway.core.envs.record import Environment, EnvVersion
 from gateway.core.spec.lineage import DATASET_REF_PATTERN
 from gateway.core.spec.parts import MODULE_NAME
-from gateway.services.envs.catalog import RunEnvironment
+from gateway.services.envs.observed import RunEnvironment
 from gateway.services.envs.registry import EnvDiff, ScanReport
 
 

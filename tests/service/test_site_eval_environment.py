@@ -81,7 +81,7 @@ def test_first_evals_register_and_build_the_site_environment_once_and_wait_for_i
     listed = services.runs.store.list_runs(RunFilter(project=PROJECT, tag="env-build", limit=500))
     builds = [r for r in listed.items if r.name == f"env-build-{site.name}"]
     assert [r.id for r in builds] == [version.build_run_id]  # one build job
-    job = catalog.build_job_id(version)
+    job = catalog.builds.build_job_id(version)
     assert job is not None
     for s in started:
         assert s.run.environment["ref"] == version.ref and s.run.spec.dependency == f"afterok:{job}"
@@ -142,7 +142,8 @@ def test_a_failed_build_of_the_site_environment_says_why_on_the_evals(services, 
     assert version.build_attempts == 2 and version.build_run_id not in (None, build_run_id)
     assert [f["build_run_id"] for f in version.build_failures] == [build_run_id]
     assert "ended failed" in version.build_failures[0]["failure"]
-    assert second.run.spec.dependency == f"afterok:{services.environments.catalog.build_job_id(version)}"
+    builds = services.environments.catalog.builds
+    assert second.run.spec.dependency == f"afterok:{builds.build_job_id(version)}"
     admin = services.access.principal("admin", source="pytest")
     (rebuilt,) = services.audit.events(admin, action="env.rebuild", target=version.id).items
     assert rebuilt.after["build"] == 2 and "ended failed" in rebuilt.after["previous_failure"]
@@ -205,19 +206,19 @@ def test_a_crash_before_the_build_job_is_recorded_is_found_and_the_build_submitt
     with pytest.raises(Conflict, match="has not appeared after 1 s"):
         impatient = SiteEvalEnvironment(services.environments, lock, name=site.name, wait_s=1)
         impatient.ensure(project=PROJECT, queue="cpu", principal=lead)
-    grace, catalog.orphan_grace_s = catalog.orphan_grace_s, 0.0
+    grace, catalog.builds.orphan_grace_s = catalog.builds.orphan_grace_s, 0.0
     try:
         # the periodic reconcile's step: past the grace, with no run, it was never submitted
-        settled = {v.id: v for v in catalog.settle_building()}
+        settled = {v.id: v for v in catalog.builds.settle_building()}
         assert settled[left.id].status == "failed" and "never submitted" in settled[left.id].failure
         version = site.ensure(project=PROJECT, queue="cpu", principal=lead)  # the next need builds again
     finally:
-        catalog.orphan_grace_s = grace
+        catalog.builds.orphan_grace_s = grace
     assert version.status == "building" and version.build_attempts == 2
     (failure,) = version.build_failures
     assert "never submitted" in failure["failure"] and failure["build_run_id"] is None
     (build,) = _build_runs(services, version)
-    assert build.id == version.build_run_id and catalog.build_job_id(version) is not None
+    assert build.id == version.build_run_id and catalog.builds.build_job_id(version) is not None
     assert refresh_until(services, build.id, timeout_s=150.0).state is RunState.SUCCEEDED
     ready = catalog.resolve(f"site/{site.name}@1", project=PROJECT, principal=lead)
     assert ready.status == "ready" and ready.packages["gwtoy"] == "1.0"

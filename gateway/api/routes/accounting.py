@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Body
 
 from gateway.api.deps import PrincipalDep, ServicesDep
-from gateway.api.routes.runs import RunId
+from gateway.api.routes.run_params import RunId
 from gateway.api.schemas import ErrorPublic
 from gateway.api.schemas_accounting import IngestPublic, IngestRequest, RunCostPublic
 

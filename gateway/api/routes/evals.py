@@ -8,7 +8,7 @@ from fastapi import APIRouter, Path, Query, Response, status
 
 from gateway.api.deps import PrincipalDep, ServicesDep
 from gateway.api.responses import Responses
-from gateway.api.routes.runs import IdempotencyKey
+from gateway.api.routes.run_params import IdempotencyKey
 from gateway.api.schemas import ErrorPublic
 from gateway.api.schemas_eval import (
     ArtifactEvalsPublic,

@@ -11,7 +11,7 @@ from gateway.api.deps import PrincipalDep, ServicesDep
 from gateway.api.responses import Responses
 from gateway.api.routes.evals import ERRORS, Sha256
 from gateway.api.routes.releases import Name, Project, Version
-from gateway.api.routes.runs import RunId
+from gateway.api.routes.run_params import RunId
 from gateway.core.evidence.bundle import zip_bytes
 from gateway.errors import NotFound
 from gateway.services.releases.evidence import Bundle

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path, Query
 from gateway.api.deps import PrincipalDep, ServicesDep
 from gateway.api.responses import Responses
 from gateway.api.routes.evals import ERRORS, NAME_PATTERN
-from gateway.api.routes.runs import RunId
+from gateway.api.routes.run_params import RunId
 from gateway.api.schemas_handoff import HandoffItemPublic, MirrorStatusPublic, RunHandoffPublic
 from gateway.errors import HandoffError
 from gateway.services import Services

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Path
 
 from gateway.api.deps import PrincipalDep, ServicesDep
 from gateway.api.routes.datasets import ERRORS, Name, Project, Version
-from gateway.api.routes.runs import RunId
+from gateway.api.routes.run_params import RunId
 from gateway.api.schemas_lineage import (
     ArtifactTracePublic,
     ComparePublic,

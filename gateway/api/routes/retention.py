@@ -10,7 +10,7 @@ from fastapi import APIRouter, Path, Query, status
 
 from gateway.api.deps import PrincipalDep, ServicesDep
 from gateway.api.responses import Responses
-from gateway.api.routes.runs import ERRORS, RunId
+from gateway.api.routes.run_params import ERRORS, RunId
 from gateway.api.schemas import ErrorPublic
 from gateway.api.schemas_retention import (
     PROJECT_PATTERN,

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from gateway.api.deps import PrincipalDep, ServicesDep
-from gateway.api.routes.runs import ERRORS, RunId
+from gateway.api.routes.run_params import ERRORS, RunId
 from gateway.api.schemas_telemetry import RunTelemetryPublic
 from gateway.errors import NotFound
 

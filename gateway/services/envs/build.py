@@ -20,7 +20,7 @@ from gateway.core.envs.lockfile import HEREDOC_END
 from gateway.core.envs.record import EnvVersion
 from gateway.core.spec.run_spec import RunSpec, build_spec
 from gateway.errors import Conflict, GatewayError, SpecError, SpecIssue
-from gateway.services.envs.catalog import INSTALLED_FILE
+from gateway.services.envs.settle import INSTALLED_FILE
 from gateway.services.runs.run_service import RunService
 from gateway.settings import Settings
 from gateway.store.envs.envs import EnvStore

@@ -30,7 +30,8 @@ from gateway.core.releases.domain import AdvisoryCheck
 from gateway.core.spec.parts import MODULE_NAME
 from gateway.errors import Conflict, NotFound, SpecError, SpecIssue
 from gateway.services.envs.build import MAX_BUILDS, Builds, build_run_spec
-from gateway.services.envs.catalog import EnvCatalog, RunEnvironment, readable
+from gateway.services.envs.catalog import EnvCatalog, readable
+from gateway.services.envs.observed import RunEnvironment
 from gateway.services.runs.run_service import RunService
 from gateway.settings import Settings
 from gateway.store.access.access import AccessStore
@@ -212,7 +213,7 @@ class EnvironmentService:
                     f"this lock is {version.ref}, whose build failed: {version.failure}; change the lock "
                     "file and register it again"
                 )
-            return self.catalog.settle(version), False
+            return self.catalog.builds.settle(version), False
         if build is not None:
             version = self.builds.submit(version, build, principal)
         return version, True
@@ -341,7 +342,7 @@ class EnvironmentService:
         if not version_id:
             return AdvisoryCheck(None)  # no registered environment: nothing known against it
         try:
-            version = self.catalog.settle(self.store.version(version_id))
+            version = self.catalog.builds.settle(self.store.version(version_id))
         except NotFound:
             return AdvisoryCheck(None, unchecked=f"run {run_id}'s environment {version_id} is gone")
         report = self.scan_version(version)

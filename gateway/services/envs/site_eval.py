@@ -101,10 +101,10 @@ class SiteEvalEnvironment:
             )
         deadline = time.monotonic() + self.wait_s
         while True:
-            version = catalog.settle(self.registry.store.version(version.id))
+            version = catalog.builds.settle(self.registry.store.version(version.id))
             if version.status == "failed":
                 version = self._again(version, project=project, queue=queue, principal=principal)
-            if version.status == "ready" or catalog.build_job_id(version) is not None:
+            if version.status == "ready" or catalog.builds.build_job_id(version) is not None:
                 return version
             if time.monotonic() >= deadline:
                 raise Conflict(
@@ -133,7 +133,7 @@ class SiteEvalEnvironment:
         """The Slurm dependency of an eval job run in ``version``: on its build job while it builds."""
         if version.status != "building":
             return None
-        job_id = self.registry.catalog.build_job_id(version)
+        job_id = self.registry.catalog.builds.build_job_id(version)
         return f"afterok:{job_id}" if job_id else None
 
     def _existing(self, lock: str) -> EnvVersion | None:

@@ -28,7 +28,7 @@ from gateway.core.accounting.records import IngestCounts
 from gateway.errors import GatewayError
 from gateway.services.accounting.ledger import AccountingService
 from gateway.services.audit.log import AuditService
-from gateway.services.envs.catalog import EnvCatalog
+from gateway.services.envs.settle import BuildSettler
 from gateway.services.eval.ingest import EvalIngest, IngestReport
 from gateway.services.handoff.outbox import HandoffReport, HandoffService
 from gateway.services.lineage.outputs import HarvestReport, OutputHarvester
@@ -67,7 +67,7 @@ class BackgroundWork:
         accounting: AccountingService | None = None,
         retention: RetentionSweeper | None = None,
         handoff: HandoffService | None = None,
-        environments: EnvCatalog | None = None,
+        environments: BuildSettler | None = None,
     ) -> None:
         self.environments = environments  # the reconcile settles environment builds
         self.metrics = metrics or GatewayMetrics()  # the refresh cycle's time (GET /metrics)
